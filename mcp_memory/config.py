@@ -1,0 +1,158 @@
+"""Settings: environment variables prefixed MCP_MEMORY_ (nested with __) and an optional .env file.
+
+Built once in cli.main() and passed down; never constructed at import time.
+"""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+def _default_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry (some containers)
+        return "default"
+
+
+def _default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
+
+
+class WorkingSettings(BaseModel):
+    backend: Literal["sqlite", "redis"] | None = Field(
+        default=None, description="Working-memory store; default: redis when redis_url is set, else sqlite."
+    )
+    redis_url: SecretStr | None = Field(default=None, description="Redis URL, e.g. redis://localhost:6379/0.")
+    ttl_seconds: int | None = Field(
+        default=None, ge=1, description="Sliding expiry of an idle thread's working memory; none by default."
+    )
+    key_prefix: str = Field(default="mm", description="Prefix of every Redis key.")
+    timeout_seconds: float = Field(default=2.0, gt=0, description="Per-call Redis timeout.")
+    retries: int = Field(
+        default=3, ge=0, description="Retries (exponential backoff) of a Redis call after a connection error."
+    )
+    cluster: bool = Field(default=False, description="redis_url names a Redis Cluster node (client follows slots).")
+
+    @property
+    def resolved_backend(self) -> Literal["sqlite", "redis"]:
+        if self.backend is not None:
+            return self.backend
+        return "redis" if self.redis_url else "sqlite"
+
+
+class CosmosSettings(BaseModel):
+    endpoint: str | None = Field(default=None, description="Account URI, https://<account>.documents.azure.com:443/.")
+    key: SecretStr | None = Field(default=None, description="Account key; unset = Microsoft Entra ID.")
+    database: str = "mcp_memory"
+    turns_container: str = "turns"
+    memories_container: str = "memories"
+    throughput: Literal["serverless", "autoscale"] = "serverless"
+    autoscale_max_ru: int = Field(default=1000, ge=1000)
+    vector_index: Literal["quantizedFlat", "diskANN", "flat"] = "quantizedFlat"
+    vector_index_shard_key: str | None = None
+    turn_ttl_seconds: int | None = Field(default=None, ge=1, description="Turns expire after this; none by default.")
+    verify_tls: bool = True
+    endpoint_discovery: bool = True
+    timeout_seconds: float = Field(default=10.0, gt=0)
+
+
+class LongTermSettings(BaseModel):
+    backend: Literal["sqlite", "cosmos"] | None = Field(
+        default=None, description="Long-term store; default: cosmos when cosmos.endpoint is set, else sqlite."
+    )
+    cosmos: CosmosSettings = Field(default_factory=CosmosSettings)
+
+    @property
+    def resolved_backend(self) -> Literal["sqlite", "cosmos"]:
+        if self.backend is not None:
+            return self.backend
+        return "cosmos" if self.cosmos.endpoint else "sqlite"
+
+
+class EmbeddingSettings(BaseModel):
+    provider: Literal["local", "openai", "azure", "hash"] = Field(
+        default="local",
+        description="local = all-MiniLM-L6-v2 int8 ONNX, offline; hash = deterministic test embedder.",
+    )
+    model: str = Field(default="", description="Model or Azure deployment name (openai default: text-embedding-3-small).")
+    dimension: int | None = Field(default=None, ge=1, description="Vector size; required for openai models other than the defaults.")
+    base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (Ollama, vLLM, ...).")
+    api_key: SecretStr | None = None
+    azure_endpoint: str | None = None
+    api_version: str = "2024-10-21"
+    threads: int = Field(default=1, ge=1, description="ONNX intra-op threads for the local model.")
+    batch_size: int = Field(default=32, ge=1)
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=2, ge=0, description="Retries of a failed remote embedding call (openai SDK).")
+
+
+class LLMSettings(BaseModel):
+    provider: Literal["none", "openai", "azure"] = Field(
+        default="none", description="Who writes summaries: none = offline extractive summarizer."
+    )
+    model: str = Field(default="gpt-4o-mini", description="Chat model or Azure deployment name.")
+    base_url: str | None = None
+    api_key: SecretStr | None = None
+    azure_endpoint: str | None = None
+    api_version: str = "2024-10-21"
+    timeout_seconds: float = Field(default=30.0, gt=0)
+    max_retries: int = Field(default=2, ge=0)
+
+
+class SummarySettings(BaseModel):
+    default_context_window: int = Field(default=8000, ge=256, description="Used when the client names none.")
+    threshold: float = Field(default=0.7, gt=0.0, lt=1.0, description="Summarize past this fraction of the window.")
+    keep_recent_fraction: float = Field(
+        default=0.3, gt=0.0, lt=1.0, description="Share of the threshold kept as verbatim recent messages."
+    )
+    summary_fraction: float = Field(
+        default=0.2, gt=0.0, lt=1.0, description="Largest summary, as a share of the threshold."
+    )
+    lease_seconds: float = Field(default=60.0, gt=0, description="How long one summarizer holds a thread.")
+
+
+class SearchSettings(BaseModel):
+    rrf_k: int = Field(default=60, ge=1)
+    text_weight: float = Field(default=1.0, ge=0)
+    vector_weight: float = Field(default=1.0, ge=0)
+    max_limit: int = Field(default=100, ge=1)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MCP_MEMORY_", env_nested_delimiter="__", env_file=".env", extra="ignore"
+    )
+
+    user_id: str = Field(default_factory=_default_user, description="Whose memories these are (stdio).")
+    data_dir: Path = Field(default_factory=_default_data_dir, description="Where the SQLite file lives.")
+    sqlite_file: str = Field(default="memory.db", description="File name inside data_dir.")
+    token_encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base"
+    max_content_chars: int = Field(default=100_000, ge=1)
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    prompts_dir: Path | None = Field(default=None, description="Your own prompt templates; default: shipped ones.")
+
+    working: WorkingSettings = Field(default_factory=WorkingSettings)
+    long_term: LongTermSettings = Field(default_factory=LongTermSettings)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    summary: SummarySettings = Field(default_factory=SummarySettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+
+    @property
+    def sqlite_path(self) -> Path:
+        return self.data_dir / self.sqlite_file
+
+    @model_validator(mode="after")
+    def _check_user(self) -> Settings:
+        from .models import THREAD_ID_PATTERN
+
+        if not THREAD_ID_PATTERN.match(self.user_id):
+            raise ValueError(f"user_id {self.user_id!r} must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+        return self

@@ -1,0 +1,37 @@
+"""One root for every error the server raises on purpose.
+
+Tools let these propagate: the MCP layer turns them into `is_error` results whose text is the
+message, so every message is written for the model that reads it and never carries a secret.
+"""
+
+
+class MemoryServerError(Exception):
+    """Root of every error mcp-memory raises on purpose."""
+
+
+class ConfigError(MemoryServerError):
+    """The configuration cannot work (bad value, missing credential, unusable data file)."""
+
+
+class InvalidInputError(MemoryServerError, ValueError):
+    """A caller sent something the server refuses; the message names the argument."""
+
+
+class NotFoundError(MemoryServerError, LookupError):
+    """A memory, thread or revision that does not exist (for this user)."""
+
+
+class BackendUnavailableError(MemoryServerError):
+    """A storage or model backend cannot be reached right now; retrying later may work."""
+
+
+class EmbeddingMismatchError(ConfigError):
+    """Stored vectors were made by another embedding model or dimension than the configured one."""
+
+
+class PermissionDeniedError(MemoryServerError):
+    """The caller is not allowed to do this."""
+
+
+class ConflictError(MemoryServerError):
+    """A concurrent writer changed the same record first (optimistic concurrency lost)."""

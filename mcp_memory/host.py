@@ -1,0 +1,97 @@
+"""Opens the service once per process and shares it between MCP sessions.
+
+The SDK enters a server's lifespan once per connection on stdio and SSE (once per process on
+streamable HTTP); the data file, the ONNX model and the backend clients must not be reopened per
+connection, so the lifespan borrows the service from this host, which opens it on first use and
+closes it when the last user leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import anyio
+
+from .config import Settings
+from .llm.chat import open_chat_model
+from .llm.embedder import open_embedder
+from .service import ChangeListener, MemoryService
+from .storage import open_stores
+from .summarize import build_summarizer
+from .tokens import TokenCounter
+
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def open_service(settings: Settings, on_change: ChangeListener | None = None) -> AsyncIterator[MemoryService]:
+    """Everything the service needs, opened in order and closed in reverse."""
+    async with AsyncExitStack() as stack:
+        tokens = await anyio.to_thread.run_sync(
+            lambda: TokenCounter.load(settings.token_encoding, cache_dir=settings.data_dir / "tiktoken")
+        )
+        embedder = await stack.enter_async_context(open_embedder(settings.embedding))
+        stores = await stack.enter_async_context(open_stores(settings, embedder.spec))
+        chat = await stack.enter_async_context(open_chat_model(settings.llm))
+        summarizer = build_summarizer(chat, tokens.count, settings.prompts_dir)
+        log.info(
+            "memory service ready for user %s: %s; embeddings: %s; summaries: %s",
+            settings.user_id,
+            stores.description,
+            embedder.spec.model,
+            summarizer.name,
+        )
+        yield MemoryService(
+            settings=settings,
+            stores=stores,
+            embedder=embedder,
+            tokens=tokens,
+            summarizer=summarizer,
+            on_change=on_change,
+        )
+
+
+class ServiceHost:
+    """A reference-counted MemoryService: opened by the first user, closed after the last."""
+
+    def __init__(self, settings: Settings, on_change: ChangeListener | None = None) -> None:
+        self.settings = settings
+        self.on_change = on_change
+        self._lock = anyio.Lock()
+        self._users = 0
+        self._stack: AsyncExitStack | None = None
+        self._service: MemoryService | None = None
+
+    @property
+    def service(self) -> MemoryService:
+        if self._service is None:
+            raise RuntimeError("the memory service is not open")
+        return self._service
+
+    @asynccontextmanager
+    async def use(self) -> AsyncIterator[MemoryService]:
+        async with self._lock:
+            if self._service is None:
+                stack = AsyncExitStack()
+                try:
+                    self._service = await stack.enter_async_context(open_service(self.settings, self._notify))
+                except BaseException:
+                    await stack.aclose()
+                    raise
+                self._stack = stack
+            self._users += 1
+        try:
+            yield self._service
+        finally:
+            with anyio.CancelScope(shield=True):
+                async with self._lock:
+                    self._users -= 1
+                    if self._users == 0 and self._stack is not None:
+                        stack, self._stack, self._service = self._stack, None, None
+                        await stack.aclose()
+
+    async def _notify(self, user_id: str, thread_id: str | None) -> None:
+        if self.on_change is not None:
+            await self.on_change(user_id, thread_id)

@@ -1,0 +1,44 @@
+"""The chat model that writes summaries: one small protocol, chosen by settings.
+
+Implementations: an OpenAI-compatible API (OpenAI, Azure OpenAI, Ollama, vLLM) and, later, MCP
+sampling (the connected client's own model). Each maps its failures to mcp_memory.errors.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Protocol
+
+from ..config import LLMSettings
+
+
+class ChatModel(Protocol):
+    @property
+    def name(self) -> str:
+        """The model's name as the user configured it, e.g. "gpt-4o-mini"."""
+        ...
+
+    async def complete(
+        self, system: str, user: str, *, json_mode: bool = False, max_tokens: int | None = None
+    ) -> str:
+        """One completion: a system and a user message in, the answer's text out.
+
+        Raises BackendUnavailableError (unreachable, timeout, rate limit, server error),
+        ConfigError (bad credentials, unknown model) or InvalidInputError (request refused);
+        never returns an empty string.
+        """
+        ...
+
+
+@asynccontextmanager
+async def open_chat_model(settings: LLMSettings) -> AsyncIterator[ChatModel | None]:
+    """The configured chat model for the server's lifetime; None when provider is "none"."""
+    match settings.provider:
+        case "none":
+            yield None
+        case "openai" | "azure":
+            from .openai_chat import OpenAIChatModel  # the SDK loads only when an LLM is configured
+
+            async with OpenAIChatModel.open(settings) as model:
+                yield model

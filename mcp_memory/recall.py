@@ -1,0 +1,27 @@
+"""How recalled memories are shown to a model: as delimited, attributed data, never as instructions."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .views import SearchHit
+
+
+def render_memories(hits: Sequence[SearchHit]) -> str:
+    if not hits:
+        return "(no relevant memories found)"
+    blocks = []
+    for hit in hits:
+        speaker = hit.role or hit.type
+        where = f"thread {hit.thread_id}" if hit.thread_id else "all threads"
+        # Escape anything that could close our delimiter early.
+        text = hit.content.replace("</memory>", "</ memory>")
+        blocks.append(
+            f'<memory id="{hit.id}" type="{hit.type}" from="{speaker}" {_attr("where", where)} '
+            f'when="{hit.created_at.isoformat()}">\n{text}\n</memory>'
+        )
+    return "\n".join(blocks)
+
+
+def _attr(name: str, value: str) -> str:
+    return f'{name}="{value.replace(chr(34), "&quot;")}"'

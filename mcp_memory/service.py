@@ -1,0 +1,498 @@
+"""MemoryService: every rule of the product lives here. Tools, resources, the demo and the benchmarks
+all call these methods; stores only store.
+
+Every method takes the user id first: the server binds it from configuration (stdio) or from the
+authenticated principal, never from a tool argument.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import anyio
+
+from . import validation as check
+from .config import Settings
+from .errors import BackendUnavailableError, InvalidInputError, NotFoundError
+from .llm.embedder import Embedder
+from .models import (
+    Memory,
+    Message,
+    Scope,
+    SearchQuery,
+    ThreadInfo,
+    ThreadTotals,
+    WorkingMemory,
+    summary_id,
+    utcnow,
+)
+from .search import quoted_phrases
+from .storage import Stores
+from .summarize import Summarizer
+from .tokens import TokenCounter
+from .views import (
+    AddTurnResult,
+    ContextUsage,
+    ForgetResult,
+    LongTermForgetView,
+    SearchHit,
+    SearchResult,
+    SummarizeResult,
+    TurnView,
+    WorkingForgetView,
+    WorkingMemoryUsage,
+    WorkingMemoryView,
+)
+
+log = logging.getLogger(__name__)
+
+# Called after a thread changes (thread id, or None when the list of threads changed).
+ChangeListener = Callable[[str, str | None], Awaitable[None]]
+# Progress of a long operation: (done, total, message).
+Progress = Callable[[float, float | None, str | None], Awaitable[None]]
+
+REBUILD_TURNS = 50  # how many recent turns an expired thread gets back from long term
+
+
+@dataclass
+class MemoryService:
+    settings: Settings
+    stores: Stores
+    embedder: Embedder
+    tokens: TokenCounter
+    summarizer: Summarizer
+    on_change: ChangeListener | None = None
+
+    # ---- turns ---------------------------------------------------------------------------------
+
+    async def add_turn(
+        self,
+        user_id: str,
+        thread_id: str,
+        role: str,
+        content: str,
+        metadata: dict[str, Any] | None = None,
+        context_window: int | None = None,
+        *,
+        created_at: datetime | None = None,
+        progress: Progress | None = None,
+    ) -> AddTurnResult:
+        thread_id = check.thread_id(thread_id)
+        role_ = check.role(role)
+        content = check.content(content, self.settings.max_content_chars)
+        metadata = check.metadata(metadata)
+        context_window = check.context_window(context_window)
+
+        tokens = self.tokens.count(content)
+        vector = (await self.embedder.embed([content]))[0]
+        turn = Memory(
+            id=f"turn_{uuid.uuid4().hex}",
+            user_id=user_id,
+            thread_id=thread_id,
+            role=role_,
+            type="turn",
+            content=content,
+            embedding=vector.tolist(),
+            metadata=metadata,
+            created_at=created_at or utcnow(),
+            token_count=tokens,
+        )
+        # Long term first: once it is there, nothing acknowledged can be lost with working memory.
+        await self.stores.long_term.put([turn])
+        message = Message(
+            id=turn.id,
+            role=role_,
+            content=content,
+            metadata=metadata,
+            created_at=turn.created_at,
+            token_count=tokens,
+        )
+        try:
+            totals = await self.stores.working.append(user_id, thread_id, message, context_window=context_window)
+        except BackendUnavailableError as e:
+            raise BackendUnavailableError(
+                f"{e} The turn was saved to long-term memory as {turn.id}, but the thread's working memory "
+                "was not updated; retry later."
+            ) from e
+        if totals.message_count == 1:
+            # A new (or expired and re-created) thread: give back its history if long term has some.
+            if await self._rebuild_after_expiry(user_id, thread_id, context_window):
+                totals = await self._totals(user_id, thread_id)
+            await self._changed(user_id, None)
+
+        window = totals.context_window or self.settings.summary.default_context_window
+        summarized = False
+        if totals.token_count > self._threshold(window):
+            summarized = await self._summarize(user_id, thread_id, keep_recent=None, progress=progress) is not None
+            if summarized:
+                totals = await self._totals(user_id, thread_id)
+        await self._changed(user_id, thread_id)
+        return AddTurnResult(
+            turn=TurnView(
+                id=turn.id,
+                thread_id=thread_id,
+                role=role_,
+                content=content,
+                metadata=metadata,
+                created_at=turn.created_at,
+                token_count=tokens,
+            ),
+            working_memory=WorkingMemoryUsage(
+                **self._usage(totals.token_count, window).model_dump(), message_count=totals.message_count
+            ),
+            summarized=summarized,
+        )
+
+    # ---- search --------------------------------------------------------------------------------
+
+    async def search(
+        self,
+        user_id: str,
+        query: str,
+        thread_id: str | None = None,
+        types: list[str] | None = None,
+        limit: int = 10,
+        mode: str = "hybrid",
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+    ) -> SearchResult:
+        query = check.query(query, self.settings.max_content_chars)
+        if thread_id is not None:
+            thread_id = check.thread_id(thread_id)
+        types_ = check.types(types)
+        limit = check.count(limit, "limit", low=1, high=self.settings.search.max_limit)
+        mode_ = check.mode(mode)
+        since_, until_ = check.time_range(since, until)
+
+        vector = None
+        if mode_ != "text":
+            vector = (await self.embedder.embed([query]))[0].tolist()
+        search = SearchQuery(
+            user_id=user_id,
+            text=query,
+            mode=mode_,
+            thread_id=thread_id,
+            types=types_,
+            since=since_,
+            until=until_,
+            limit=limit,
+            rrf_k=self.settings.search.rrf_k,
+            text_weight=self.settings.search.text_weight,
+            vector_weight=self.settings.search.vector_weight,
+            phrases=quoted_phrases(query),
+        )
+        hits = await self.stores.long_term.search(search, vector)
+        return SearchResult(results=[SearchHit.of(h.memory, h.score) for h in hits], mode=mode_)
+
+    # ---- working memory ------------------------------------------------------------------------
+
+    async def get_working_memory(self, user_id: str, thread_id: str, recent: int | None = None) -> WorkingMemoryView:
+        thread_id = check.thread_id(thread_id)
+        if recent is not None:
+            recent = check.count(recent, "recent", low=0, high=10_000)
+        memory = await self._working_memory(user_id, thread_id)
+        window = memory.context_window or self.settings.summary.default_context_window
+        messages = memory.messages if recent is None else memory.messages[len(memory.messages) - recent :]
+        return WorkingMemoryView(
+            thread_id=thread_id,
+            summary=memory.summary,
+            messages=messages,
+            message_count=len(memory.messages),
+            data=memory.data,
+            **self._usage(memory.token_count, window).model_dump(),
+        )
+
+    async def summarize_thread(
+        self, user_id: str, thread_id: str, keep_recent: int | None = None, *, progress: Progress | None = None
+    ) -> SummarizeResult:
+        thread_id = check.thread_id(thread_id)
+        if keep_recent is not None:
+            keep_recent = check.count(keep_recent, "keep_recent", low=0, high=10_000)
+        memory = await self._working_memory(user_id, thread_id)
+        if not memory.messages and not memory.summary:
+            raise NotFoundError(f"thread {thread_id!r} has no messages to summarize")
+        result = await self._summarize(user_id, thread_id, keep_recent=keep_recent, progress=progress, force=True)
+        if result is None:
+            raise BackendUnavailableError(
+                f"thread {thread_id!r} is being summarized by another request right now; try again shortly"
+            )
+        await self._changed(user_id, thread_id)
+        return result
+
+    async def set_thread_data(self, user_id: str, thread_id: str, data: dict[str, Any]) -> None:
+        thread_id = check.thread_id(thread_id)
+        await self.stores.working.set_data(user_id, thread_id, check.metadata(data))
+        await self._changed(user_id, thread_id)
+
+    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
+        live = {t.thread_id: t for t in await self.stores.working.list_threads(user_id)}
+        # Threads whose working memory expired still exist in long term.
+        for thread in await self.stores.long_term.list_threads(user_id):
+            live.setdefault(thread.thread_id, thread)
+        newest_first = sorted(
+            (t for t in live.values() if t.updated_at), key=lambda t: t.updated_at or utcnow(), reverse=True
+        )
+        return newest_first + [t for t in live.values() if not t.updated_at]
+
+    async def get_memory(self, user_id: str, memory_id: str) -> Memory:
+        return await self.stores.long_term.get(user_id, check.memory_id(memory_id))
+
+    # ---- forgetting ----------------------------------------------------------------------------
+
+    async def forget(
+        self,
+        user_id: str,
+        memory_id: str | None = None,
+        thread_id: str | None = None,
+        everything: bool = False,
+        dry_run: bool = False,
+    ) -> ForgetResult:
+        named = [n for n, v in (("memory_id", memory_id), ("thread_id", thread_id)) if v is not None]
+        if everything:
+            named.append("everything")
+        if len(named) != 1:
+            raise InvalidInputError(
+                "forget takes exactly one scope: memory_id, thread_id or everything=true"
+                + (f" (got {' and '.join(named)})" if named else "")
+            )
+        summary_memory: Memory | None = None
+        if memory_id is not None:
+            memory = await self.stores.long_term.get(user_id, check.memory_id(memory_id))
+            scope = Scope(user_id=user_id, memory_id=memory.id, thread_id=memory.thread_id)
+            summary_memory = memory if memory.type == "summary" else None
+            kind = "memory"
+        elif thread_id is not None:
+            scope = Scope(user_id=user_id, thread_id=check.thread_id(thread_id))
+            kind = "thread"
+        else:
+            scope = Scope(user_id=user_id, everything=True)
+            kind = "everything"
+
+        working = await self.stores.working.forget(scope, dry_run=dry_run)
+        long_term = await self.stores.long_term.forget(scope, dry_run=dry_run)
+        if summary_memory is not None and summary_memory.thread_id and not dry_run:
+            await self._clear_summary(user_id, summary_memory.thread_id)
+        if not dry_run:
+            await self._changed(user_id, scope.thread_id if kind != "everything" else None)
+            if kind != "memory":
+                await self._changed(user_id, None)
+        return ForgetResult(
+            scope=kind,
+            dry_run=dry_run,
+            working_memory=WorkingForgetView(threads=working.threads, messages=working.messages),
+            long_term=LongTermForgetView(memories=sum(long_term.values()), by_type=long_term),
+            forgotten_at=utcnow(),
+        )
+
+    # ---- internals -----------------------------------------------------------------------------
+
+    def _threshold(self, window: int) -> int:
+        return int(window * self.settings.summary.threshold)
+
+    def _usage(self, token_count: int, window: int) -> ContextUsage:
+        threshold = self._threshold(window)
+        return ContextUsage(
+            token_count=token_count,
+            context_window=window,
+            threshold_tokens=threshold,
+            percent_used=round(100.0 * token_count / window, 1),
+            percent_until_summarization=round(max(0.0, 100.0 * (threshold - token_count) / threshold), 1),
+        )
+
+    async def _totals(self, user_id: str, thread_id: str) -> ThreadTotals:
+        memory = await self.stores.working.get(user_id, thread_id)
+        if memory is None:
+            return ThreadTotals(token_count=0, message_count=0, context_window=None)
+        return ThreadTotals(
+            token_count=memory.token_count, message_count=len(memory.messages), context_window=memory.context_window
+        )
+
+    async def _working_memory(self, user_id: str, thread_id: str) -> WorkingMemory:
+        memory = await self.stores.working.get(user_id, thread_id)
+        if memory is not None:
+            return memory
+        # Expired or flushed: rebuild from long term so the client never sees a silently empty thread.
+        rebuilt = await self._from_long_term(user_id, thread_id, context_window=None)
+        if rebuilt is None:
+            return WorkingMemory(user_id=user_id, thread_id=thread_id)
+        await self.stores.working.restore(rebuilt)
+        return await self.stores.working.get(user_id, thread_id) or rebuilt
+
+    async def _from_long_term(self, user_id: str, thread_id: str, context_window: int | None) -> WorkingMemory | None:
+        turns = await self.stores.long_term.recent(user_id, thread_id, limit=REBUILD_TURNS)
+        try:
+            summary = await self.stores.long_term.get(user_id, summary_id(user_id, thread_id))
+        except NotFoundError:
+            summary = None
+        if not turns and summary is None:
+            return None
+        # Turns the summary already covers stay out of the rebuilt messages.
+        through_id = summary.metadata.get("summarized_through") if summary else None
+        ids = [t.id for t in turns]
+        if through_id in ids:
+            turns = turns[ids.index(through_id) + 1 :]
+        elif summary and summary.metadata.get("summarized_through_created_at"):
+            through = datetime.fromisoformat(summary.metadata["summarized_through_created_at"])
+            turns = [t for t in turns if t.created_at > through]
+        messages = [
+            Message(
+                id=t.id,
+                role=t.role or "user",
+                content=t.content,
+                metadata=t.metadata,
+                created_at=t.created_at,
+                token_count=t.token_count,
+            )
+            for t in turns
+        ]
+        return WorkingMemory(
+            user_id=user_id,
+            thread_id=thread_id,
+            messages=messages,
+            summary=summary.content if summary else "",
+            summary_token_count=summary.token_count if summary else 0,
+            summary_version=int(summary.metadata.get("summary_version", 0)) if summary else 0,
+            context_window=context_window
+            or (int(summary.metadata["context_window"]) if summary and summary.metadata.get("context_window") else None),
+        )
+
+    async def _rebuild_after_expiry(self, user_id: str, thread_id: str, context_window: int | None) -> bool:
+        """After the first append to a thread: if long term knows older turns, put its history back."""
+        history = await self.stores.long_term.recent(user_id, thread_id, limit=2)
+        if len(history) < 2:
+            return False
+        rebuilt = await self._from_long_term(user_id, thread_id, context_window)
+        if rebuilt is None:
+            return False
+        log.info("thread %s had expired from working memory; rebuilt it from long term", thread_id)
+        scope = Scope(user_id=user_id, thread_id=thread_id)
+        await self.stores.working.forget(scope)
+        # The new turn is already in long term, so the rebuilt memory includes it.
+        await self.stores.working.restore(rebuilt)
+        return True
+
+    async def _clear_summary(self, user_id: str, thread_id: str) -> None:
+        memory = await self.stores.working.get(user_id, thread_id)
+        if memory is not None and memory.summary:
+            await self.stores.working.compact(
+                user_id,
+                thread_id,
+                expected_version=memory.summary_version,
+                removed_ids=[],
+                summary="",
+                summary_token_count=0,
+            )
+
+    async def _summarize(
+        self,
+        user_id: str,
+        thread_id: str,
+        *,
+        keep_recent: int | None,
+        progress: Progress | None,
+        force: bool = False,
+    ) -> SummarizeResult | None:
+        """Progressive summarization under a lease: fold the oldest messages into the running summary.
+
+        Returns None when another summarizer holds the thread or the thread changed under us (the next
+        turn retries). Messages appended while the summary was being written are never touched.
+        """
+        owner = uuid.uuid4().hex
+        lease = max(self.settings.summary.lease_seconds, self.settings.llm.timeout_seconds * 3)
+        if not await self.stores.working.try_lock(user_id, thread_id, owner, lease):
+            return None
+        try:
+            memory = await self.stores.working.get(user_id, thread_id)
+            if memory is None:
+                return None
+            window = memory.context_window or self.settings.summary.default_context_window
+            threshold = self._threshold(window)
+            max_summary = max(32, int(threshold * self.settings.summary.summary_fraction))
+            keep = self._kept(memory.messages, threshold, max_summary, keep_recent)
+            older = memory.messages[: len(memory.messages) - keep]
+            if not older and not force:
+                return None
+            if progress:
+                await progress(0, 2, f"summarizing {len(older)} messages")
+            summary = await self.summarizer.summarize(memory.summary, older, max_summary) if older else memory.summary
+            summary_tokens = self.tokens.count(summary)
+            done = await self.stores.working.compact(
+                user_id,
+                thread_id,
+                expected_version=memory.summary_version,
+                removed_ids=[m.id for m in older],
+                summary=summary,
+                summary_token_count=summary_tokens,
+            )
+            if not done:
+                log.info("thread %s changed while it was summarized; the next turn retries", thread_id)
+                return None
+            if progress:
+                await progress(1, 2, "storing the summary in long-term memory")
+            await self._store_summary(memory, older, summary, summary_tokens, window)
+            if progress:
+                await progress(2, 2, "summarized")
+            tokens_after = summary_tokens + sum(m.token_count for m in memory.messages[len(older) :])
+            return SummarizeResult(
+                thread_id=thread_id,
+                summary=summary,
+                summarized_count=len(older),
+                kept_count=keep,
+                tokens_before=memory.token_count,
+                tokens_after=tokens_after,
+            )
+        finally:
+            with anyio.CancelScope(shield=True):
+                await self.stores.working.unlock(user_id, thread_id, owner)
+
+    def _kept(self, messages: list[Message], threshold: int, max_summary: int, keep_recent: int | None) -> int:
+        """How many of the newest messages stay verbatim."""
+        if keep_recent is not None:
+            return min(keep_recent, len(messages))
+        budget = int(threshold * self.settings.summary.keep_recent_fraction)
+        kept, used = 0, 0
+        for message in reversed(messages):
+            if used + message.token_count > budget:
+                break
+            kept, used = kept + 1, used + message.token_count
+        # Always keep the newest message verbatim when it fits beside the summary under the threshold.
+        if kept == 0 and messages and messages[-1].token_count + max_summary < threshold:
+            kept = 1
+        return kept
+
+    async def _store_summary(
+        self, before: WorkingMemory, older: list[Message], summary: str, tokens: int, window: int
+    ) -> None:
+        vector = (await self.embedder.embed([summary]))[0].tolist()
+        last = older[-1] if older else None
+        await self.stores.long_term.put(
+            [
+                Memory(
+                    id=summary_id(before.user_id, before.thread_id),
+                    user_id=before.user_id,
+                    thread_id=before.thread_id,
+                    role=None,
+                    type="summary",
+                    content=summary,
+                    embedding=vector,
+                    token_count=tokens,
+                    updated_at=utcnow(),
+                    metadata={
+                        "summarizer": self.summarizer.name,
+                        "summary_version": before.summary_version + 1,
+                        "summarized_through": last.id if last else None,
+                        "summarized_through_created_at": last.created_at.isoformat() if last else None,
+                        "context_window": window,
+                    },
+                )
+            ]
+        )
+
+    async def _changed(self, user_id: str, thread_id: str | None) -> None:
+        if self.on_change is not None:
+            await self.on_change(user_id, thread_id)

@@ -1,0 +1,110 @@
+"""The two storage roles every backend plays. Small on purpose: the service holds the rules.
+
+A backend is done when it passes the contract suite in tests/contract/ for its role.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from pydantic import BaseModel
+
+from ..models import Hit, Memory, Message, Scope, SearchQuery, ThreadInfo, ThreadTotals, WorkingMemory
+
+
+class EmbeddingSpec(BaseModel):
+    """Which model made the stored vectors. Stored with the data; a mismatch refuses to start."""
+
+    model: str
+    dimension: int
+
+
+class WorkingForgetCount(BaseModel):
+    threads: int = 0
+    messages: int = 0
+
+
+class WorkingMemoryStore(Protocol):
+    """Each thread's live context. Every write that belongs together is one atomic step."""
+
+    async def append(
+        self, user_id: str, thread_id: str, message: Message, *, context_window: int | None = None
+    ) -> ThreadTotals:
+        """Append a message, add its tokens to the thread total, set the context window when given and
+        refresh the thread's TTL, all in one atomic step; return the totals after it."""
+        ...
+
+    async def get(self, user_id: str, thread_id: str) -> WorkingMemory | None:
+        """The thread's working memory, or None when it does not exist (never written, expired, flushed)."""
+        ...
+
+    async def restore(self, memory: WorkingMemory) -> bool:
+        """Write a whole working memory rebuilt from long term, only if the thread does not exist now.
+        Returns False (and writes nothing) when another writer created it first."""
+        ...
+
+    async def compact(
+        self,
+        user_id: str,
+        thread_id: str,
+        *,
+        expected_version: int,
+        removed_ids: Sequence[str],
+        summary: str,
+        summary_token_count: int,
+    ) -> bool:
+        """Replace the oldest messages by a summary, atomically, if the thread still matches the snapshot
+        the summary was written from: its summary_version equals expected_version and its oldest
+        messages are exactly removed_ids, in order. Bumps summary_version. False when it no longer
+        matches (nothing is changed); messages appended since the snapshot are always kept."""
+        ...
+
+    async def set_data(self, user_id: str, thread_id: str, data: dict[str, object]) -> None:
+        """Replace the thread's free JSON session data (creating the thread if needed), refreshing TTL."""
+        ...
+
+    async def try_lock(self, user_id: str, thread_id: str, owner: str, ttl_seconds: float) -> bool:
+        """Take the thread's summarization lease if nobody holds it; it expires by itself after ttl."""
+        ...
+
+    async def unlock(self, user_id: str, thread_id: str, owner: str) -> None:
+        """Release the lease if `owner` still holds it."""
+        ...
+
+    async def list_threads(self, user_id: str) -> list[ThreadInfo]: ...
+
+    async def forget(self, scope: Scope, *, dry_run: bool = False) -> WorkingForgetCount:
+        """Delete (or, with dry_run, count) what the scope names. A memory_id scope carries the thread_id
+        of that memory when known; the message with that id is removed from the thread."""
+        ...
+
+
+class LongTermStore(Protocol):
+    """Every memory ever acknowledged, searchable. Reads never return superseded memories, except get()."""
+
+    async def put(self, memories: Sequence[Memory]) -> None:
+        """Insert or replace by (user_id, id). Idempotent: writing the same memory twice stores it once."""
+        ...
+
+    async def get(self, user_id: str, memory_id: str) -> Memory:
+        """The memory, superseded or not. Raises NotFoundError when the user has none by that id."""
+        ...
+
+    async def search(self, query: SearchQuery, vector: list[float] | None) -> list[Hit]:
+        """Ranked hits for the query's mode; `vector` is the query embedding (None for mode "text")."""
+        ...
+
+    async def recent(
+        self, user_id: str, thread_id: str, *, limit: int, types: Sequence[str] = ("turn",)
+    ) -> list[Memory]:
+        """The thread's newest `limit` memories of those types, returned oldest first."""
+        ...
+
+    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
+        """Threads that have memories (counts are of turns)."""
+        ...
+
+    async def forget(self, scope: Scope, *, dry_run: bool = False) -> dict[str, int]:
+        """Delete (or count) what the scope names, from every container/table; counts per memory type."""
+        ...

@@ -1,0 +1,7 @@
+-- KEYS: lease
+-- ARGV: owner
+-- Compare-and-delete: a summarizer whose lease expired must not release its successor's.
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('DEL', KEYS[1])
+end
+return 0

@@ -1,0 +1,196 @@
+"""The embedded database: one SQLite file shared by the working and long-term stores.
+
+One connection, used from worker threads one call at a time (sqlite3 objects are not safe to share
+concurrently); WAL lets other processes read while we write. Schema changes are numbered migrations
+recorded in PRAGMA user_version.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import anyio.to_thread
+
+from ..errors import ConfigError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+MIGRATIONS: list[str] = [
+    # 1: working memory, long-term memories, full-text index
+    """
+    CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+    CREATE TABLE threads (
+        user_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        summary TEXT NOT NULL DEFAULT '',
+        summary_tokens INTEGER NOT NULL DEFAULT 0,
+        summary_version INTEGER NOT NULL DEFAULT 0,
+        context_window INTEGER,
+        data TEXT NOT NULL DEFAULT '{}',
+        token_count INTEGER NOT NULL DEFAULT 0,
+        message_count INTEGER NOT NULL DEFAULT 0,
+        updated_at TEXT NOT NULL,
+        lock_owner TEXT,
+        lock_expires REAL,
+        PRIMARY KEY (user_id, thread_id)
+    );
+
+    CREATE TABLE messages (
+        seq INTEGER PRIMARY KEY AUTOINCREMENT,
+        user_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        id TEXT NOT NULL,
+        role TEXT NOT NULL,
+        content TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        token_count INTEGER NOT NULL
+    );
+    CREATE INDEX messages_by_thread ON messages (user_id, thread_id, seq);
+    CREATE INDEX messages_by_id ON messages (user_id, id);
+
+    CREATE TABLE memories (
+        rowid INTEGER PRIMARY KEY,
+        id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        thread_id TEXT,
+        role TEXT,
+        type TEXT NOT NULL,
+        content TEXT NOT NULL,
+        index_text TEXT NOT NULL,
+        embedding BLOB,
+        metadata TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT,
+        token_count INTEGER NOT NULL,
+        content_hash TEXT NOT NULL,
+        superseded_by TEXT,
+        supersede_reason TEXT,
+        superseded_at TEXT,
+        UNIQUE (user_id, id)
+    );
+    CREATE INDEX memories_by_thread ON memories (user_id, thread_id, created_at);
+    CREATE INDEX memories_by_hash ON memories (user_id, content_hash);
+
+    CREATE VIRTUAL TABLE memories_fts USING fts5(
+        index_text, content='memories', content_rowid='rowid',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO memories_fts(rowid, index_text) VALUES (new.rowid, new.index_text);
+    END;
+    CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, index_text) VALUES ('delete', old.rowid, old.index_text);
+    END;
+    CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+        INSERT INTO memories_fts(memories_fts, rowid, index_text) VALUES ('delete', old.rowid, old.index_text);
+        INSERT INTO memories_fts(rowid, index_text) VALUES (new.rowid, new.index_text);
+    END;
+    """,
+]
+
+
+class SqliteDatabase:
+    """The one connection to the data file, and the single lane every query goes through."""
+
+    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+        self._conn = conn
+        self.path = path
+        self._lane = anyio.Lock()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, path: Path) -> AsyncIterator[SqliteDatabase]:
+        conn = await anyio.to_thread.run_sync(_connect, path)
+        try:
+            yield cls(conn, path)
+        finally:
+            await anyio.to_thread.run_sync(conn.close)
+
+    async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(conn)` on a worker thread, one at a time."""
+        async with self._lane:
+            return await anyio.to_thread.run_sync(work, self._conn)
+
+    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(conn)` inside one IMMEDIATE transaction: all of it happens, or none."""
+
+        def in_transaction(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = work(conn)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+        return await self.run(in_transaction)
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ConfigError(f"cannot create the data directory {path.parent}: {e.strerror}") from e
+    try:
+        conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+    except sqlite3.Error as e:
+        raise ConfigError(f"cannot open the memory database {path}: {e}") from e
+    try:
+        conn.execute("PRAGMA busy_timeout = 5000")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA foreign_keys = ON")
+        _migrate(conn)
+    except sqlite3.OperationalError as e:
+        conn.close()
+        if "locked" in str(e) or "busy" in str(e):
+            raise ConfigError(
+                f"the memory database {path} is locked by another process; stop it or set "
+                "MCP_MEMORY_DATA_DIR to another directory"
+            ) from e
+        raise ConfigError(f"the memory database {path} cannot be used: {e}") from e
+    except sqlite3.DatabaseError as e:
+        conn.close()
+        raise ConfigError(
+            f"the memory database {path} is corrupt or not a database ({e}); move it aside to start "
+            "afresh, or restore it from a backup"
+        ) from e
+    return conn
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > len(MIGRATIONS):
+        raise ConfigError(
+            f"the memory database was written by a newer mcp-memory (schema {version}); upgrade mcp-memory"
+        )
+    for number in range(version, len(MIGRATIONS)):
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            _run_script(conn, MIGRATIONS[number])
+            conn.execute(f"PRAGMA user_version = {number + 1}")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        log.info("memory database migrated to schema %d", number + 1)
+
+
+def _run_script(conn: sqlite3.Connection, script: str) -> None:
+    # executescript() would COMMIT our transaction first; run statement by statement instead.
+    statement = ""
+    for line in script.splitlines(keepends=True):
+        statement += line
+        if sqlite3.complete_statement(statement):
+            conn.execute(statement)
+            statement = ""

@@ -1,0 +1,333 @@
+"""Long-term memory on the embedded SQLite file: FTS5 (BM25) for text, an in-memory matrix for vectors."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+
+from ..errors import EmbeddingMismatchError, NotFoundError
+from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
+from ..search import keywords, rrf
+from .base import EmbeddingSpec
+from .sqlite_codec import pack_vector, parse_ts, ts, unpack_vector
+from .sqlite_db import SqliteDatabase
+from .vector_index import VectorFilter, VectorIndex
+
+_COLUMNS = (
+    "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
+    " content_hash, superseded_by, supersede_reason, superseded_at"
+)
+
+
+class SqliteLongTermStore:
+    def __init__(self, db: SqliteDatabase, embedding: EmbeddingSpec) -> None:
+        self._db = db
+        self._spec = embedding
+        self._vectors: dict[str, VectorIndex] = {}  # per user, loaded on first vector search
+        self._data_version: int | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, db: SqliteDatabase, embedding: EmbeddingSpec) -> AsyncIterator[SqliteLongTermStore]:
+        store = cls(db, embedding)
+        await db.write(store._check_embedding_spec)
+        yield store
+
+    def _check_embedding_spec(self, conn: sqlite3.Connection) -> None:
+        stored = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'embedding_%'").fetchall())
+        if not stored:
+            conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("embedding_model", self._spec.model), ("embedding_dimension", str(self._spec.dimension))],
+            )
+            return
+        if stored.get("embedding_model") != self._spec.model or stored.get("embedding_dimension") != str(
+            self._spec.dimension
+        ):
+            raise EmbeddingMismatchError(
+                f"the memories in {self._db.path} were embedded with {stored.get('embedding_model')} "
+                f"({stored.get('embedding_dimension')} dimensions) but the configured embedder is "
+                f"{self._spec.model} ({self._spec.dimension}); configure the original embedder or use another "
+                "data file"
+            )
+
+    async def put(self, memories: Sequence[Memory]) -> None:
+        for memory in memories:
+            if memory.embedding is not None and len(memory.embedding) != self._spec.dimension:
+                raise EmbeddingMismatchError(
+                    f"memory {memory.id} has a {len(memory.embedding)}-dimension vector; the store holds "
+                    f"{self._spec.dimension}"
+                )
+
+        def work(conn: sqlite3.Connection) -> list[int]:
+            rowids = []
+            for m in memories:
+                row = conn.execute(
+                    "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_text, embedding,"
+                    " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
+                    " supersede_reason, superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                    " ON CONFLICT (user_id, id) DO UPDATE SET thread_id = excluded.thread_id,"
+                    " role = excluded.role, type = excluded.type, content = excluded.content,"
+                    " index_text = excluded.index_text, embedding = excluded.embedding,"
+                    " metadata = excluded.metadata, updated_at = excluded.updated_at,"
+                    " token_count = excluded.token_count, content_hash = excluded.content_hash,"
+                    " superseded_by = excluded.superseded_by, supersede_reason = excluded.supersede_reason,"
+                    " superseded_at = excluded.superseded_at"
+                    " RETURNING rowid",
+                    _row(m),
+                ).fetchone()
+                rowids.append(row[0])
+            return rowids
+
+        rowids = await self._db.write(work)
+        for memory, rowid in zip(memories, rowids, strict=True):
+            index = self._vectors.get(memory.user_id)
+            if index is None:
+                continue
+            if memory.embedding is None:
+                index.deactivate(rowid)
+            else:
+                index.upsert(
+                    rowid,
+                    np.asarray(memory.embedding, dtype=np.float32),
+                    thread_id=memory.thread_id,
+                    type=memory.type,
+                    created=memory.created_at.timestamp(),
+                    active=memory.superseded_by is None,
+                )
+
+    async def get(self, user_id: str, memory_id: str) -> Memory:
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS}, embedding FROM memories WHERE user_id = ? AND id = ?", (user_id, memory_id)
+            ).fetchall()
+        )
+        if not rows:
+            raise NotFoundError(f"no memory with id {memory_id!r}")
+        return _memory(rows[0], with_embedding=True)
+
+    async def recent(
+        self, user_id: str, thread_id: str, *, limit: int, types: Sequence[str] = ("turn",)
+    ) -> list[Memory]:
+        marks = ",".join("?" * len(types))
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND thread_id = ? AND type IN ({marks})"
+                " AND superseded_by IS NULL ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (user_id, thread_id, *types, limit),
+            ).fetchall()
+        )
+        return [_memory(r) for r in reversed(rows)]
+
+    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                "SELECT thread_id, sum(type = 'turn'), max(created_at) FROM memories"
+                " WHERE user_id = ? AND thread_id IS NOT NULL AND superseded_by IS NULL"
+                " GROUP BY thread_id ORDER BY max(created_at) DESC",
+                (user_id,),
+            ).fetchall()
+        )
+        return [ThreadInfo(thread_id=r[0], message_count=r[1], updated_at=parse_ts(r[2])) for r in rows]
+
+    async def search(self, query: SearchQuery, vector: list[float] | None) -> list[Hit]:
+        pool = max(query.limit * 4, 50)
+        text_ranked: list[tuple[int, float]] = []
+        vector_ranked: list[tuple[int, float]] = []
+        if query.mode in ("hybrid", "text"):
+            text_ranked = await self._text_search(query, pool)
+        if query.mode in ("hybrid", "vector") and vector is not None:
+            vector_ranked = await self._vector_search(query, np.asarray(vector, dtype=np.float32), pool)
+
+        if query.mode == "text":
+            scored = text_ranked
+        elif query.mode == "vector" or not text_ranked:
+            scored = vector_ranked
+        else:
+            scored = rrf(
+                [[r for r, _ in text_ranked], [r for r, _ in vector_ranked]],
+                weights=[query.text_weight, query.vector_weight],
+                k=query.rrf_k,
+            )
+        return await self._hits(scored, query)
+
+    async def _text_search(self, query: SearchQuery, pool: int) -> list[tuple[int, float]]:
+        match = _fts_query(query)
+        if match is None:
+            return []
+        where, args = _filters(query, "m.")
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                "SELECT m.rowid, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?",
+                (match, *args, pool),
+            ).fetchall()
+        )
+        return [(r[0], -r[1]) for r in rows]  # bm25() is lower-is-better; report higher-is-better
+
+    async def _vector_search(self, query: SearchQuery, vector: np.ndarray, pool: int) -> list[tuple[int, float]]:
+        # Another process sharing the file (a second MCP client) may have written since we cached
+        # vectors; SQLite's data_version changes exactly when another connection commits.
+        data_version = await self._db.run(lambda conn: conn.execute("PRAGMA data_version").fetchone()[0])
+        if data_version != self._data_version:
+            self._vectors.clear()
+            self._data_version = data_version
+        index = self._vectors.get(query.user_id)
+        if index is None:
+            index = await self._load_vectors(query.user_id)
+        where = VectorFilter(
+            thread_id=query.thread_id,
+            types=tuple(query.types) if query.types else None,
+            since=query.since.timestamp() if query.since else None,
+            until=query.until.timestamp() if query.until else None,
+        )
+        # Quoted phrases filter afterwards; widen the pool so they still leave enough.
+        return index.search(vector, pool * 4 if query.phrases else pool, where)
+
+    async def _load_vectors(self, user_id: str) -> VectorIndex:
+        def work(conn: sqlite3.Connection) -> VectorIndex:
+            index = VectorIndex(self._spec.dimension)
+            for rowid, thread_id, kind, created, blob, superseded in conn.execute(
+                "SELECT rowid, thread_id, type, created_at, embedding, superseded_by FROM memories"
+                " WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
+                (user_id,),
+            ):
+                index.upsert(
+                    rowid,
+                    unpack_vector(blob),  # type: ignore[arg-type]
+                    thread_id=thread_id,
+                    type=kind,
+                    created=parse_ts(created).timestamp(),  # type: ignore[union-attr]
+                    active=superseded is None,
+                )
+            return index
+
+        index = await self._db.run(work)
+        self._vectors[user_id] = index
+        return index
+
+    async def _hits(self, scored: Sequence[tuple[int, float]], query: SearchQuery) -> list[Hit]:
+        if not scored:
+            return []
+        scores = dict(scored)
+        rowids = list(scores)
+        marks = ",".join("?" * len(rowids))
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND superseded_by IS NULL", rowids
+            ).fetchall()
+        )
+        by_rowid = {r[0]: _memory(r) for r in rows}
+        phrases = [p.casefold() for p in query.phrases]
+        hits = []
+        for rowid in rowids:
+            memory = by_rowid.get(rowid)
+            if memory is None:
+                continue
+            if phrases and not all(p in memory.content.casefold() for p in phrases):
+                continue
+            hits.append(Hit(memory=memory, score=scores[rowid]))
+            if len(hits) == query.limit:
+                break
+        return hits
+
+    async def forget(self, scope: Scope, *, dry_run: bool = False) -> dict[str, int]:
+        if scope.memory_id is not None:
+            where, args = "user_id = ? AND id = ?", [scope.user_id, scope.memory_id]
+        elif scope.thread_id is not None:
+            where, args = "user_id = ? AND thread_id = ?", [scope.user_id, scope.thread_id]
+        elif scope.everything:
+            where, args = "user_id = ?", [scope.user_id]
+        else:
+            raise ValueError("a forget scope names a memory, a thread or everything")
+
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
+            counts = dict(conn.execute(f"SELECT type, count(*) FROM memories WHERE {where} GROUP BY type", args))
+            if not dry_run:
+                conn.execute(f"DELETE FROM memories WHERE {where}", args)
+            return counts
+
+        counts = await self._db.write(work)
+        if not dry_run and counts:
+            self._vectors.pop(scope.user_id, None)  # rebuilt on the next vector search
+        return counts
+
+
+def _fts_query(query: SearchQuery) -> str | None:
+    """An FTS5 MATCH expression: any of the keywords, and every quoted phrase."""
+    terms = [_quote(w) for w in keywords(query.text)]
+    parts = []
+    if terms:
+        parts.append("(" + " OR ".join(terms) + ")")
+    parts.extend(_quote(p) for p in query.phrases)
+    return " AND ".join(parts) if parts else None
+
+
+def _quote(text: str) -> str:
+    # An FTS5 string: operators and punctuation inside it are plain text.
+    return '"' + text.replace('"', '""') + '"'
+
+
+def _filters(query: SearchQuery, prefix: str) -> tuple[str, list[Any]]:
+    clauses = [f"{prefix}user_id = ?", f"{prefix}superseded_by IS NULL"]
+    args: list[Any] = [query.user_id]
+    if query.thread_id is not None:
+        clauses.append(f"{prefix}thread_id = ?")
+        args.append(query.thread_id)
+    if query.types:
+        clauses.append(f"{prefix}type IN ({','.join('?' * len(query.types))})")
+        args.extend(query.types)
+    if query.since is not None:
+        clauses.append(f"{prefix}created_at >= ?")
+        args.append(ts(query.since))
+    if query.until is not None:
+        clauses.append(f"{prefix}created_at <= ?")
+        args.append(ts(query.until))
+    return " AND ".join(clauses), args
+
+
+def _row(m: Memory) -> tuple[Any, ...]:
+    return (
+        m.id,
+        m.user_id,
+        m.thread_id,
+        m.role,
+        m.type,
+        m.content,
+        m.index_text if m.index_text is not None else m.content,
+        pack_vector(m.embedding),
+        json.dumps(m.metadata),
+        ts(m.created_at),
+        ts(m.updated_at) if m.updated_at else None,
+        m.token_count,
+        m.content_hash,
+        m.superseded_by,
+        m.supersede_reason,
+        ts(m.superseded_at) if m.superseded_at else None,
+    )
+
+
+def _memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
+    embedding = unpack_vector(r[15]) if with_embedding and len(r) > 15 else None
+    return Memory(
+        id=r[1],
+        user_id=r[2],
+        thread_id=r[3],
+        role=r[4],
+        type=r[5],
+        content=r[6],
+        metadata=json.loads(r[7]),
+        created_at=r[8],
+        updated_at=r[9],
+        token_count=r[10],
+        content_hash=r[11],
+        superseded_by=r[12],
+        supersede_reason=r[13],
+        superseded_at=r[14],
+        embedding=embedding.tolist() if embedding is not None else None,
+    )

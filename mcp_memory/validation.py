@@ -1,0 +1,128 @@
+"""Checks on what callers send, each failing with an InvalidInputError that names the argument.
+
+They run before anything is written, so a rejected call changes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from .errors import InvalidInputError
+from .models import MEMORY_TYPES, ROLES, THREAD_ID_PATTERN, MemoryType, Role, SearchMode
+
+MAX_METADATA_BYTES = 16_384
+MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW = 256, 10_000_000
+
+
+def thread_id(value: object, name: str = "thread_id") -> str:
+    if not isinstance(value, str) or not THREAD_ID_PATTERN.match(value):
+        raise InvalidInputError(
+            f"{name} {value!r} is not valid: use 1-128 characters of letters, digits and . _ : -"
+        )
+    return value
+
+
+def memory_id(value: object) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > 256:
+        raise InvalidInputError(f"memory_id {value!r} is not valid: give the id of a memory (1-256 characters)")
+    return value
+
+
+def content(value: object, max_chars: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError("content is empty: a turn needs some text")
+    if len(value) > max_chars:
+        raise InvalidInputError(f"content is {len(value):,} characters; the limit is {max_chars:,}")
+    return value
+
+
+def role(value: object) -> Role:
+    if value == "agent":
+        return "assistant"
+    if value not in ROLES:
+        raise InvalidInputError(f"role {value!r} is unknown: use one of {', '.join(ROLES)} (or agent)")
+    return value  # type: ignore[return-value]
+
+
+def metadata(value: object) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidInputError("metadata must be a JSON object, e.g. {\"tool_name\": \"search\"}")
+    try:
+        size = len(json.dumps(value))
+    except (TypeError, ValueError) as e:
+        raise InvalidInputError(f"metadata is not JSON-serializable: {e}") from e
+    if size > MAX_METADATA_BYTES:
+        raise InvalidInputError(f"metadata is {size:,} bytes of JSON; the limit is {MAX_METADATA_BYTES:,}")
+    return value
+
+
+def context_window(value: object) -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or not MIN_CONTEXT_WINDOW <= value <= MAX_CONTEXT_WINDOW:
+        raise InvalidInputError(
+            f"context_window {value!r} is out of range: give the model's window in tokens, "
+            f"{MIN_CONTEXT_WINDOW:,} to {MAX_CONTEXT_WINDOW:,}"
+        )
+    return value
+
+
+def count(value: object, name: str, *, low: int, high: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise InvalidInputError(f"{name} {value!r} is out of range: use a whole number from {low} to {high}")
+    return value
+
+
+def query(value: object, max_chars: int) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidInputError("query is empty: say what to look for")
+    if len(value) > max_chars:
+        raise InvalidInputError(f"query is {len(value):,} characters; the limit is {max_chars:,}")
+    return value
+
+
+def mode(value: object) -> SearchMode:
+    if value not in ("hybrid", "vector", "text"):
+        raise InvalidInputError(f"mode {value!r} is unknown: use hybrid, vector or text")
+    return value  # type: ignore[return-value]
+
+
+def types(value: object) -> list[MemoryType] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value:
+        raise InvalidInputError(f"types must be a list drawn from {', '.join(MEMORY_TYPES)}")
+    unknown = [t for t in value if t not in MEMORY_TYPES]
+    if unknown:
+        raise InvalidInputError(f"types {unknown!r} unknown: use {', '.join(MEMORY_TYPES)}")
+    return list(dict.fromkeys(value))
+
+
+def timestamp(value: object, name: str) -> datetime | None:
+    if value is None:
+        return None
+    if isinstance(value, datetime):
+        parsed = value
+    elif isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError as e:
+            raise InvalidInputError(
+                f"{name} {value!r} is not an ISO 8601 date or time, e.g. 2026-01-31 or 2026-01-31T09:00:00Z"
+            ) from e
+    else:
+        raise InvalidInputError(f"{name} must be an ISO 8601 date or time string")
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def time_range(since: object, until: object) -> tuple[datetime | None, datetime | None]:
+    start, end = timestamp(since, "since"), timestamp(until, "until")
+    if start and end and start > end:
+        raise InvalidInputError(f"since ({start.isoformat()}) is after until ({end.isoformat()})")
+    return start, end

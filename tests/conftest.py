@@ -1,0 +1,9 @@
+"""Shared fixtures. Each real service the suite needs has its own plugin module in tests/services/:
+it starts the service (or uses the one named by an environment variable) and fails clearly when it
+cannot. No test skips for a missing local service; only live-Azure tests skip, and say so."""
+
+pytest_plugins = [
+    "tests.services.common",
+    "tests.services.openai_stub",
+    "tests.services.redis_server",
+]
