@@ -90,7 +90,7 @@ class EmbeddingSettings(BaseModel):
     threads: int = Field(default=1, ge=1, description="ONNX intra-op threads for the local model.")
     batch_size: int = Field(default=32, ge=1)
     timeout_seconds: float = Field(default=30.0, gt=0)
-    max_retries: int = Field(default=2, ge=0, description="Retries of a failed remote embedding call (openai SDK).")
+    max_retries: int = Field(default=2, ge=0, description="SDK retries of a failed remote embedding call.")
 
 
 class LLMSettings(BaseModel):

@@ -417,6 +417,8 @@ class MemoryService:
             older = memory.messages[: len(memory.messages) - keep]
             if not older and not force:
                 return None
+            # A summary is never longer than what it replaces.
+            max_summary = min(max_summary, memory.summary_token_count + sum(m.token_count for m in older))
             if progress:
                 await progress(0, 2, f"summarizing {len(older)} messages")
             summary = await self.summarizer.summarize(memory.summary, older, max_summary) if older else memory.summary

@@ -50,15 +50,18 @@ _KEYWORDS = re.compile(
     re.IGNORECASE,
 )
 _NUMBER = re.compile(r"\d")
+# Month and day names only capitalised ("March 3", not "we march"); relative dates in any case.
 _DATE = re.compile(
-    r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\b|"
-    r"\b(mon|tues?|wed(nes)?|thu(rs)?|fri|sat(ur)?|sun)(day)?\b|"
-    r"\b(today|tomorrow|yesterday|tonight|next week|next month|eod|eow|q[1-4])\b",
-    re.IGNORECASE,
+    r"\b(Jan(uary)?|Feb(ruary)?|Mar(ch)?|Apr(il)?|May|June?|July?|Aug(ust)?|Sept?(ember)?|"
+    r"Oct(ober)?|Nov(ember)?|Dec(ember)?)\b|"
+    r"\b(Mon|Tues?|Wed(nes)?|Thu(rs)?|Fri|Sat(ur)?|Sun)(day)?\b|"
+    r"(?i:\b(today|tomorrow|yesterday|tonight|next (week|month|year)|EOD|EOW|Q[1-4])\b)"
 )
 # A capitalised word that does not start the sentence: most often a name.
 _NAME = re.compile(r"(?<=[^.!?]\s)(?!I\b)[A-Z][\w'-]+")
 _MAX_SENTENCE_WORDS = 60
+# A sentence scoring below this is filler ("Okay.", "Thanks!"): left out even when there is room.
+_MIN_SCORE = 0.5
 _ELLIPSIS = "…"
 
 
@@ -118,7 +121,8 @@ def _score(sentence: str, speaker: str | None, from_summary: bool) -> float:
     if _KEYWORDS.search(sentence):
         score += 2.0
     if sentence.rstrip().endswith("?"):
-        score += 1.5  # an open question
+        # An open question; the assistant's are mostly clarifications it answers itself.
+        score += 1.5 if speaker in ("user", None) else 0.5
     if _NUMBER.search(sentence):
         score += 1.5
     if _DATE.search(sentence):
@@ -152,12 +156,18 @@ class ExtractiveSummarizer:
         # Best first; among equals the more recent one, which more likely holds the current state.
         ranked = sorted(candidates, key=lambda c: (-c.score, -c.order))
         chosen: list[_Candidate] = []
+        labelled: set[int] = set()
         used = 0
         for candidate in ranked:
-            cost = self._count(candidate.text) + 2  # the speaker label and the separator
+            if candidate.score < _MIN_SCORE:
+                break
+            cost = self._count(candidate.text) + 1  # + the separator
+            if candidate.group not in labelled and candidate.speaker:
+                cost += self._count(f"{candidate.speaker}: ")
             if used + cost > max_tokens:
                 continue
             chosen.append(candidate)
+            labelled.add(candidate.group)
             used += cost
         text = _render(chosen)
         # Counts of parts need not add up exactly (BPE merges across joins): drop the weakest

@@ -4,6 +4,10 @@ cannot. No test skips for a missing local service; only live-Azure tests skip, a
 
 pytest_plugins = [
     "tests.services.common",
+    "tests.services.mcp_client",
+    "tests.services.memory_service",
     "tests.services.openai_stub",
     "tests.services.redis_server",
+    "tests.services.cosmos_server",
+    "tests.contract.conftest_long_term",
 ]

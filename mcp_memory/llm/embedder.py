@@ -58,4 +58,5 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """float32 rows scaled to unit length; an all-zero row stays zero rather than becoming NaN."""
     vectors = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    normalized: np.ndarray = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+    return normalized

@@ -63,7 +63,9 @@ class OpenAIChatModel:
             stack.push_async_callback(client.close)
             # The SDK's timeout bounds each attempt (and each read); this bounds the whole call,
             # retries and their back-off included, with a margin so the SDK's own timeout fires first.
-            deadline = settings.timeout_seconds * (settings.max_retries + 1) + 10.0 * settings.max_retries + 1.0
+            deadline = (
+                settings.timeout_seconds * (settings.max_retries + 1) + 10.0 * settings.max_retries + 1.0
+            )
             yield cls(
                 client,
                 model=settings.model,

@@ -19,8 +19,8 @@ from typing import Self
 
 import anyio
 import redis.exceptions
-from anyio.abc import TaskStatus
 from mcp.shared.subscriptions import ResourceUpdated, ServerEvent, event_from_wire, event_to_notification
+from redis.asyncio.client import PubSub
 from redis.backoff import ExponentialBackoff
 
 from ..config import WorkingSettings
@@ -73,8 +73,14 @@ class RedisSubscriptionBus:
         client = connect(settings)
         try:
             bus = cls(client, settings)
+            try:
+                pubsub = await bus._subscribe()
+            except (redis.exceptions.RedisError, TimeoutError, OSError) as e:
+                raise BackendUnavailableError(
+                    f"resource notifications (Redis) are unreachable at {bus._location}"
+                ) from e
             async with anyio.create_task_group() as tg:
-                await tg.start(bus._read_forever)
+                tg.start_soon(bus._read_forever, pubsub)
                 try:
                     yield bus
                 finally:
@@ -108,35 +114,45 @@ class RedisSubscriptionBus:
             except Exception:  # fan-out boundary, as in the SDK's bus: one listener must not starve the rest
                 log.exception("subscription listener raised; continuing")
 
-    async def _read_forever(self, *, task_status: TaskStatus[None]) -> None:
-        started = False
+    async def _subscribe(self) -> PubSub:
+        pubsub = self._client.pubsub(ignore_subscribe_messages=True)
+        try:
+            with anyio.fail_after(self._timeout):
+                await pubsub.subscribe(self._channel)
+        except BaseException:
+            await self._close(pubsub)
+            raise
+        return pubsub
+
+    async def _close(self, pubsub: PubSub) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self._timeout):
+            await pubsub.aclose()  # type: ignore[no-untyped-call]
+
+    async def _read_forever(self, subscribed: PubSub) -> None:
+        pubsub: PubSub | None = subscribed
         failures = 0
-        while True:
-            pubsub = self._client.pubsub(ignore_subscribe_messages=True)
-            try:
-                with anyio.fail_after(self._timeout):
-                    await pubsub.subscribe(self._channel)
-                if not started:
-                    task_status.started()
-                    started = True
-                elif failures:
-                    log.info("event bus reconnected to Redis at %s", self._location)
-                failures = 0
-                while True:
-                    message = await pubsub.get_message(timeout=_POLL_SECONDS)
-                    if message is not None and message.get("type") == "message":
-                        self._receive(message["data"])
-            except (redis.exceptions.RedisError, TimeoutError, OSError) as e:
-                if not started:
-                    raise BackendUnavailableError(
-                        f"resource notifications (Redis) are unreachable at {self._location}"
-                    ) from e
-                failures += 1
-                log.warning("event bus lost Redis at %s (%s); reconnecting", self._location, e)
-                await anyio.sleep(_RECONNECT_BACKOFF.compute(failures))
-            finally:
-                with anyio.CancelScope(shield=True), anyio.move_on_after(self._timeout):
-                    await pubsub.aclose()
+        try:
+            while True:
+                try:
+                    if pubsub is None:
+                        pubsub = await self._subscribe()
+                        log.info("event bus reconnected to Redis at %s", self._location)
+                    failures = 0
+                    while True:
+                        message = await pubsub.get_message(timeout=_POLL_SECONDS)
+                        if message is not None and message.get("type") == "message":
+                            self._receive(message["data"])
+                except (redis.exceptions.RedisError, TimeoutError, OSError) as e:
+                    failures += 1
+                    if failures == 1:
+                        log.warning("event bus lost Redis at %s (%s); reconnecting", self._location, e)
+                    if pubsub is not None:
+                        await self._close(pubsub)
+                        pubsub = None
+                    await anyio.sleep(_RECONNECT_BACKOFF.compute(failures))
+        finally:
+            if pubsub is not None:
+                await self._close(pubsub)
 
     def _receive(self, payload: str) -> None:
         decoded = decode_event(payload)

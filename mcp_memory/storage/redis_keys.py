@@ -57,7 +57,7 @@ class RedisKeys:
     def __init__(self, prefix: str) -> None:
         if not prefix or "{" in prefix or "}" in prefix:
             raise ConfigError(
-                f"working.key_prefix {prefix!r} must be non-empty and hold no braces (they are Redis hash tags)"
+                f"working.key_prefix {prefix!r} must be non-empty, without braces (Redis hash tags)"
             )
         self.prefix = prefix
         self._glob_prefix = _GLOB_SPECIAL.sub(r"\\\1", prefix)

@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from importlib import resources
-from typing import Any, Self
+from typing import Any, Self, cast
 from urllib.parse import urlsplit
 
 import anyio
@@ -36,6 +36,7 @@ from .base import WorkingForgetCount
 from .redis_keys import RedisKeys, ThreadKeys
 
 RedisClient = aioredis.Redis | RedisCluster
+ScriptArg = str | int | float
 
 _BACKOFF_BASE = 0.05  # seconds; doubles per retry
 _BACKOFF_CAP = 1.0
@@ -43,9 +44,18 @@ _HEALTH_CHECK_SECONDS = 15  # PING a pooled connection idle this long before reu
 # A listed thread missing for longer than this was a failed first write, not one being created now.
 _INDEX_GRACE_SECONDS = 60
 _EPOCH = datetime.fromtimestamp(0, UTC)
-_SCRIPTS = (
-    "append get restore compact set_data lease_take lease_release forget_message forget_thread index_thread"
-).split()
+_SCRIPTS = [
+    "append",
+    "get",
+    "restore",
+    "compact",
+    "set_data",
+    "lease_take",
+    "lease_release",
+    "forget_message",
+    "forget_thread",
+    "index_thread",
+]
 
 
 def redis_location(url: str) -> str:
@@ -130,12 +140,14 @@ class RedisWorkingMemoryStore:
         except redis.exceptions.RedisError as e:
             raise BackendUnavailableError(f"{where} failed: {e}") from e
 
-    async def _run(self, script: str, keys: Sequence[str], args: Sequence[str | int | float]) -> Any:
+    async def _run(self, script: str, keys: Sequence[str], args: Sequence[ScriptArg]) -> Any:
         with self._errors():
             return await self._scripts[script](keys=list(keys), args=list(args))
 
     async def _index(self, user_id: str, thread_id: str) -> None:
-        await self._run("index_thread", [self._keys.user_threads(user_id)], [time.time(), thread_id, self._index_ttl_ms])
+        await self._run(
+            "index_thread", [self._keys.user_threads(user_id)], [time.time(), thread_id, self._index_ttl_ms]
+        )
 
     def _thread(self, user_id: str, thread_id: str) -> ThreadKeys:
         return self._keys.thread(user_id, thread_id)
@@ -145,9 +157,17 @@ class RedisWorkingMemoryStore:
     ) -> ThreadTotals:
         await self._index(user_id, thread_id)
         keys = self._thread(user_id, thread_id)
-        args = [message.model_dump_json(), message.token_count, context_window or "", _now(), self._ttl_ms]
+        args: list[ScriptArg] = [
+            message.model_dump_json(),
+            message.token_count,
+            context_window or "",
+            _now(),
+            self._ttl_ms,
+        ]
         tokens, count, window = await self._run("append", keys.data_keys, args)
-        return ThreadTotals(token_count=int(tokens), message_count=int(count), context_window=_int_or_none(window))
+        return ThreadTotals(
+            token_count=int(tokens), message_count=int(count), context_window=_int_or_none(window)
+        )
 
     async def get(self, user_id: str, thread_id: str) -> WorkingMemory | None:
         reply = await self._run("get", self._thread(user_id, thread_id).data_keys, [])
@@ -170,7 +190,7 @@ class RedisWorkingMemoryStore:
     async def restore(self, memory: WorkingMemory) -> bool:
         await self._index(memory.user_id, memory.thread_id)
         keys = self._thread(memory.user_id, memory.thread_id)
-        args: list[str | int] = [
+        args: list[ScriptArg] = [
             memory.summary,
             memory.summary_token_count,
             memory.summary_version,
@@ -194,7 +214,8 @@ class RedisWorkingMemoryStore:
         summary_token_count: int,
     ) -> bool:
         keys = self._thread(user_id, thread_id)
-        args = [expected_version, summary, summary_token_count, _now(), self._ttl_ms, *removed_ids]
+        args: list[ScriptArg] = [expected_version, summary, summary_token_count, _now(), self._ttl_ms]
+        args += removed_ids
         return bool(await self._run("compact", keys.data_keys, args))
 
     async def set_data(self, user_id: str, thread_id: str, data: dict[str, object]) -> None:
@@ -204,7 +225,9 @@ class RedisWorkingMemoryStore:
 
     async def try_lock(self, user_id: str, thread_id: str, owner: str, ttl_seconds: float) -> bool:
         lease_ms = max(1, round(ttl_seconds * 1000))
-        return bool(await self._run("lease_take", [self._thread(user_id, thread_id).lease], [owner, lease_ms]))
+        return bool(
+            await self._run("lease_take", [self._thread(user_id, thread_id).lease], [owner, lease_ms])
+        )
 
     async def unlock(self, user_id: str, thread_id: str, owner: str) -> None:
         await self._run("lease_release", [self._thread(user_id, thread_id).lease], [owner])
@@ -212,7 +235,7 @@ class RedisWorkingMemoryStore:
     async def list_threads(self, user_id: str) -> list[ThreadInfo]:
         index = self._keys.user_threads(user_id)
         with self._errors():
-            listed: list[tuple[str, float]] = await self._client.zrange(index, 0, -1, withscores=True)
+            listed = cast(list[tuple[str, float]], await self._client.zrange(index, 0, -1, withscores=True))
             # One round trip on a single server; a cluster client splits the pipeline per node.
             pipe = self._client.pipeline(transaction=False)
             for thread_id, _ in listed:
@@ -238,7 +261,9 @@ class RedisWorkingMemoryStore:
         if stale:
             with self._errors():
                 await self._client.zrem(index, *stale)
-        threads.sort(key=lambda t: t.updated_at or _EPOCH, reverse=True)  # newest first, like the SQLite store
+        threads.sort(
+            key=lambda t: t.updated_at or _EPOCH, reverse=True
+        )  # newest first, like the SQLite store
         return threads
 
     async def forget(self, scope: Scope, *, dry_run: bool = False) -> WorkingForgetCount:
@@ -278,7 +303,7 @@ class RedisWorkingMemoryStore:
         (a thread whose index write was lost, an index that expired or was evicted)."""
         found: set[str] = set()
         with self._errors():
-            found.update(await self._client.zrange(self._keys.user_threads(user_id), 0, -1))
+            found.update(cast(list[str], await self._client.zrange(self._keys.user_threads(user_id), 0, -1)))
             async for key in self._client.scan_iter(match=self._keys.user_thread_pattern(user_id), count=500):
                 thread_id = self._keys.thread_id_of(user_id, key)
                 if thread_id is not None:

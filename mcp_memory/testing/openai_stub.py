@@ -144,7 +144,7 @@ class OpenAIStub:
         sock = _bind(self.host, self.port)
         self.port = sock.getsockname()[1]
         started = threading.Event()
-        server = self._server = _Server(self._config(), on_started=started.set)
+        server = self._server = _Server(self, on_started=started.set)
 
         def serve() -> None:
             try:
@@ -347,15 +347,21 @@ class OpenAIStub:
 
 
 class _Server(uvicorn.Server):
-    """uvicorn.Server that says when it is listening, so start() waits on an event, not a sleep."""
+    """uvicorn.Server that says when it is listening (start() waits on an event, not a sleep) and
+    lets hung requests go before its graceful shutdown waits for them."""
 
-    def __init__(self, config: uvicorn.Config, on_started: Callable[[], None]) -> None:
-        super().__init__(config)
+    def __init__(self, stub: OpenAIStub, on_started: Callable[[], None]) -> None:
+        super().__init__(stub._config())
+        self._stub = stub
         self._on_started = on_started
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets=sockets)
         self._on_started()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        self._stub.release_hung()
+        await super().shutdown(sockets=sockets)
 
 
 def _bind(host: str, port: int) -> socket.socket:
@@ -381,7 +387,7 @@ def main(argv: list[str] | None = None) -> None:
     stub.set_mode(args.mode)
     sock = _bind(stub.host, stub.port)
     stub.port = sock.getsockname()[1]
-    server = _Server(stub._config(), on_started=lambda: print(f"listening on {stub.base_url}", flush=True))
+    server = _Server(stub, on_started=lambda: print(f"listening on {stub.base_url}", flush=True))
     server.run(sockets=[sock])
 
 

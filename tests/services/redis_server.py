@@ -15,7 +15,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -63,8 +63,9 @@ class RedisServer:
     """One private server process. stop()/start() keep the port, for restart tests; pause()/resume()
     freeze it (SIGSTOP/SIGCONT) so clients see a server that accepts nothing and answers nothing."""
 
-    def __init__(self, binary: str, workdir: Path) -> None:
+    def __init__(self, binary: str, workdir: Path, extra_args: Sequence[str] = ()) -> None:
         self.binary = binary
+        self.extra_args = list(extra_args)
         self.workdir = workdir
         self.port = _free_port()
         self._process: subprocess.Popen[bytes] | None = None
@@ -79,8 +80,22 @@ class RedisServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self._log.open("ab") as log:
             self._process = subprocess.Popen(
-                [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-                 "--dir", str(self.workdir), "--protected-mode", "no"],
+                [
+                    self.binary,
+                    "--port",
+                    str(self.port),
+                    "--bind",
+                    "127.0.0.1",
+                    "--save",
+                    "",
+                    "--appendonly",
+                    "no",
+                    "--dir",
+                    str(self.workdir),
+                    "--protected-mode",
+                    "no",
+                    *self.extra_args,
+                ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )

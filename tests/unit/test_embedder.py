@@ -198,7 +198,7 @@ async def test_openai_default_model_has_its_native_dimension(stub: OpenAIStub) -
 
 @pytest.mark.anyio
 async def test_openai_unknown_model_without_dimension_is_a_config_error(stub: OpenAIStub) -> None:
-    with pytest.raises(ConfigError, match="embedding.dimension must be set"):
+    with pytest.raises(ConfigError, match=r"embedding\.dimension must be set"):
         async with open_embedder(openai_settings(stub.base_url, model="nomic-embed-text", dimension=None)):
             pass
 

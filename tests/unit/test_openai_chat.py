@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
 import httpx2
+import numpy as np
+import openai
 import pytest
 
 from mcp_memory.config import LLMSettings
 from mcp_memory.errors import BackendUnavailableError, ConfigError, MemoryServerError
 from mcp_memory.llm.chat import ChatModel, open_chat_model
+from mcp_memory.llm.hash_embedder import HashingEmbedder
 from mcp_memory.testing.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.anyio
 
 SECRET = "sk-test-do-not-leak-1234"
-OpenChat = Callable[..., AbstractAsyncContextManager[ChatModel | None]]
 
 
 @pytest.fixture
@@ -26,7 +30,7 @@ def llm_settings(openai_stub: OpenAIStub) -> LLMSettings:
     return LLMSettings(
         provider="openai",
         base_url=openai_stub.base_url,
-        api_key=SECRET,  # type: ignore[arg-type]
+        api_key=SECRET,
         model="stub-chat",
         timeout_seconds=0.5,
         max_retries=0,
@@ -135,7 +139,7 @@ async def test_azure_with_a_key_calls_the_deployment_path(openai_stub: OpenAIStu
     settings = LLMSettings(
         provider="azure",
         azure_endpoint=openai_stub.base_url.removesuffix("/v1"),
-        api_key=SECRET,  # type: ignore[arg-type]
+        api_key=SECRET,
         model="my-deployment",
         api_version="2024-10-21",
         max_retries=0,
@@ -176,11 +180,6 @@ async def test_stub_takes_orders_over_http(openai_stub: OpenAIStub) -> None:
 
 
 async def test_stub_embeddings_are_the_hashing_embedders_vectors(openai_stub: OpenAIStub) -> None:
-    import numpy as np
-    import openai
-
-    from mcp_memory.llm.hash_embedder import HashingEmbedder
-
     async with openai.AsyncOpenAI(api_key="k", base_url=openai_stub.base_url, max_retries=0) as client:
         default = await client.embeddings.create(model="text-embedding-3-small", input=["budget is 5k", "x"])
         small = await client.embeddings.create(model="m", input="budget is 5k", dimensions=8)
@@ -190,3 +189,29 @@ async def test_stub_embeddings_are_the_hashing_embedders_vectors(openai_stub: Op
     expected = HashingEmbedder(8).embed_now(["budget is 5k"])[0]
     assert np.allclose(small.data[0].embedding, expected, atol=1e-6)
     assert {m.id for m in listed.data} == {"stub-chat", "stub-embed"}
+
+
+async def test_stub_runs_as_a_process_and_stops_with_a_request_hanging() -> None:
+    command = [sys.executable, "-m", "mcp_memory.testing.openai_stub", "--port", "0"]
+    async with await anyio.open_process(command, stderr=subprocess.DEVNULL) as process:
+        assert process.stdout is not None
+        with anyio.fail_after(30):
+            line = b""
+            async for chunk in process.stdout:
+                line += chunk
+                if b"\n" in line:
+                    break
+        base_url = line.decode().strip().removeprefix("listening on ")
+        settings = LLMSettings(provider="openai", base_url=base_url, timeout_seconds=0.5, max_retries=0)
+        async with httpx2.AsyncClient(timeout=10) as client:
+            await client.post(base_url.removesuffix("/v1") + "/_stub/mode", json={"mode": "timeout"})
+        async with open_chat_model(settings) as model:
+            assert model is not None
+            with pytest.raises(BackendUnavailableError, match="timed out"):
+                await model.complete("s", "u")
+        process.terminate()
+        with anyio.fail_after(30):
+            code = await process.wait()
+
+    assert base_url.startswith("http://127.0.0.1:")
+    assert code == -signal.SIGTERM  # uvicorn re-raises the signal after its graceful shutdown

@@ -1,0 +1,296 @@
+"""Long-term memory on Azure Cosmos DB for NoSQL: hybrid (RRF) search done by the database itself.
+
+Two containers, both keyed (/user_id, /thread_id) so a thread is one logical partition and a user one
+key prefix: `turns` (append-only, may expire by TTL) and `memories` (summaries, facts, user summaries,
+rewritten in place under ETag checks). Document layout: cosmos_documents.py; SQL: cosmos_queries.py;
+containers and policies: cosmos_setup.py; error translation: cosmos_errors.py.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, Self
+
+import anyio
+from azure.core import MatchConditions
+from azure.cosmos.aio import ContainerProxy
+from azure.cosmos.exceptions import CosmosResourceNotFoundError
+
+from ..config import CosmosSettings
+from ..errors import ConflictError, EmbeddingMismatchError, InvalidInputError, NotFoundError
+from ..models import MEMORY_TYPES, Hit, Memory, Scope, SearchQuery, ThreadInfo
+from ..search import rrf
+from . import cosmos_queries as sql
+from .base import EmbeddingSpec
+from .cosmos_documents import (
+    DERIVED_TYPES,
+    SYSTEM_USER,
+    TURN_TYPES,
+    from_document,
+    thread_entry,
+    to_document,
+)
+from .cosmos_errors import cosmos_errors
+from .cosmos_setup import (
+    check_settings,
+    make_client,
+    open_container,
+    open_database,
+    policy_differences,
+    raise_on_differences,
+)
+
+# Concurrent requests one store call may have in flight (deleting a user's memories, listing threads).
+_CONCURRENCY = 16
+# Creating a database and containers on Azure takes seconds, far longer than one item operation.
+_SETUP_SECONDS = 120.0
+
+
+class CosmosLongTermStore:
+    def __init__(
+        self, settings: CosmosSettings, embedding: EmbeddingSpec, turns: ContainerProxy, memories: ContainerProxy
+    ) -> None:
+        self._settings = settings
+        self._spec = embedding
+        self._turns = turns
+        self._memories = memories
+        self._timeout = settings.timeout_seconds
+        self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
+        # Threads whose entry this process has written: the entry is idempotent, this only saves RU.
+        self._known_threads: set[tuple[str, str]] = set()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, settings: CosmosSettings, embedding: EmbeddingSpec) -> AsyncIterator[Self]:
+        check_settings(settings)
+        client, credential = make_client(settings)
+        async with AsyncExitStack() as stack:
+            if credential is not None:
+                stack.push_async_callback(credential.close)
+            with cosmos_errors("connecting to Azure Cosmos DB and opening its containers", _SETUP_SECONDS):
+                await stack.enter_async_context(client)
+                database = await open_database(client, settings)
+                turns, turn_props = await open_container(database, settings.turns_container, settings, embedding)
+                memories, memory_props = await open_container(
+                    database, settings.memories_container, settings, embedding
+                )
+            store = cls(settings, embedding, turns, memories)
+            # The embedding check first: a changed model is the likelier cause of a dimension diff.
+            await store._check_embedding_spec()
+            raise_on_differences(settings.turns_container, policy_differences(turn_props, settings, embedding))
+            raise_on_differences(settings.memories_container, policy_differences(memory_props, settings, embedding))
+            yield store
+
+    async def _check_embedding_spec(self) -> None:
+        found = await self._query(self._memories, sql.embedding_spec(), "checking the embedding model")
+        if not found:
+            doc = {
+                "id": "embedding_spec",
+                "user_id": SYSTEM_USER,
+                "thread_id": SYSTEM_USER,
+                "type": "embedding_spec",
+                "model": self._spec.model,
+                "dimension": self._spec.dimension,
+            }
+            try:
+                with cosmos_errors("recording the embedding model", self._timeout):
+                    await self._memories.create_item(doc)
+                return
+            except ConflictError:  # another server process recorded it first: check theirs
+                found = await self._query(self._memories, sql.embedding_spec(), "checking the embedding model")
+        stored = found[0]
+        if stored.get("model") != self._spec.model or stored.get("dimension") != self._spec.dimension:
+            raise EmbeddingMismatchError(
+                f"the memories in Cosmos DB database {self._settings.database!r} were embedded with "
+                f"{stored.get('model')} ({stored.get('dimension')} dimensions) but the configured embedder is "
+                f"{self._spec.model} ({self._spec.dimension}); configure the original embedder or use another "
+                "database"
+            )
+
+    # -- writes ---------------------------------------------------------------------------------------
+
+    async def put(self, memories: Sequence[Memory]) -> None:
+        for memory in memories:
+            if memory.embedding is not None and len(memory.embedding) != self._spec.dimension:
+                raise EmbeddingMismatchError(
+                    f"memory {memory.id} has a {len(memory.embedding)}-dimension vector; the store holds "
+                    f"{self._spec.dimension}"
+                )
+        calls: list[Callable[[], Awaitable[None]]] = []
+        derived: dict[str, list[Memory]] = defaultdict(list)
+        for memory in memories:
+            if memory.type == "turn":
+                calls.append(lambda m=memory: self._upsert_turn(m))  # type: ignore[misc]
+            else:
+                derived[memory.user_id].append(memory)
+        for user_id, group in derived.items():
+            calls.append(lambda u=user_id, g=group: self._write_derived(u, g))  # type: ignore[misc]
+        threads = {(m.user_id, m.thread_id) for m in memories if m.thread_id is not None}
+        for user_id, thread_id in threads - self._known_threads:
+            calls.append(lambda u=user_id, t=thread_id: self._enter_thread(u, t))  # type: ignore[misc]
+        await self._each(calls)
+
+    async def _upsert_turn(self, memory: Memory) -> None:
+        # Turns are append-only and keyed by id: a blind upsert is idempotent and costs no read.
+        doc = to_document(memory, turn_ttl_seconds=self._settings.turn_ttl_seconds)
+        with cosmos_errors("saving a turn to long-term memory", self._timeout):
+            await self._turns.upsert_item(doc)
+
+    async def _write_derived(self, user_id: str, group: Sequence[Memory]) -> None:
+        """Summaries and facts: skip exact duplicates of what is stored, replace changed ones only if nobody
+        else changed them since we read (ETag), create new ones."""
+        ids = [m.id for m in group]
+        stored = {d["id"]: d for d in await self._query(self._memories, sql.existing(user_id, ids), "reading memories")}
+        for memory in group:
+            doc = to_document(memory, turn_ttl_seconds=None)
+            old = stored.get(memory.id)
+            with cosmos_errors(f"saving {memory.type} {memory.id} to long-term memory", self._timeout):
+                if old is not None and old.get("doc_hash") == doc["doc_hash"]:
+                    continue  # the same document is already stored: writing it again only costs RU
+                if old is not None and old["thread_id"] == doc["thread_id"]:
+                    await self._memories.replace_item(
+                        memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
+                    )
+                    continue
+                if old is not None:  # moved between a thread and the user level: another partition
+                    await self._memories.delete_item(memory.id, partition_key=[user_id, old["thread_id"]])
+                await self._memories.create_item(doc)
+
+    async def _enter_thread(self, user_id: str, thread_id: str) -> None:
+        with cosmos_errors("recording a thread", self._timeout):
+            await self._memories.upsert_item(thread_entry(user_id, thread_id))
+        self._known_threads.add((user_id, thread_id))
+
+    # -- reads ----------------------------------------------------------------------------------------
+
+    async def get(self, user_id: str, memory_id: str) -> Memory:
+        for container, types in self._containers(MEMORY_TYPES):
+            docs = await self._query(container, sql.by_id(user_id, memory_id, types), "reading a memory")
+            if docs:
+                return from_document(docs[0])
+        raise NotFoundError(f"no memory with id {memory_id!r}")
+
+    async def recent(
+        self, user_id: str, thread_id: str, *, limit: int, types: Sequence[str] = ("turn",)
+    ) -> list[Memory]:
+        docs: list[dict[str, Any]] = []
+        for container, wanted in self._containers(types):
+            docs += await self._query(
+                container, sql.recent(user_id, thread_id, wanted, limit), "reading a thread's recent memories"
+            )
+        docs.sort(key=lambda d: d["created_at"], reverse=True)
+        return [from_document(d) for d in reversed(docs[:limit])]
+
+    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
+        entries = await self._query(self._memories, sql.thread_entries(user_id), "listing threads")
+        infos: list[ThreadInfo] = []
+
+        async def describe(thread_id: str) -> None:
+            stats = await self._query(self._turns, sql.thread_turn_stats(user_id, thread_id), "counting a thread")
+            last = await self._query(
+                self._memories, sql.thread_last_memory(user_id, thread_id, DERIVED_TYPES), "reading a thread"
+            )
+            turns = stats[0] if stats else {}
+            times = [t for t in (turns.get("updated_at"), last[0] if last else None) if t]
+            if not times:  # every memory of it was forgotten or superseded
+                return
+            infos.append(
+                ThreadInfo(
+                    thread_id=thread_id,
+                    message_count=turns.get("message_count") or 0,
+                    token_count=turns.get("token_count") or 0,
+                    updated_at=max(times),
+                )
+            )
+
+        await self._each([lambda t=e["thread_id"]: describe(t) for e in entries])  # type: ignore[misc]
+        infos.sort(key=lambda i: (i.updated_at, i.thread_id), reverse=True)
+        return infos
+
+    async def search(self, query: SearchQuery, vector: list[float] | None) -> list[Hit]:
+        plan = sql.search_plan(query, vector)
+        if plan == "none":
+            return []
+        rankings: list[list[dict[str, Any]]] = []
+        for container, types in self._containers(query.types or MEMORY_TYPES):
+            rankings.append(
+                await self._query(container, sql.search(query, vector, types, plan), "searching long-term memory")
+            )
+        if plan == "vector":  # cosine similarities are comparable across containers: merge by them
+            merged = sorted((d for r in rankings for d in r), key=lambda d: d["score"], reverse=True)
+            return [Hit(memory=from_document(d), score=d["score"]) for d in merged[: query.limit]]
+        if plan == "phrases":  # no relevance to fuse: newest first, as each container returned them
+            merged = sorted((d for r in rankings for d in r), key=lambda d: d["created_at"], reverse=True)
+            rankings = [merged]
+        # RRF scores are not projectable in Cosmos DB; each list's rank is what we know, so fuse by rank.
+        by_key = {(i, d["id"]): d for i, ranking in enumerate(rankings) for d in ranking}
+        fused = rrf([[(i, d["id"]) for d in ranking] for i, ranking in enumerate(rankings)], k=query.rrf_k)
+        return [Hit(memory=from_document(by_key[key]), score=score) for key, score in fused[: query.limit]]
+
+    # -- forget ---------------------------------------------------------------------------------------
+
+    async def forget(self, scope: Scope, *, dry_run: bool = False) -> dict[str, int]:
+        if scope.memory_id is not None:
+            query = sql.scope(scope.user_id, memory_id=scope.memory_id)
+        elif scope.thread_id is not None:
+            query = sql.scope(scope.user_id, thread_id=scope.thread_id)
+        elif scope.everything:
+            query = sql.scope(scope.user_id)
+        else:
+            raise InvalidInputError("a forget scope names a memory_id, a thread_id, or everything=true")
+        docs: list[tuple[ContainerProxy, dict[str, Any]]] = []
+        for container in (self._turns, self._memories):
+            docs += [(container, d) for d in await self._query(container, query, "finding memories to forget")]
+        if scope.memory_id is not None:  # a memory id never names the store's own thread entries
+            docs = [(c, d) for c, d in docs if d["type"] in MEMORY_TYPES]
+        counts = Counter(d["type"] for _, d in docs if d["type"] in MEMORY_TYPES)
+        if not dry_run:
+            await self._each([lambda c=c, d=d: self._delete(scope.user_id, c, d) for c, d in docs])  # type: ignore[misc]
+            if scope.memory_id is None:  # the thread entries went with the thread or the user
+                self._known_threads = {
+                    (u, t)
+                    for u, t in self._known_threads
+                    if not (u == scope.user_id and scope.thread_id in (None, t))
+                }
+        return dict(counts)
+
+    async def _delete(self, user_id: str, container: ContainerProxy, doc: dict[str, Any]) -> None:
+        with cosmos_errors("forgetting memories", self._timeout):
+            try:
+                await container.delete_item(doc["id"], partition_key=[user_id, doc["thread_id"]])
+            except CosmosResourceNotFoundError:
+                pass  # already gone: expired by TTL or forgotten concurrently, which is what was asked
+
+    # -- plumbing -------------------------------------------------------------------------------------
+
+    def _containers(self, types: Sequence[str]) -> list[tuple[ContainerProxy, list[str]]]:
+        """The containers holding these memory types, each with the types it holds."""
+        pairs = [(self._turns, [t for t in types if t in TURN_TYPES]), (self._memories, [t for t in types if t in DERIVED_TYPES])]
+        return [(container, wanted) for container, wanted in pairs if wanted]
+
+    async def _query(self, container: ContainerProxy, query: sql.CosmosQuery, what: str) -> list[dict[str, Any]]:
+        with cosmos_errors(what, self._timeout):
+            kwargs = query.kwargs()
+            return [item async for item in container.query_items(kwargs.pop("query"), **kwargs)]
+
+    async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
+        """Run calls concurrently (at most _CONCURRENCY at once); the first failure is raised as itself."""
+        if len(calls) == 1:
+            await calls[0]()
+            return
+
+        async def limited(call: Callable[[], Awaitable[None]]) -> None:
+            async with self._limiter:
+                await call()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                for call in calls:
+                    tg.start_soon(limited, call)
+        except ExceptionGroup as group:
+            first: BaseException = group
+            while isinstance(first, BaseExceptionGroup):
+                first = first.exceptions[0]
+            raise first from None
