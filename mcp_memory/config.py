@@ -50,17 +50,27 @@ class WorkingSettings(BaseModel):
 class CosmosSettings(BaseModel):
     endpoint: str | None = Field(default=None, description="Account URI, https://<account>.documents.azure.com:443/.")
     key: SecretStr | None = Field(default=None, description="Account key; unset = Microsoft Entra ID.")
-    database: str = "mcp_memory"
-    turns_container: str = "turns"
-    memories_container: str = "memories"
-    throughput: Literal["serverless", "autoscale"] = "serverless"
-    autoscale_max_ru: int = Field(default=1000, ge=1000)
-    vector_index: Literal["quantizedFlat", "diskANN", "flat"] = "quantizedFlat"
-    vector_index_shard_key: str | None = None
+    database: str = Field(default="mcp_memory", description="Database name; created if missing.")
+    turns_container: str = Field(default="turns", description="Container of turns (append-only, optional TTL).")
+    memories_container: str = Field(
+        default="memories", description="Container of summaries, facts and user profiles."
+    )
+    throughput: Literal["serverless", "autoscale"] = Field(
+        default="serverless", description="How new containers are provisioned."
+    )
+    autoscale_max_ru: int = Field(default=1000, ge=1000, description="Autoscale ceiling in RU/s per container.")
+    vector_index: Literal["quantizedFlat", "diskANN", "flat"] = Field(
+        default="quantizedFlat", description="Vector index type of new containers (diskANN for large ones)."
+    )
+    vector_index_shard_key: str | None = Field(
+        default=None, description="Optional vectorIndexShardKey path, e.g. /user_id."
+    )
     turn_ttl_seconds: int | None = Field(default=None, ge=1, description="Turns expire after this; none by default.")
-    verify_tls: bool = True
-    endpoint_discovery: bool = True
-    timeout_seconds: float = Field(default=10.0, gt=0)
+    verify_tls: bool = Field(default=True, description="Verify the endpoint's TLS certificate.")
+    endpoint_discovery: bool = Field(
+        default=True, description="Discover regional endpoints (off for local emulators)."
+    )
+    timeout_seconds: float = Field(default=10.0, gt=0, description="Per-request Cosmos DB timeout.")
 
 
 class LongTermSettings(BaseModel):
@@ -84,12 +94,12 @@ class EmbeddingSettings(BaseModel):
     model: str = Field(default="", description="Model or Azure deployment name (openai default: text-embedding-3-small).")
     dimension: int | None = Field(default=None, ge=1, description="Vector size; required for openai models other than the defaults.")
     base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (Ollama, vLLM, ...).")
-    api_key: SecretStr | None = None
-    azure_endpoint: str | None = None
-    api_version: str = "2024-10-21"
+    api_key: SecretStr | None = Field(default=None, description="API key; Azure without one uses Entra ID.")
+    azure_endpoint: str | None = Field(default=None, description="Azure OpenAI endpoint (provider azure).")
+    api_version: str = Field(default="2024-10-21", description="Azure OpenAI API version.")
     threads: int = Field(default=1, ge=1, description="ONNX intra-op threads for the local model.")
-    batch_size: int = Field(default=32, ge=1)
-    timeout_seconds: float = Field(default=30.0, gt=0)
+    batch_size: int = Field(default=32, ge=1, description="Texts per embedding call.")
+    timeout_seconds: float = Field(default=30.0, gt=0, description="Per-call embedding timeout.")
     max_retries: int = Field(default=2, ge=0, description="SDK retries of a failed remote embedding call.")
 
 
@@ -98,12 +108,12 @@ class LLMSettings(BaseModel):
         default="none", description="Who writes summaries: none = offline extractive summarizer."
     )
     model: str = Field(default="gpt-4o-mini", description="Chat model or Azure deployment name.")
-    base_url: str | None = None
-    api_key: SecretStr | None = None
-    azure_endpoint: str | None = None
-    api_version: str = "2024-10-21"
-    timeout_seconds: float = Field(default=30.0, gt=0)
-    max_retries: int = Field(default=2, ge=0)
+    base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (Ollama, vLLM, ...).")
+    api_key: SecretStr | None = Field(default=None, description="API key; Azure without one uses Entra ID.")
+    azure_endpoint: str | None = Field(default=None, description="Azure OpenAI endpoint (provider azure).")
+    api_version: str = Field(default="2024-10-21", description="Azure OpenAI API version.")
+    timeout_seconds: float = Field(default=30.0, gt=0, description="Per-call LLM timeout.")
+    max_retries: int = Field(default=2, ge=0, description="SDK retries of a failed LLM call.")
 
 
 class SummarySettings(BaseModel):
@@ -119,10 +129,10 @@ class SummarySettings(BaseModel):
 
 
 class SearchSettings(BaseModel):
-    rrf_k: int = Field(default=60, ge=1)
-    text_weight: float = Field(default=1.0, ge=0)
-    vector_weight: float = Field(default=1.0, ge=0)
-    max_limit: int = Field(default=100, ge=1)
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal Rank Fusion constant k.")
+    text_weight: float = Field(default=1.0, ge=0, description="RRF weight of the BM25 ranking.")
+    vector_weight: float = Field(default=1.0, ge=0, description="RRF weight of the vector ranking.")
+    max_limit: int = Field(default=100, ge=1, description="Largest `limit` search_memory accepts.")
 
 
 class Settings(BaseSettings):
@@ -133,9 +143,13 @@ class Settings(BaseSettings):
     user_id: str = Field(default_factory=_default_user, description="Whose memories these are (stdio).")
     data_dir: Path = Field(default_factory=_default_data_dir, description="Where the SQLite file lives.")
     sqlite_file: str = Field(default="memory.db", description="File name inside data_dir.")
-    token_encoding: Literal["o200k_base", "cl100k_base"] = "o200k_base"
-    max_content_chars: int = Field(default=100_000, ge=1)
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    token_encoding: Literal["o200k_base", "cl100k_base"] = Field(
+        default="o200k_base", description="tiktoken encoding for token counts (shipped, offline)."
+    )
+    max_content_chars: int = Field(default=100_000, ge=1, description="Longest turn content accepted.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="Log level (logs go to stderr)."
+    )
     prompts_dir: Path | None = Field(default=None, description="Your own prompt templates; default: shipped ones.")
 
     working: WorkingSettings = Field(default_factory=WorkingSettings)

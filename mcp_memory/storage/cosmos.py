@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from typing import Any, Self
 
 import anyio
@@ -50,7 +50,11 @@ _SETUP_SECONDS = 120.0
 
 class CosmosLongTermStore:
     def __init__(
-        self, settings: CosmosSettings, embedding: EmbeddingSpec, turns: ContainerProxy, memories: ContainerProxy
+        self,
+        settings: CosmosSettings,
+        embedding: EmbeddingSpec,
+        turns: ContainerProxy,
+        memories: ContainerProxy,
     ) -> None:
         self._settings = settings
         self._spec = embedding
@@ -72,15 +76,21 @@ class CosmosLongTermStore:
             with cosmos_errors("connecting to Azure Cosmos DB and opening its containers", _SETUP_SECONDS):
                 await stack.enter_async_context(client)
                 database = await open_database(client, settings)
-                turns, turn_props = await open_container(database, settings.turns_container, settings, embedding)
+                turns, turn_props = await open_container(
+                    database, settings.turns_container, settings, embedding
+                )
                 memories, memory_props = await open_container(
                     database, settings.memories_container, settings, embedding
                 )
             store = cls(settings, embedding, turns, memories)
             # The embedding check first: a changed model is the likelier cause of a dimension diff.
             await store._check_embedding_spec()
-            raise_on_differences(settings.turns_container, policy_differences(turn_props, settings, embedding))
-            raise_on_differences(settings.memories_container, policy_differences(memory_props, settings, embedding))
+            raise_on_differences(
+                settings.turns_container, policy_differences(turn_props, settings, embedding)
+            )
+            raise_on_differences(
+                settings.memories_container, policy_differences(memory_props, settings, embedding)
+            )
             yield store
 
     async def _check_embedding_spec(self) -> None:
@@ -99,14 +109,16 @@ class CosmosLongTermStore:
                     await self._memories.create_item(doc)
                 return
             except ConflictError:  # another server process recorded it first: check theirs
-                found = await self._query(self._memories, sql.embedding_spec(), "checking the embedding model")
+                found = await self._query(
+                    self._memories, sql.embedding_spec(), "checking the embedding model"
+                )
         stored = found[0]
         if stored.get("model") != self._spec.model or stored.get("dimension") != self._spec.dimension:
             raise EmbeddingMismatchError(
                 f"the memories in Cosmos DB database {self._settings.database!r} were embedded with "
-                f"{stored.get('model')} ({stored.get('dimension')} dimensions) but the configured embedder is "
-                f"{self._spec.model} ({self._spec.dimension}); configure the original embedder or use another "
-                "database"
+                f"{stored.get('model')} ({stored.get('dimension')} dimensions) but the configured embedder "
+                f"is {self._spec.model} ({self._spec.dimension}); configure the original embedder or use "
+                "another database"
             )
 
     # -- writes ---------------------------------------------------------------------------------------
@@ -142,7 +154,10 @@ class CosmosLongTermStore:
         """Summaries and facts: skip exact duplicates of what is stored, replace changed ones only if nobody
         else changed them since we read (ETag), create new ones."""
         ids = [m.id for m in group]
-        stored = {d["id"]: d for d in await self._query(self._memories, sql.existing(user_id, ids), "reading memories")}
+        stored = {
+            d["id"]: d
+            for d in await self._query(self._memories, sql.existing(user_id, ids), "reading memories")
+        }
         for memory in group:
             doc = to_document(memory, turn_ttl_seconds=None)
             old = stored.get(memory.id)
@@ -188,12 +203,15 @@ class CosmosLongTermStore:
         infos: list[ThreadInfo] = []
 
         async def describe(thread_id: str) -> None:
-            stats = await self._query(self._turns, sql.thread_turn_stats(user_id, thread_id), "counting a thread")
+            stats = await self._query(
+                self._turns, sql.thread_turn_stats(user_id, thread_id), "counting a thread"
+            )
             last = await self._query(
                 self._memories, sql.thread_last_memory(user_id, thread_id, DERIVED_TYPES), "reading a thread"
             )
-            turns = stats[0] if stats else {}
-            times = [t for t in (turns.get("updated_at"), last[0] if last else None) if t]
+            turns: dict[str, Any] = stats[0] if stats else {}
+            newest_memory: str | None = last[0] if last else None  # type: ignore[assignment]  # SELECT VALUE
+            times = [t for t in (turns.get("updated_at"), newest_memory) if t]
             if not times:  # every memory of it was forgotten or superseded
                 return
             infos.append(
@@ -216,7 +234,9 @@ class CosmosLongTermStore:
         rankings: list[list[dict[str, Any]]] = []
         for container, types in self._containers(query.types or MEMORY_TYPES):
             rankings.append(
-                await self._query(container, sql.search(query, vector, types, plan), "searching long-term memory")
+                await self._query(
+                    container, sql.search(query, vector, types, plan), "searching long-term memory"
+                )
             )
         if plan == "vector":  # cosine similarities are comparable across containers: merge by them
             merged = sorted((d for r in rankings for d in r), key=lambda d: d["score"], reverse=True)
@@ -242,7 +262,9 @@ class CosmosLongTermStore:
             raise InvalidInputError("a forget scope names a memory_id, a thread_id, or everything=true")
         docs: list[tuple[ContainerProxy, dict[str, Any]]] = []
         for container in (self._turns, self._memories):
-            docs += [(container, d) for d in await self._query(container, query, "finding memories to forget")]
+            docs += [
+                (container, d) for d in await self._query(container, query, "finding memories to forget")
+            ]
         if scope.memory_id is not None:  # a memory id never names the store's own thread entries
             docs = [(c, d) for c, d in docs if d["type"] in MEMORY_TYPES]
         counts = Counter(d["type"] for _, d in docs if d["type"] in MEMORY_TYPES)
@@ -257,20 +279,23 @@ class CosmosLongTermStore:
         return dict(counts)
 
     async def _delete(self, user_id: str, container: ContainerProxy, doc: dict[str, Any]) -> None:
-        with cosmos_errors("forgetting memories", self._timeout):
-            try:
-                await container.delete_item(doc["id"], partition_key=[user_id, doc["thread_id"]])
-            except CosmosResourceNotFoundError:
-                pass  # already gone: expired by TTL or forgotten concurrently, which is what was asked
+        # Already gone (expired by TTL, forgotten concurrently) is what was asked for.
+        with cosmos_errors("forgetting memories", self._timeout), suppress(CosmosResourceNotFoundError):
+            await container.delete_item(doc["id"], partition_key=[user_id, doc["thread_id"]])
 
     # -- plumbing -------------------------------------------------------------------------------------
 
     def _containers(self, types: Sequence[str]) -> list[tuple[ContainerProxy, list[str]]]:
         """The containers holding these memory types, each with the types it holds."""
-        pairs = [(self._turns, [t for t in types if t in TURN_TYPES]), (self._memories, [t for t in types if t in DERIVED_TYPES])]
+        pairs = [
+            (self._turns, [str(t) for t in types if t in TURN_TYPES]),
+            (self._memories, [str(t) for t in types if t in DERIVED_TYPES]),
+        ]
         return [(container, wanted) for container, wanted in pairs if wanted]
 
-    async def _query(self, container: ContainerProxy, query: sql.CosmosQuery, what: str) -> list[dict[str, Any]]:
+    async def _query(
+        self, container: ContainerProxy, query: sql.CosmosQuery, what: str
+    ) -> list[dict[str, Any]]:
         with cosmos_errors(what, self._timeout):
             kwargs = query.kwargs()
             return [item async for item in container.query_items(kwargs.pop("query"), **kwargs)]

@@ -44,15 +44,19 @@ def cosmos_errors(what: str, timeout_seconds: float) -> Iterator[None]:
             f"Azure Cosmos DB did not answer within {timeout_seconds:g}s while {what}; try again later"
         ) from e
     except CosmosAccessConditionFailedError as e:
-        raise ConflictError(f"another writer changed this memory first while {what}; read it again and retry") from e
+        raise ConflictError(
+            f"another writer changed this memory first while {what}; read it again and retry"
+        ) from e
     except CosmosResourceExistsError as e:
-        raise ConflictError(f"another writer created this memory first while {what}; read it again and retry") from e
+        raise ConflictError(
+            f"another writer created this memory first while {what}; read it again and retry"
+        ) from e
     except CosmosHttpResponseError as e:
         raise translate(e, what) from e
     except ClientAuthenticationError as e:
         raise ConfigError(
-            f"no Microsoft Entra ID token for Azure Cosmos DB while {what}: sign in (az login), use a managed "
-            "identity, or set MCP_MEMORY_LONG_TERM__COSMOS__KEY to use the account key"
+            f"no Microsoft Entra ID token for Azure Cosmos DB while {what}: sign in (az login), use a "
+            "managed identity, or set MCP_MEMORY_LONG_TERM__COSMOS__KEY to use the account key"
         ) from e
     except (ServiceRequestError, ServiceResponseError, aiohttp.ClientError, OSError) as e:
         raise BackendUnavailableError(f"Azure Cosmos DB is unreachable while {what}; try again later") from e
@@ -73,11 +77,13 @@ def translate(e: CosmosHttpResponseError, what: str) -> MemoryServerError:
         )
     if status == 429:
         return BackendUnavailableError(
-            f"Azure Cosmos DB is throttling (429, request rate too large) while {what}, even after retrying as "
-            "the service asked; raise the throughput (RU/s) or try again later"
+            f"Azure Cosmos DB is throttling (429, request rate too large) while {what}, even after "
+            "retrying as the service asked; raise the throughput (RU/s) or try again later"
         )
     if status == 400 and _mentions_search_feature(reason):
-        return ConfigError(f"Azure Cosmos DB rejected a vector or full-text feature while {what}: {FEATURES_HINT}")
+        return ConfigError(
+            f"Azure Cosmos DB rejected a vector or full-text feature while {what}: {FEATURES_HINT}"
+        )
     if status in (404, 410):
         return BackendUnavailableError(
             f"the Azure Cosmos DB database or container is gone ({status}) while {what}; restart the server "

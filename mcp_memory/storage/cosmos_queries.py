@@ -107,7 +107,9 @@ def scope(user_id: str, *, thread_id: str | None = None, memory_id: str | None =
     w = _Where(user_id, thread_id)
     if memory_id is not None:
         w.add("c.id = @id", "@id", memory_id)
-    return CosmosQuery(f"SELECT c.id, c.thread_id, c.type FROM c WHERE {w.sql}", w.parameters, w.partition_key)
+    return CosmosQuery(
+        f"SELECT c.id, c.thread_id, c.type FROM c WHERE {w.sql}", w.parameters, w.partition_key
+    )
 
 
 def thread_entries(user_id: str) -> CosmosQuery:
@@ -150,7 +152,9 @@ def search_plan(query: SearchQuery, vector: Sequence[float] | None) -> SearchPla
     """Which search runs. No keywords left (an all-stopword query) falls back to vector-only; a text
     query of quoted phrases only filters on them, newest first."""
     terms = search_terms(query)
-    use_text = query.mode in ("hybrid", "text") and bool(terms) and (query.mode == "text" or query.text_weight > 0)
+    use_text = (
+        query.mode in ("hybrid", "text") and bool(terms) and (query.mode == "text" or query.text_weight > 0)
+    )
     use_vector = (
         query.mode in ("hybrid", "vector")
         and vector is not None

@@ -26,7 +26,8 @@ LANGUAGE = "en-US"
 
 # 9 throttle retries, each waiting what the service's x-ms-retry-after-ms asks, up to 30 s in all (the
 # SDK's documented defaults, spelled out); 503s are retried by the SDK's own policy.
-_RETRY = {"retry_total": 9, "retry_backoff_max": 30}
+_RETRY_TOTAL = 9
+_RETRY_BACKOFF_MAX_SECONDS = 30
 
 
 def make_client(settings: CosmosSettings) -> tuple[CosmosClient, Any]:
@@ -57,7 +58,8 @@ def make_client(settings: CosmosSettings) -> tuple[CosmosClient, Any]:
         connection_timeout=settings.timeout_seconds,
         read_timeout=settings.timeout_seconds,
         user_agent_suffix="mcp-memory",
-        **_RETRY,
+        retry_total=_RETRY_TOTAL,
+        retry_backoff_max=_RETRY_BACKOFF_MAX_SECONDS,
     )
     return client, closable
 
@@ -107,7 +109,10 @@ def check_settings(settings: CosmosSettings) -> None:
             "vector_index_shard_key applies to the quantizedFlat and diskANN vector indexes, not flat"
         )
     if settings.vector_index_shard_key and not settings.vector_index_shard_key.startswith("/"):
-        raise ConfigError(f"vector_index_shard_key must be a document path like /user_id, not {settings.vector_index_shard_key!r}")
+        raise ConfigError(
+            "vector_index_shard_key must be a document path like /user_id, not "
+            f"{settings.vector_index_shard_key!r}"
+        )
 
 
 async def open_database(client: CosmosClient, settings: CosmosSettings) -> DatabaseProxy:
@@ -143,7 +148,9 @@ def policy_differences(
     diffs: list[str] = []
     key = properties.get("partitionKey") or {}
     if key.get("paths") != PARTITION_PATHS or str(key.get("kind", "")).lower() != "multihash":
-        diffs.append(f"partition key is {key.get('paths')} ({key.get('kind')}), needs {PARTITION_PATHS} (MultiHash)")
+        diffs.append(
+            f"partition key is {key.get('paths')} ({key.get('kind')}), needs {PARTITION_PATHS} (MultiHash)"
+        )
 
     vectors = (properties.get("vectorEmbeddingPolicy") or {}).get("vectorEmbeddings") or []
     vector = next((v for v in vectors if v.get("path") == VECTOR_PATH), None)
@@ -191,5 +198,6 @@ def raise_on_differences(name: str, diffs: list[str]) -> None:
             f"the existing Cosmos DB container {name!r} does not match this configuration: "
             + "; ".join(diffs)
             + ". These policies cannot all be changed in place: point the server at a new container "
-            "(MCP_MEMORY_LONG_TERM__COSMOS__TURNS_CONTAINER / __MEMORIES_CONTAINER) or change the configuration back."
+            "(MCP_MEMORY_LONG_TERM__COSMOS__TURNS_CONTAINER / __MEMORIES_CONTAINER) or change the "
+            "configuration back."
         )

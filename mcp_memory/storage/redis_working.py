@@ -124,7 +124,7 @@ class RedisWorkingMemoryStore:
 
     @contextmanager
     def _errors(self) -> Iterator[None]:
-        """The one place Redis errors become errors the model can read (no URL, no password)."""
+        """The one place Redis errors become errors the model can read: the address, never the password."""
         where = f"working memory (Redis) at {self._location}"
         try:
             with anyio.fail_after(self._deadline):
@@ -270,14 +270,13 @@ class RedisWorkingMemoryStore:
         dry = "1" if dry_run else "0"
         user_id = scope.user_id
         if scope.memory_id is not None:
-            # The thread is a hint: a message id is unique per user, so look everywhere when it is absent.
-            candidates = [scope.thread_id] if scope.thread_id else await self._all_threads(user_id)
+            # The thread is a hint: a message id is unique per user, so look everywhere when it misses.
             removed = 0
-            for thread_id in candidates:
-                keys = self._thread(user_id, thread_id)
-                removed += await self._run(
-                    "forget_message", keys.data_keys, [scope.memory_id, dry, _now(), self._ttl_ms]
-                )
+            if scope.thread_id is not None:
+                removed = await self._forget_message(user_id, scope.thread_id, scope.memory_id, dry)
+            if not removed:
+                for thread_id in await self._all_threads(user_id):
+                    removed += await self._forget_message(user_id, thread_id, scope.memory_id, dry)
             return WorkingForgetCount(threads=0, messages=removed)
         if scope.thread_id is not None:
             threads = [scope.thread_id]
@@ -297,6 +296,10 @@ class RedisWorkingMemoryStore:
                 else:
                     await self._client.delete(self._keys.user_threads(user_id))
         return count
+
+    async def _forget_message(self, user_id: str, thread_id: str, memory_id: str, dry: str) -> int:
+        keys = self._thread(user_id, thread_id)
+        return int(await self._run("forget_message", keys.data_keys, [memory_id, dry, _now(), self._ttl_ms]))
 
     async def _all_threads(self, user_id: str) -> list[str]:
         """Every thread of the user: the index, plus a SCAN of the user's keys so nothing is left behind

@@ -24,14 +24,15 @@ from mcp_memory.config import CosmosSettings
 from mcp_memory.models import Memory
 from mcp_memory.storage.base import LongTermStore
 from tests.contract import test_long_term_contract as contract
-from tests.contract.conftest_long_term import open_cosmos
+from tests.contract.conftest_long_term import embed, open_cosmos
 
 pytestmark = [
     pytest.mark.live_azure,
     pytest.mark.anyio,
     pytest.mark.skipif(
         not os.environ.get("COSMOS_ENDPOINT"),
-        reason="live Azure Cosmos DB suite skipped: set COSMOS_ENDPOINT (and COSMOS_KEY, or sign in for Entra ID)",
+        reason="live Azure Cosmos DB suite skipped: set COSMOS_ENDPOINT (and COSMOS_KEY, or sign in for "
+        "Entra ID)",
     ),
 ]
 
@@ -78,9 +79,10 @@ async def test_turns_expire_with_their_ttl(live_settings: CosmosSettings) -> Non
                 Memory(id="fact1", user_id=user, type="fact", content="kept"),
             ]
         )
-        # Expired items stop being returned once their ttl passes; poll for that, bounded.
+        # Expired items stop being returned once their ttl passes; poll for that, bounded. Nothing to
+        # wait on but time here, hence the sleep between polls.
         with anyio.fail_after(120):
-            while await store.recent(user, "t1", limit=5):
+            while await store.recent(user, "t1", limit=5):  # noqa: ASYNC110
                 await anyio.sleep(1)
         assert (await store.get(user, "fact1")).content == "kept"
 
@@ -92,7 +94,7 @@ async def test_hybrid_search_runs_on_the_service(search_store: LongTermStore) ->
     text = "bicycle chain " + " ".join(f"w{i}" for i in range(40))
 
     hits = await search_store.search(
-        contract.search_query(user, text, text_weight=2.0, vector_weight=0.5), contract.embed("bicycle chain")
+        contract.search_query(user, text, text_weight=2.0, vector_weight=0.5), embed("bicycle chain")
     )
 
     assert hits[0].memory.id == "repair"

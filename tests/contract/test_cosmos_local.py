@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 import uuid
+from typing import Any
 
 import pytest
 from azure.core import MatchConditions
@@ -23,7 +24,7 @@ from tests.services.cosmos_server import CosmosServer
 pytestmark = pytest.mark.anyio
 
 
-async def raw(store: CosmosLongTermStore, user_id: str) -> list[dict[str, object]]:
+async def raw(store: CosmosLongTermStore, user_id: str) -> list[dict[str, Any]]:
     """Every document of the user in both containers, as stored."""
     found = []
     for container in (store._turns, store._memories):
@@ -36,7 +37,9 @@ async def raw(store: CosmosLongTermStore, user_id: str) -> list[dict[str, object
     return found
 
 
-async def test_open_creates_containers_with_hierarchical_keys_and_policies(cosmos_server: CosmosServer) -> None:
+async def test_open_creates_containers_with_hierarchical_keys_and_policies(
+    cosmos_server: CosmosServer,
+) -> None:
     settings = local_cosmos_settings(cosmos_server, vector_index="diskANN", vector_index_shard_key="/user_id")
 
     async with CosmosLongTermStore.open(settings, EMBEDDING) as store:
@@ -76,7 +79,9 @@ async def test_open_refuses_another_embedding_model(cosmos_server: CosmosServer)
         pass
 
     with pytest.raises(EmbeddingMismatchError, match="configure the original embedder"):
-        async with CosmosLongTermStore.open(settings, EmbeddingSpec(model="other-model", dimension=EMBEDDING.dimension)):
+        async with CosmosLongTermStore.open(
+            settings, EmbeddingSpec(model="other-model", dimension=EMBEDDING.dimension)
+        ):
             pass
 
 
@@ -86,7 +91,9 @@ async def test_documents_use_the_partition_layout_and_turn_ttl(cosmos_server: Co
     async with CosmosLongTermStore.open(settings, EMBEDDING) as store:
         await store.put(
             [
-                Memory(id="turn1", user_id=user, thread_id="t1", role="user", content="hi", embedding=embed("hi")),
+                Memory(
+                    id="turn1", user_id=user, thread_id="t1", role="user", content="hi", embedding=embed("hi")
+                ),
                 Memory(id="fact1", user_id=user, type="fact", content="likes tea"),
             ]
         )
@@ -119,7 +126,10 @@ async def test_a_stale_etag_is_a_conflict(cosmos_server: CosmosServer) -> None:
 
         with pytest.raises(ConflictError), cosmos_errors("rewriting a summary", 10):
             await store._memories.replace_item(
-                "s1", {**doc, "content": "v3"}, etag=doc["_etag"], match_condition=MatchConditions.IfNotModified
+                "s1",
+                {**doc, "content": "v3"},
+                etag=doc["_etag"],
+                match_condition=MatchConditions.IfNotModified,
             )
 
 
@@ -155,7 +165,9 @@ async def test_configuration_errors_are_named() -> None:
     with pytest.raises(ConfigError, match="ENDPOINT"):
         async with CosmosLongTermStore.open(CosmosSettings(), EMBEDDING):
             pass
-    flat_sharded = CosmosSettings(endpoint="http://127.0.0.1:9", vector_index="flat", vector_index_shard_key="/user_id")
+    flat_sharded = CosmosSettings(
+        endpoint="http://127.0.0.1:9", vector_index="flat", vector_index_shard_key="/user_id"
+    )
     with pytest.raises(ConfigError, match="quantizedFlat and diskANN"):
         async with CosmosLongTermStore.open(flat_sharded, EMBEDDING):
             pass

@@ -31,8 +31,8 @@ VECTOR = [0.1, 0.2, 0.3]
 ALL = ["turn", "summary", "fact", "user_summary"]
 
 
-def query(text: str = "bicycle chain repair", **fields: object) -> SearchQuery:
-    return SearchQuery.model_validate({"user_id": "alice", "text": text, **fields})
+def query(**fields: object) -> SearchQuery:
+    return SearchQuery.model_validate({"user_id": "alice", "text": "bicycle chain repair", **fields})
 
 
 def build(q: SearchQuery, vector: list[float] | None = VECTOR, types: list[str] = ALL) -> sql.CosmosQuery:
@@ -210,9 +210,13 @@ def test_policies_follow_the_documented_shape() -> None:
     policy = indexing_policy(settings)
 
     assert vector_embedding_policy(SPEC) == {
-        "vectorEmbeddings": [{"path": "/embedding", "dataType": "float32", "distanceFunction": "cosine", "dimensions": 1536}]
+        "vectorEmbeddings": [
+            {"path": "/embedding", "dataType": "float32", "distanceFunction": "cosine", "dimensions": 1536}
+        ]
     }
-    assert policy["vectorIndexes"] == [{"path": "/embedding", "type": "diskANN", "vectorIndexShardKey": ["/user_id"]}]
+    assert policy["vectorIndexes"] == [
+        {"path": "/embedding", "type": "diskANN", "vectorIndexShardKey": ["/user_id"]}
+    ]
     assert {"path": "/embedding/*"} in policy["excludedPaths"]
     assert policy["includedPaths"] == [{"path": "/*"}]  # keeps /created_at/? range-indexed
     assert policy["fullTextIndexes"] == [{"path": "/index_text"}]

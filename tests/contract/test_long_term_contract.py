@@ -55,7 +55,13 @@ def memory(
 
 def conversation(user_id: str, thread_id: str = "t1", n: int = 5, start: int = 0) -> list[Memory]:
     return [
-        memory(user_id, f"{thread_id}-turn-{i}", f"message number {i} in {thread_id}", thread_id=thread_id, minutes=start + i)
+        memory(
+            user_id,
+            f"{thread_id}-turn-{i}",
+            f"message number {i} in {thread_id}",
+            thread_id=thread_id,
+            minutes=start + i,
+        )
         for i in range(n)
     ]
 
@@ -94,7 +100,9 @@ async def test_put_replaces_by_id(long_term_store: LongTermStore, new_user: NewU
     assert await long_term_store.forget(Scope(user_id=user, everything=True), dry_run=True) == {"summary": 1}
 
 
-async def test_a_fact_can_move_from_its_thread_to_the_user(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_a_fact_can_move_from_its_thread_to_the_user(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     await long_term_store.put([memory(user, "f1", "prefers tea", type="fact", thread_id="t1")])
     await long_term_store.put([memory(user, "f1", "prefers tea", type="fact", thread_id=None)])
@@ -127,7 +135,9 @@ async def test_user_level_memory_has_no_thread(long_term_store: LongTermStore, n
     assert await long_term_store.list_threads(user) == []
 
 
-async def test_vector_of_another_dimension_is_refused(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_vector_of_another_dimension_is_refused(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     wrong = memory(new_user(), "m1", "hello").model_copy(update={"embedding": [0.5] * (DIMENSION + 1)})
 
     with pytest.raises(EmbeddingMismatchError):
@@ -137,7 +147,9 @@ async def test_vector_of_another_dimension_is_refused(long_term_store: LongTermS
 # -- recent / soft delete -------------------------------------------------------------------------------
 
 
-async def test_recent_returns_the_newest_oldest_first(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_recent_returns_the_newest_oldest_first(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     turns = conversation(user, n=6)
     await long_term_store.put(list(reversed(turns)))  # write order must not matter
@@ -147,7 +159,9 @@ async def test_recent_returns_the_newest_oldest_first(long_term_store: LongTermS
     assert [m.id for m in recent] == ["t1-turn-3", "t1-turn-4", "t1-turn-5"]
 
 
-async def test_recent_keeps_to_its_thread_and_types(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_recent_keeps_to_its_thread_and_types(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     await long_term_store.put(
         [
@@ -164,11 +178,17 @@ async def test_recent_keeps_to_its_thread_and_types(long_term_store: LongTermSto
     assert await long_term_store.recent(new_user(), "t1", limit=10) == []
 
 
-async def test_superseded_memories_leave_recent_but_not_get(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_superseded_memories_leave_recent_but_not_get(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     turns = conversation(user, n=3)
     old = turns[1].model_copy(
-        update={"superseded_by": "t1-turn-2", "supersede_reason": "corrected", "superseded_at": T0 + timedelta(hours=1)}
+        update={
+            "superseded_by": "t1-turn-2",
+            "supersede_reason": "corrected",
+            "superseded_at": T0 + timedelta(hours=1),
+        }
     )
     await long_term_store.put([turns[0], old, turns[2]])
 
@@ -181,7 +201,9 @@ async def test_superseded_memories_leave_recent_but_not_get(long_term_store: Lon
 # -- list_threads ---------------------------------------------------------------------------------------
 
 
-async def test_list_threads_counts_turns_newest_first(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_list_threads_counts_turns_newest_first(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     await long_term_store.put(
         [
@@ -233,7 +255,9 @@ async def test_forget_a_thread(long_term_store: LongTermStore, new_user: NewUser
     assert (await long_term_store.get(user, "f1")).content == "user fact"
 
 
-async def test_forget_everything_of_a_user_leaves_nothing(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_forget_everything_of_a_user_leaves_nothing(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user, other = new_user(), new_user()
     await long_term_store.put(
         [
@@ -256,16 +280,23 @@ async def test_forget_everything_of_a_user_leaves_nothing(long_term_store: LongT
     assert [t.thread_id for t in await long_term_store.list_threads(other)] == ["t1"]
 
 
-async def test_forget_dry_run_counts_without_deleting(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_forget_dry_run_counts_without_deleting(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     await long_term_store.put([*conversation(user, n=2), memory(user, "s1", "summary", type="summary")])
 
-    assert await long_term_store.forget(Scope(user_id=user, thread_id="t1"), dry_run=True) == {"turn": 2, "summary": 1}
+    assert await long_term_store.forget(Scope(user_id=user, thread_id="t1"), dry_run=True) == {
+        "turn": 2,
+        "summary": 1,
+    }
 
     assert len(await long_term_store.recent(user, "t1", limit=10, types=("turn", "summary"))) == 3
 
 
-async def test_forget_counts_superseded_memories_too(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_forget_counts_superseded_memories_too(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     old = memory(user, "f-old", "lives in Porto", type="fact", superseded_by="f-new")
     await long_term_store.put([old, memory(user, "f-new", "lives in Lisbon", type="fact")])
@@ -275,11 +306,15 @@ async def test_forget_counts_superseded_memories_too(long_term_store: LongTermSt
         await long_term_store.get(user, "f-old")
 
 
-async def test_text_search_of_stopwords_only_finds_nothing(long_term_store: LongTermStore, new_user: NewUser) -> None:
+async def test_text_search_of_stopwords_only_finds_nothing(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     await long_term_store.put([memory(user, "m1", "what is the plan for this week")])
 
-    assert await long_term_store.search(SearchQuery(user_id=user, text="what is the", mode="text"), None) == []
+    assert (
+        await long_term_store.search(SearchQuery(user_id=user, text="what is the", mode="text"), None) == []
+    )
 
 
 # -- search (search_store: SQLite here, live Azure in test_cosmos_live.py) -------------------------------
@@ -321,7 +356,9 @@ async def test_vector_search_finds_the_nearest(search_store: LongTermStore, new_
     assert len(hits) == 2
 
 
-async def test_hybrid_search_puts_what_both_agree_on_first(search_store: LongTermStore, new_user: NewUser) -> None:
+async def test_hybrid_search_puts_what_both_agree_on_first(
+    search_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     await seed_search(search_store, user)
     text = "Japan trip in April"
@@ -381,7 +418,9 @@ async def test_stopword_query_falls_back_to_vector(search_store: LongTermStore, 
     assert [h.memory.id for h in hits] == ["tea"]
 
 
-async def test_long_queries_are_cut_to_thirty_keywords(search_store: LongTermStore, new_user: NewUser) -> None:
+async def test_long_queries_are_cut_to_thirty_keywords(
+    search_store: LongTermStore, new_user: NewUser
+) -> None:
     user = new_user()
     await seed_search(search_store, user)
     text = "bicycle " + " ".join(f"word{i}" for i in range(40))  # FullTextScore rejects 31+ terms

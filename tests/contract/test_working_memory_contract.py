@@ -266,6 +266,10 @@ async def test_forget_one_message_fixes_the_totals(working_store: WorkingMemoryS
     assert await working_store.forget(Scope(user_id="ann", memory_id="m2")) == WorkingForgetCount(messages=1)
     assert await working_store.forget(Scope(user_id="ann", memory_id="nope")) == WorkingForgetCount()
     assert await ids(working_store, "ann", "t1") == ["m0", "m3"]
+    # A wrong thread hint does not hide the message.
+    wrong_hint = Scope(user_id="ann", thread_id="t9", memory_id="m3")
+    assert await working_store.forget(wrong_hint) == WorkingForgetCount(messages=1)
+    assert await ids(working_store, "ann", "t1") == ["m0"]
     assert await ids(working_store, "bob", "t1") == ["m1"]
 
 

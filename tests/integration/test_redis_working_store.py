@@ -127,13 +127,13 @@ async def cluster_url(tmp_path: Path) -> AsyncIterator[str]:
     binary = find_redis_binary()
     if binary is None:
         pytest.fail("no Redis server binary; see tests/services/redis_server.py")
-    server = RedisServer(binary, tmp_path / "cluster", ["--cluster-enabled", "yes"])
+    server = RedisServer(binary, tmp_path / "cluster", cluster=True)
     server.start()
     try:
         client = aioredis.Redis.from_url(server.url, decode_responses=True)
         await client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)  # type: ignore[no-untyped-call]
         with anyio.fail_after(20):
-            while "cluster_state:ok" not in await client.cluster("INFO"):  # noqa: ASYNC110 (polling)
+            while (await client.cluster("INFO"))["cluster_state"] != "ok":  # noqa: ASYNC110 (polling)
                 await anyio.sleep(0.05)
         await client.aclose()
         yield server.url

@@ -22,6 +22,7 @@ import shutil
 import subprocess
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,7 +62,16 @@ def _install(install_dir: Path) -> Path:
     install_dir.mkdir(parents=True, exist_ok=True)
     try:
         result = subprocess.run(
-            [npm, "install", "--prefix", str(install_dir), "--no-audit", "--no-fund", "--loglevel=error", PACKAGE],
+            [
+                npm,
+                "install",
+                "--prefix",
+                str(install_dir),
+                "--no-audit",
+                "--no-fund",
+                "--loglevel=error",
+                PACKAGE,
+            ],
             capture_output=True,
             text=True,
             timeout=_INSTALL_SECONDS,
@@ -102,8 +112,9 @@ def _wait_ready(process: subprocess.Popen[str]) -> tuple[str, int]:
     return found[0]
 
 
-@pytest.fixture(scope="session")
-def cosmos_server() -> Iterator[CosmosServer]:
+@contextmanager
+def local_cosmos_server() -> Iterator[CosmosServer]:
+    """Install (once) and run the server until the block ends. Also used by bench/cosmos_local_latency.py."""
     node = shutil.which("node")
     if node is None:
         pytest.fail("the Cosmos DB contract tests need Node.js (node) on PATH to run " + PACKAGE)
@@ -124,3 +135,9 @@ def cosmos_server() -> Iterator[CosmosServer]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+@pytest.fixture(scope="session")
+def cosmos_server() -> Iterator[CosmosServer]:
+    with local_cosmos_server() as server:
+        yield server

@@ -15,7 +15,7 @@ import socket
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -44,10 +44,23 @@ def find_redis_binary() -> str | None:
     return None
 
 
-def _free_port() -> int:
+def _port_is_free(port: int) -> bool:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def _free_port(*, with_cluster_bus: bool = False) -> int:
+    """A free loopback port; for a cluster node also its bus port (port + 10000) must be free."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = int(s.getsockname()[1])
+        if not with_cluster_bus or (port + 10000 <= 65535 and _port_is_free(port + 10000)):
+            return port
 
 
 def _answers_ping(port: int) -> bool:
@@ -63,11 +76,11 @@ class RedisServer:
     """One private server process. stop()/start() keep the port, for restart tests; pause()/resume()
     freeze it (SIGSTOP/SIGCONT) so clients see a server that accepts nothing and answers nothing."""
 
-    def __init__(self, binary: str, workdir: Path, extra_args: Sequence[str] = ()) -> None:
+    def __init__(self, binary: str, workdir: Path, *, cluster: bool = False) -> None:
         self.binary = binary
-        self.extra_args = list(extra_args)
+        self.extra_args = ["--cluster-enabled", "yes"] if cluster else []
         self.workdir = workdir
-        self.port = _free_port()
+        self.port = _free_port(with_cluster_bus=cluster)
         self._process: subprocess.Popen[bytes] | None = None
         self._log = workdir / f"redis-{self.port}.log"
 

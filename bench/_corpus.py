@@ -1,0 +1,45 @@
+"""A deterministic synthetic conversation corpus for latency benchmarks (no data files needed)."""
+
+from __future__ import annotations
+
+import random
+
+NAMES = ["Maya", "Ravi", "Priya", "Tom", "Lena", "Omar", "Sofia", "Kenji", "Ada", "Luis", "Noor", "Ivan"]
+PLACES = ["Lisbon", "Kyoto", "Seattle", "Nairobi", "Oslo", "Lima", "Hanoi", "Denver", "Porto", "Cairo"]
+TOPICS = [
+    "the billing migration", "our kitchen renovation", "the marathon training plan", "the quarterly report",
+    "the vegetarian menu", "the piano recital", "the data pipeline", "the wedding budget", "the garden layout",
+    "the onboarding doc", "the new laptop", "the tax filing", "the school trip", "the on-call rotation",
+]
+VERBS = ["decided on", "postponed", "asked about", "finished", "reviewed", "booked", "cancelled", "priced", "planned"]
+DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
+QUESTIONS = [
+    "what did we decide about {topic}?",
+    "when is the meeting with {name}?",
+    "how much was {topic}?",
+    "who is going to {place}?",
+    "what did {name} say about {topic}",
+    "remind me what happened on {day}",
+]
+
+
+def turns(count: int, seed: int = 7) -> list[str]:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        out.append(
+            f"{rng.choice(NAMES)} {rng.choice(VERBS)} {rng.choice(TOPICS)} in {rng.choice(PLACES)} on "
+            f"{rng.choice(DAYS)}; it came to {rng.randint(10, 99_999)} dollars and we meet again at "
+            f"{rng.randint(1, 12)} pm."
+        )
+    return out
+
+
+def queries(count: int, seed: int = 11) -> list[str]:
+    rng = random.Random(seed)
+    return [
+        rng.choice(QUESTIONS).format(
+            topic=rng.choice(TOPICS), name=rng.choice(NAMES), place=rng.choice(PLACES), day=rng.choice(DAYS)
+        )
+        for _ in range(count)
+    ]

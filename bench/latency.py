@@ -1,0 +1,137 @@
+"""add_turn and search_memory latency, ingest throughput and memory footprint as the store grows.
+
+Runs in process through the public service API (what the MCP tools call), on a fresh temporary data dir:
+
+    .venv/bin/python bench/latency.py --sizes 1000 10000            # embedded default (SQLite + local ONNX)
+    .venv/bin/python bench/latency.py --sizes 1000 10000 --redis redis://127.0.0.1:6379/0   # Redis working memory
+
+Prints a table and writes JSON (--json). Numbers are wall-clock on this machine; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import SecretStr
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _corpus import queries, turns  # noqa: E402
+
+from mcp_memory.config import Settings, WorkingSettings  # noqa: E402
+from mcp_memory.host import open_service  # noqa: E402
+
+USER = "bench"
+THREAD_SIZE = 100  # turns per thread while ingesting
+
+
+def rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    ordered = sorted(samples)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
+    return {"p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99), "mean_ms": statistics.mean(ordered) * 1000}
+
+
+async def run(sizes: list[int], samples: int, redis_url: str | None, mode: str) -> list[dict[str, Any]]:
+    results = []
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-bench-") as scratch:
+        settings = Settings(user_id=USER, data_dir=Path(scratch))
+        if redis_url:
+            settings = settings.model_copy(
+                update={"working": WorkingSettings(redis_url=SecretStr(redis_url), key_prefix=f"bench{time.time_ns()}")}
+            )
+        corpus = turns(max(sizes) + samples * len(sizes))
+        probe = queries(samples)
+        async with open_service(settings) as service:
+            stored = 0
+            for size in sizes:
+                started = time.perf_counter()
+                while stored < size:
+                    thread = f"thread-{stored // THREAD_SIZE}"
+                    await service.add_turn(USER, thread, "user", corpus[stored], None, None)
+                    stored += 1
+                ingest_seconds = time.perf_counter() - started
+                ingested = size - (results[-1]["memories"] if results else 0)
+
+                add_times = []
+                for i in range(samples):
+                    text = corpus[stored]
+                    began = time.perf_counter()
+                    await service.add_turn(USER, f"probe-{size}", "user", text, None, None)
+                    add_times.append(time.perf_counter() - began)
+                    stored += 1
+                search_times = []
+                for query in probe:
+                    began = time.perf_counter()
+                    await service.search(USER, query, limit=10, mode=mode)
+                    search_times.append(time.perf_counter() - began)
+                get_times = []
+                for i in range(samples):
+                    began = time.perf_counter()
+                    await service.get_working_memory(USER, f"thread-{i % max(1, size // THREAD_SIZE)}")
+                    get_times.append(time.perf_counter() - began)
+                row = {
+                    "memories": stored,
+                    "ingest_turns_per_s": ingested / ingest_seconds,
+                    "add_turn": percentiles(add_times),
+                    "search_memory": percentiles(search_times),
+                    "get_working_memory": percentiles(get_times),
+                    "rss_mb": rss_mb(),
+                }
+                results.append(row)
+                print_row(row, file=sys.stderr)
+    return results
+
+
+def print_row(row: dict[str, Any], file: Any = sys.stdout) -> None:
+    a, s, g = row["add_turn"], row["search_memory"], row["get_working_memory"]
+    print(
+        f"| {row['memories']:>7,} | {a['p50_ms']:6.2f} | {a['p95_ms']:6.2f} | {a['p99_ms']:6.2f} "
+        f"| {s['p50_ms']:6.2f} | {s['p95_ms']:6.2f} | {s['p99_ms']:6.2f} "
+        f"| {g['p50_ms']:6.2f} | {g['p95_ms']:6.2f} | {row['ingest_turns_per_s']:7.1f} | {row['rss_mb']:7.1f} |",
+        file=file,
+    )
+
+
+HEADER = (
+    "| memories | add_turn p50 ms | p95 | p99 | search p50 ms | p95 | p99 | get_wm p50 ms | p95 | ingest turns/s | RSS MB |\n"
+    "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
+    parser.add_argument("--samples", type=int, default=200, help="timed calls per operation and size")
+    parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "text"])
+    parser.add_argument("--redis", default=None, help="Redis URL: working memory on Redis instead of SQLite")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args()
+    rows = anyio.run(run, sorted(args.sizes), args.samples, args.redis, args.mode)
+    backend = "redis + sqlite" if args.redis else "sqlite (embedded)"
+    print(f"\nworking memory: {backend}; search mode {args.mode}; {platform.processor() or platform.machine()}, "
+          f"{__import__('os').cpu_count()} cores, Python {platform.python_version()}\n")
+    print(HEADER)
+    for row in rows:
+        print_row(row)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"backend": backend, "mode": args.mode, "rows": rows}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
