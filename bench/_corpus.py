@@ -7,11 +7,32 @@ import random
 NAMES = ["Maya", "Ravi", "Priya", "Tom", "Lena", "Omar", "Sofia", "Kenji", "Ada", "Luis", "Noor", "Ivan"]
 PLACES = ["Lisbon", "Kyoto", "Seattle", "Nairobi", "Oslo", "Lima", "Hanoi", "Denver", "Porto", "Cairo"]
 TOPICS = [
-    "the billing migration", "our kitchen renovation", "the marathon training plan", "the quarterly report",
-    "the vegetarian menu", "the piano recital", "the data pipeline", "the wedding budget", "the garden layout",
-    "the onboarding doc", "the new laptop", "the tax filing", "the school trip", "the on-call rotation",
+    "the billing migration",
+    "our kitchen renovation",
+    "the marathon training plan",
+    "the quarterly report",
+    "the vegetarian menu",
+    "the piano recital",
+    "the data pipeline",
+    "the wedding budget",
+    "the garden layout",
+    "the onboarding doc",
+    "the new laptop",
+    "the tax filing",
+    "the school trip",
+    "the on-call rotation",
 ]
-VERBS = ["decided on", "postponed", "asked about", "finished", "reviewed", "booked", "cancelled", "priced", "planned"]
+VERBS = [
+    "decided on",
+    "postponed",
+    "asked about",
+    "finished",
+    "reviewed",
+    "booked",
+    "cancelled",
+    "priced",
+    "planned",
+]
 DAYS = ["Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday"]
 QUESTIONS = [
     "what did we decide about {topic}?",

@@ -24,10 +24,10 @@ import anyio
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import queries, turns  # noqa: E402
+from _corpus import queries, turns
 
-from mcp_memory.config import Settings, WorkingSettings  # noqa: E402
-from mcp_memory.host import open_service  # noqa: E402
+from mcp_memory.config import Settings, WorkingSettings
+from mcp_memory.host import open_service
 
 USER = "bench"
 THREAD_SIZE = 100  # turns per thread while ingesting
@@ -43,7 +43,12 @@ def rss_mb() -> float:
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
     pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
-    return {"p50_ms": pick(0.50), "p95_ms": pick(0.95), "p99_ms": pick(0.99), "mean_ms": statistics.mean(ordered) * 1000}
+    return {
+        "p50_ms": pick(0.50),
+        "p95_ms": pick(0.95),
+        "p99_ms": pick(0.99),
+        "mean_ms": statistics.mean(ordered) * 1000,
+    }
 
 
 async def run(sizes: list[int], samples: int, redis_url: str | None, mode: str) -> list[dict[str, Any]]:
@@ -52,7 +57,11 @@ async def run(sizes: list[int], samples: int, redis_url: str | None, mode: str) 
         settings = Settings(user_id=USER, data_dir=Path(scratch))
         if redis_url:
             settings = settings.model_copy(
-                update={"working": WorkingSettings(redis_url=SecretStr(redis_url), key_prefix=f"bench{time.time_ns()}")}
+                update={
+                    "working": WorkingSettings(
+                        redis_url=SecretStr(redis_url), key_prefix=f"bench{time.time_ns()}"
+                    )
+                }
             )
         corpus = turns(max(sizes) + samples * len(sizes))
         probe = queries(samples)
@@ -114,7 +123,9 @@ HEADER = (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--samples", type=int, default=200, help="timed calls per operation and size")
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "text"])
@@ -123,8 +134,10 @@ def main() -> None:
     args = parser.parse_args()
     rows = anyio.run(run, sorted(args.sizes), args.samples, args.redis, args.mode)
     backend = "redis + sqlite" if args.redis else "sqlite (embedded)"
-    print(f"\nworking memory: {backend}; search mode {args.mode}; {platform.processor() or platform.machine()}, "
-          f"{__import__('os').cpu_count()} cores, Python {platform.python_version()}\n")
+    print(
+        f"\nworking memory: {backend}; search mode {args.mode}; {platform.processor() or platform.machine()}, "
+        f"{__import__('os').cpu_count()} cores, Python {platform.python_version()}\n"
+    )
     print(HEADER)
     for row in rows:
         print_row(row)

@@ -74,7 +74,9 @@ def main(argv: Sequence[str] | None = None) -> None:
             anyio.run(run_demo, settings, args.keep)
         else:
             transport = getattr(args, "transport", "stdio")
-            anyio.run(_serve, settings, transport, getattr(args, "host", "127.0.0.1"), getattr(args, "port", 8000))
+            anyio.run(
+                _serve, settings, transport, getattr(args, "host", "127.0.0.1"), getattr(args, "port", 8000)
+            )
     except MemoryServerError as e:
         print(f"mcp-memory: {e}", file=sys.stderr)
         raise SystemExit(1) from None

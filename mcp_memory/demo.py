@@ -48,7 +48,9 @@ async def run_demo(settings: Settings, keep: bool) -> None:
             env["MCP_MEMORY_DATA_DIR"] = scratch
         env.setdefault("MCP_MEMORY_LOG_LEVEL", "WARNING")
         params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_memory", "serve"], env=env)
-        print(f"Starting `mcp-memory serve` over stdio (data dir: {env.get('MCP_MEMORY_DATA_DIR', settings.data_dir)})")
+        print(
+            f"Starting `mcp-memory serve` over stdio (data dir: {env.get('MCP_MEMORY_DATA_DIR', settings.data_dir)})"
+        )
         async with Client(params, read_timeout_seconds=120) as client:
             tools = await client.list_tools()
             print("tools:", ", ".join(t.name for t in tools.tools))
@@ -58,7 +60,8 @@ async def run_demo(settings: Settings, keep: bool) -> None:
             for role, text in CONVERSATION:
                 out = _data(
                     await client.call_tool(
-                        "add_turn", {"thread_id": thread, "role": role, "content": text, "context_window": 256}
+                        "add_turn",
+                        {"thread_id": thread, "role": role, "content": text, "context_window": 256},
                     )
                 )
                 wm = out["working_memory"]
@@ -81,7 +84,9 @@ async def run_demo(settings: Settings, keep: bool) -> None:
                 ('"passport"', "text"),
             ]:
                 _show(f"search_memory {query!r} (mode={mode})")
-                found = _data(await client.call_tool("search_memory", {"query": query, "limit": 3, "mode": mode}))
+                found = _data(
+                    await client.call_tool("search_memory", {"query": query, "limit": 3, "mode": mode})
+                )
                 for hit in found["results"]:
                     print(f"  {hit['score']:.4f} [{hit['type']}] {hit['content'][:90]}")
 
@@ -95,5 +100,9 @@ async def run_demo(settings: Settings, keep: bool) -> None:
             print(text[:700] + ("..." if len(text) > 700 else ""))
 
             _show("forget(thread_id, dry_run=True)")
-            print(json.dumps(_data(await client.call_tool("forget", {"thread_id": thread, "dry_run": True})), indent=1))
+            print(
+                json.dumps(
+                    _data(await client.call_tool("forget", {"thread_id": thread, "dry_run": True})), indent=1
+                )
+            )
         print("\nDone. Point your MCP client at `mcp-memory` (see claude_desktop_config.example.json).")

@@ -24,7 +24,9 @@ STOPWORDS = frozenset(
 )
 
 
-def rrf(rankings: Sequence[Sequence[K]], weights: Sequence[float] | None = None, k: int = 60) -> list[tuple[K, float]]:
+def rrf(
+    rankings: Sequence[Sequence[K]], weights: Sequence[float] | None = None, k: int = 60
+) -> list[tuple[K, float]]:
     """Reciprocal Rank Fusion: score(d) = sum_i w_i / (k + rank_i(d)), ranks from 1.
 
     Ties keep the order of first appearance, so equal inputs give a stable output.

@@ -26,7 +26,9 @@ def thread_id(value: object, name: str = "thread_id") -> str:
 
 def memory_id(value: object) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 256:
-        raise InvalidInputError(f"memory_id {value!r} is not valid: give the id of a memory (1-256 characters)")
+        raise InvalidInputError(
+            f"memory_id {value!r} is not valid: give the id of a memory (1-256 characters)"
+        )
     return value
 
 
@@ -50,7 +52,7 @@ def metadata(value: object) -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInputError("metadata must be a JSON object, e.g. {\"tool_name\": \"search\"}")
+        raise InvalidInputError('metadata must be a JSON object, e.g. {"tool_name": "search"}')
     try:
         size = len(json.dumps(value))
     except (TypeError, ValueError) as e:
@@ -63,7 +65,11 @@ def metadata(value: object) -> dict[str, Any]:
 def context_window(value: object) -> int | None:
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or not MIN_CONTEXT_WINDOW <= value <= MAX_CONTEXT_WINDOW:
+    if (
+        not isinstance(value, int)
+        or isinstance(value, bool)
+        or not MIN_CONTEXT_WINDOW <= value <= MAX_CONTEXT_WINDOW
+    ):
         raise InvalidInputError(
             f"context_window {value!r} is out of range: give the model's window in tokens, "
             f"{MIN_CONTEXT_WINDOW:,} to {MAX_CONTEXT_WINDOW:,}"

@@ -10,4 +10,5 @@ pytest_plugins = [
     "tests.services.redis_server",
     "tests.services.cosmos_server",
     "tests.contract.conftest_long_term",
+    "tests.services.server_process",
 ]

@@ -12,7 +12,14 @@ from dataclasses import dataclass
 from ..config import Settings
 from .base import EmbeddingSpec, LongTermStore, WorkingForgetCount, WorkingMemoryStore
 
-__all__ = ["EmbeddingSpec", "LongTermStore", "Stores", "WorkingForgetCount", "WorkingMemoryStore", "open_stores"]
+__all__ = [
+    "EmbeddingSpec",
+    "LongTermStore",
+    "Stores",
+    "WorkingForgetCount",
+    "WorkingMemoryStore",
+    "open_stores",
+]
 
 
 @dataclass(frozen=True)

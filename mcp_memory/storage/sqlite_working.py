@@ -93,7 +93,8 @@ class SqliteWorkingMemoryStore:
     async def restore(self, memory: WorkingMemory) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
             exists = conn.execute(
-                "SELECT 1 FROM threads WHERE user_id = ? AND thread_id = ?", (memory.user_id, memory.thread_id)
+                "SELECT 1 FROM threads WHERE user_id = ? AND thread_id = ?",
+                (memory.user_id, memory.thread_id),
             ).fetchone()
             if exists:
                 return False
@@ -147,7 +148,8 @@ class SqliteWorkingMemoryStore:
     ) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
             row = conn.execute(
-                "SELECT summary_version FROM threads WHERE user_id = ? AND thread_id = ?", (user_id, thread_id)
+                "SELECT summary_version FROM threads WHERE user_id = ? AND thread_id = ?",
+                (user_id, thread_id),
             ).fetchone()
             if row is None or row[0] != expected_version:
                 return False

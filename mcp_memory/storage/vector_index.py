@@ -38,7 +38,14 @@ class VectorIndex:
         return int(self._active[: self._size].sum())
 
     def upsert(
-        self, rowid: int, vector: np.ndarray, *, thread_id: str | None, type: str, created: float, active: bool
+        self,
+        rowid: int,
+        vector: np.ndarray,
+        *,
+        thread_id: str | None,
+        type: str,
+        created: float,
+        active: bool,
     ) -> None:
         position = self._position.get(rowid)
         if position is None:

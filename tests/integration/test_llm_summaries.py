@@ -37,7 +37,12 @@ async def _until_summarized(service: MemoryService, thread: str = "t") -> list[s
     ids = []
     for i in range(40):
         out = await service.add_turn(
-            USER, thread, "user", f"Line {i}: the quarterly figure for region {i} was {i * 13} units.", None, 400
+            USER,
+            thread,
+            "user",
+            f"Line {i}: the quarterly figure for region {i} was {i * 13} units.",
+            None,
+            400,
         )
         ids.append(out.turn.id)
         if out.summarized:

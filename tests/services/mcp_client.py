@@ -15,7 +15,9 @@ from mcp_memory.server import build_server
 @pytest.fixture
 def fast_settings(settings: Settings) -> Settings:
     """The embedded default with the shipped hashing embedder: the MCP surface without model load time."""
-    return settings.model_copy(update={"embedding": settings.embedding.model_copy(update={"provider": "hash"})})
+    return settings.model_copy(
+        update={"embedding": settings.embedding.model_copy(update={"provider": "hash"})}
+    )
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ CONTRACT_TOOLS = {"add_turn", "search_memory", "get_working_memory", "summarize_
 
 async def test_tools_are_listed_with_annotations_and_output_schemas(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert CONTRACT_TOOLS <= set(tools)
+    assert set(tools) >= CONTRACT_TOOLS
     assert tools["search_memory"].annotations.read_only_hint is True
     assert tools["get_working_memory"].annotations.read_only_hint is True
     assert tools["forget"].annotations.destructive_hint is True
@@ -34,7 +34,9 @@ async def test_server_instructions_tell_a_model_when_to_call_what(client: Client
 
 
 async def test_add_turn_returns_the_turn_and_context_usage(client: Client) -> None:
-    out = await call(client, "add_turn", thread_id="t1", role="user", content="Hello there", context_window=1000)
+    out = await call(
+        client, "add_turn", thread_id="t1", role="user", content="Hello there", context_window=1000
+    )
     assert set(out) == {"turn", "working_memory", "summarized"}
     assert out["turn"]["id"].startswith("turn_")
     assert out["turn"]["role"] == "user" and out["turn"]["content"] == "Hello there"
@@ -57,7 +59,9 @@ async def test_agent_role_is_stored_as_assistant_and_tool_metadata_is_kept(clien
     out = await call(client, "add_turn", thread_id="t1", role="agent", content="Sure.")
     assert out["turn"]["role"] == "assistant"
     meta = {"tool_name": "weather", "tool_call_id": "call_1"}
-    tool_turn = await call(client, "add_turn", thread_id="t1", role="tool", content="12C, rain", metadata=meta)
+    tool_turn = await call(
+        client, "add_turn", thread_id="t1", role="tool", content="12C, rain", metadata=meta
+    )
     wm = await call(client, "get_working_memory", thread_id="t1")
     assert [m["role"] for m in wm["messages"]] == ["assistant", "tool"]
     assert wm["messages"][1]["metadata"] == meta and wm["messages"][1]["id"] == tool_turn["turn"]["id"]
@@ -125,9 +129,22 @@ async def test_quoted_phrase_must_match_as_a_phrase(client: Client) -> None:
 
 async def test_summarize_thread_now(client: Client) -> None:
     for i in range(6):
-        await call(client, "add_turn", thread_id="s", role="user", content=f"Fact {i}: the measured value of sensor {i} was {i * 7} units on Monday, we think.")
+        await call(
+            client,
+            "add_turn",
+            thread_id="s",
+            role="user",
+            content=f"Fact {i}: the measured value of sensor {i} was {i * 7} units on Monday, we think.",
+        )
     out = await call(client, "summarize_thread", thread_id="s", keep_recent=2)
-    assert set(out) == {"thread_id", "summary", "summarized_count", "kept_count", "tokens_before", "tokens_after"}
+    assert set(out) == {
+        "thread_id",
+        "summary",
+        "summarized_count",
+        "kept_count",
+        "tokens_before",
+        "tokens_after",
+    }
     assert out["summarized_count"] == 4 and out["kept_count"] == 2
     assert out["summary"] and out["tokens_after"] < out["tokens_before"]
     wm = await call(client, "get_working_memory", thread_id="s")
@@ -170,7 +187,11 @@ async def test_forget_thread_and_everything_with_dry_run(client: Client) -> None
         ("add_turn", {"thread_id": "bad id!", "role": "user", "content": "x"}, "thread_id"),
         ("add_turn", {"thread_id": "x" * 129, "role": "user", "content": "x"}, "thread_id"),
         ("add_turn", {"thread_id": "t", "role": "robot", "content": "x"}, "role 'robot'"),
-        ("add_turn", {"thread_id": "t", "role": "user", "content": "x", "context_window": 5}, "context_window"),
+        (
+            "add_turn",
+            {"thread_id": "t", "role": "user", "content": "x", "context_window": 5},
+            "context_window",
+        ),
         ("search_memory", {"query": "x", "limit": 0}, "limit"),
         ("search_memory", {"query": "x", "limit": 101}, "limit"),
         ("search_memory", {"query": "x", "mode": "fuzzy"}, "mode 'fuzzy'"),

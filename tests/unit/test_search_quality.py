@@ -82,7 +82,9 @@ async def test_keyword_queries_find_the_right_turn_first(indexed: tuple[MemorySe
         assert found[0].id == ids[expected], query
 
 
-async def test_paraphrased_queries_find_the_right_turn_first(indexed: tuple[MemoryService, list[str]]) -> None:
+async def test_paraphrased_queries_find_the_right_turn_first(
+    indexed: tuple[MemoryService, list[str]],
+) -> None:
     service, ids = indexed
     misses = []
     for query, expected in QUERIES[6:]:

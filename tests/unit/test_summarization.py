@@ -26,7 +26,9 @@ async def _fill(service: MemoryService, thread: str, turns: int, window: int = 6
     results = []
     for i in range(turns):
         role = "user" if i % 2 == 0 else "assistant"
-        out = await service.add_turn(USER, thread, role, SENTENCES[i % len(SENTENCES)] + f" (turn {i})", None, window)
+        out = await service.add_turn(
+            USER, thread, role, SENTENCES[i % len(SENTENCES)] + f" (turn {i})", None, window
+        )
         results.append(out.model_dump())
     return results
 
@@ -41,7 +43,9 @@ async def test_crossing_the_threshold_summarizes_and_drops_below_it(service: Mem
     assert before["token_count"] <= before["threshold_tokens"]
     for r in results:
         usage = r["working_memory"]
-        assert usage["token_count"] <= usage["threshold_tokens"], "every acknowledged turn leaves the thread under threshold"
+        assert usage["token_count"] <= usage["threshold_tokens"], (
+            "every acknowledged turn leaves the thread under threshold"
+        )
     wm = await service.get_working_memory(USER, "t")
     assert wm.summary and wm.token_count <= wm.threshold_tokens
     assert wm.messages[-1].content == results[-1]["turn"]["content"], "the newest message is kept verbatim"
