@@ -14,6 +14,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 
 import anyio
 
+from .bus import ReplicaBus
 from .config import Settings
 from .llm.chat import open_chat_model
 from .llm.embedder import open_embedder
@@ -56,9 +57,12 @@ async def open_service(settings: Settings, on_change: ChangeListener | None = No
 class ServiceHost:
     """A reference-counted MemoryService: opened by the first user, closed after the last."""
 
-    def __init__(self, settings: Settings, on_change: ChangeListener | None = None) -> None:
+    def __init__(
+        self, settings: Settings, on_change: ChangeListener | None = None, bus: ReplicaBus | None = None
+    ) -> None:
         self.settings = settings
         self.on_change = on_change
+        self.bus = bus
         self._lock = anyio.Lock()
         self._users = 0
         self._stack: AsyncExitStack | None = None
@@ -77,6 +81,7 @@ class ServiceHost:
                 stack = AsyncExitStack()
                 try:
                     self._service = await stack.enter_async_context(open_service(self.settings, self._notify))
+                    await self._connect_bus(stack)
                 except BaseException:
                     await stack.aclose()
                     raise
@@ -91,6 +96,16 @@ class ServiceHost:
                     if self._users == 0 and self._stack is not None:
                         stack, self._stack, self._service = self._stack, None, None
                         await stack.aclose()
+
+    async def _connect_bus(self, stack: AsyncExitStack) -> None:
+        """With Redis working memory, change notifications travel between replicas over Redis pub/sub."""
+        if self.bus is None or self.settings.working.resolved_backend != "redis":
+            return
+        from .storage.redis_bus import RedisSubscriptionBus
+
+        remote = await stack.enter_async_context(RedisSubscriptionBus.open(self.settings.working))
+        self.bus.attach(remote)
+        stack.callback(self.bus.detach)
 
     async def _notify(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:

@@ -15,11 +15,12 @@ from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
-from mcp.server.subscriptions import InMemorySubscriptionBus, ResourcesListChanged, ResourceUpdated, SubscriptionBus
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from . import __version__
+from .bus import ReplicaBus
 from .config import Settings
 from .errors import MemoryServerError, NotFoundError
 from .host import ServiceHost
@@ -67,9 +68,9 @@ def _resource_errors() -> Iterator[None]:
         raise ResourceError(str(e)) from e
 
 
-def build_server(settings: Settings, *, bus: SubscriptionBus | None = None) -> MCPServer[MemoryService]:
+def build_server(settings: Settings) -> MCPServer[MemoryService]:
     """The MCP server for these settings; its backends open when the first session starts."""
-    subscriptions = bus if bus is not None else InMemorySubscriptionBus()
+    subscriptions = ReplicaBus()
 
     async def publish_change(user_id: str, thread_id: str | None) -> None:
         if thread_id is None:
@@ -78,7 +79,7 @@ def build_server(settings: Settings, *, bus: SubscriptionBus | None = None) -> M
             await subscriptions.publish(ResourceUpdated(uri=thread_uri(thread_id)))
             await subscriptions.publish(ResourceUpdated(uri=f"{thread_uri(thread_id)}/summary"))
 
-    host = ServiceHost(settings, on_change=publish_change)
+    host = ServiceHost(settings, on_change=publish_change, bus=subscriptions)
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[MemoryService]) -> AsyncIterator[MemoryService]:

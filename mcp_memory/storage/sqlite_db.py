@@ -38,8 +38,15 @@ MIGRATIONS: list[str] = [
         token_count INTEGER NOT NULL DEFAULT 0,
         message_count INTEGER NOT NULL DEFAULT 0,
         updated_at TEXT NOT NULL,
-        lock_owner TEXT,
-        lock_expires REAL,
+        PRIMARY KEY (user_id, thread_id)
+    );
+
+    -- Summarization leases live apart from threads: taking one must not create a thread.
+    CREATE TABLE leases (
+        user_id TEXT NOT NULL,
+        thread_id TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        expires REAL NOT NULL,
         PRIMARY KEY (user_id, thread_id)
     );
 
@@ -55,7 +62,7 @@ MIGRATIONS: list[str] = [
         token_count INTEGER NOT NULL
     );
     CREATE INDEX messages_by_thread ON messages (user_id, thread_id, seq);
-    CREATE INDEX messages_by_id ON messages (user_id, id);
+    CREATE UNIQUE INDEX messages_by_id ON messages (user_id, thread_id, id);
 
     CREATE TABLE memories (
         rowid INTEGER PRIMARY KEY,

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbeddingMismatchError, NotFoundError
+from ..errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
 from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import keywords, rrf
 from .base import EmbeddingSpec
@@ -244,7 +244,7 @@ class SqliteLongTermStore:
         elif scope.everything:
             where, args = "user_id = ?", [scope.user_id]
         else:
-            raise ValueError("a forget scope names a memory, a thread or everything")
+            raise InvalidInputError("a forget scope names a memory, a thread or everything")
 
         def work(conn: sqlite3.Connection) -> dict[str, int]:
             counts = dict(conn.execute(f"SELECT type, count(*) FROM memories WHERE {where} GROUP BY type", args))

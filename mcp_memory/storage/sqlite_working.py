@@ -7,6 +7,7 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
+from ..errors import InvalidInputError
 from ..models import Message, Scope, ThreadInfo, ThreadTotals, WorkingMemory, utcnow
 from .base import WorkingForgetCount
 from .sqlite_codec import parse_ts, ts
@@ -24,8 +25,10 @@ class SqliteWorkingMemoryStore:
     ) -> ThreadTotals:
         def work(conn: sqlite3.Connection) -> ThreadTotals:
             _ensure_thread(conn, user_id, thread_id)
-            conn.execute(
-                "INSERT INTO messages (user_id, thread_id, id, role, content, metadata, created_at, token_count)"
+            # Idempotent by message id: a client retrying after a lost reply appends once.
+            inserted = conn.execute(
+                "INSERT OR IGNORE INTO messages"
+                " (user_id, thread_id, id, role, content, metadata, created_at, token_count)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     user_id,
@@ -38,11 +41,12 @@ class SqliteWorkingMemoryStore:
                     message.token_count,
                 ),
             )
+            added = inserted.rowcount
             conn.execute(
-                "UPDATE threads SET token_count = token_count + ?, message_count = message_count + 1,"
+                "UPDATE threads SET token_count = token_count + ?, message_count = message_count + ?,"
                 " context_window = COALESCE(?, context_window), updated_at = ?"
                 " WHERE user_id = ? AND thread_id = ?",
-                (message.token_count, context_window, ts(utcnow()), user_id, thread_id),
+                (message.token_count * added, added, context_window, ts(utcnow()), user_id, thread_id),
             )
             row = conn.execute(
                 "SELECT token_count, message_count, context_window FROM threads WHERE user_id = ? AND thread_id = ?",
@@ -148,10 +152,16 @@ class SqliteWorkingMemoryStore:
     ) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
             row = conn.execute(
-                "SELECT summary_version FROM threads WHERE user_id = ? AND thread_id = ?",
+                "SELECT summary_version, summary FROM threads WHERE user_id = ? AND thread_id = ?",
                 (user_id, thread_id),
             ).fetchone()
-            if row is None or row[0] != expected_version:
+            if row is None:
+                return False
+            if row[0] == expected_version + 1 and row[1] == summary and not _any_present(
+                conn, user_id, thread_id, removed_ids
+            ):
+                return True  # this very compaction already happened: a retry after a lost reply
+            if row[0] != expected_version:
                 return False
             oldest = conn.execute(
                 "SELECT seq, id FROM messages WHERE user_id = ? AND thread_id = ? ORDER BY seq LIMIT ?",
@@ -181,12 +191,13 @@ class SqliteWorkingMemoryStore:
 
     async def try_lock(self, user_id: str, thread_id: str, owner: str, ttl_seconds: float) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
-            _ensure_thread(conn, user_id, thread_id)
             now = time.time()
+            # Free, expired, or already ours (a re-arm): take it.
             cursor = conn.execute(
-                "UPDATE threads SET lock_owner = ?, lock_expires = ?"
-                " WHERE user_id = ? AND thread_id = ? AND (lock_owner IS NULL OR lock_expires < ?)",
-                (owner, now + ttl_seconds, user_id, thread_id, now),
+                "INSERT INTO leases (user_id, thread_id, owner, expires) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (user_id, thread_id) DO UPDATE SET owner = excluded.owner, expires = excluded.expires"
+                " WHERE leases.expires < ? OR leases.owner = excluded.owner",
+                (user_id, thread_id, owner, now + ttl_seconds, now),
             )
             return cursor.rowcount == 1
 
@@ -195,9 +206,7 @@ class SqliteWorkingMemoryStore:
     async def unlock(self, user_id: str, thread_id: str, owner: str) -> None:
         await self._db.write(
             lambda conn: conn.execute(
-                "UPDATE threads SET lock_owner = NULL, lock_expires = NULL"
-                " WHERE user_id = ? AND thread_id = ? AND lock_owner = ?",
-                (user_id, thread_id, owner),
+                "DELETE FROM leases WHERE user_id = ? AND thread_id = ? AND owner = ?", (user_id, thread_id, owner)
             )
         )
 
@@ -234,12 +243,13 @@ class SqliteWorkingMemoryStore:
             if scope.thread_id is not None:
                 where, args = "user_id = ? AND thread_id = ?", [scope.user_id, scope.thread_id]
             elif not scope.everything:
-                raise ValueError("a forget scope names a memory, a thread or everything")
+                raise InvalidInputError("a forget scope names a memory, a thread or everything")
             threads = conn.execute(f"SELECT count(*) FROM threads WHERE {where}", args).fetchone()[0]
             messages = conn.execute(f"SELECT count(*) FROM messages WHERE {where}", args).fetchone()[0]
             if not dry_run:
                 conn.execute(f"DELETE FROM messages WHERE {where}", args)
                 conn.execute(f"DELETE FROM threads WHERE {where}", args)
+                conn.execute(f"DELETE FROM leases WHERE {where}", args)
             return WorkingForgetCount(threads=threads, messages=messages)
 
         return await self._db.write(work)
@@ -265,3 +275,14 @@ def _set_summary_and_recount(
         " token_count = ?, message_count = ?, updated_at = ? WHERE user_id = ? AND thread_id = ?",
         (summary, summary_tokens, tokens + summary_tokens, count, ts(utcnow()), user_id, thread_id),
     )
+
+
+def _any_present(conn: sqlite3.Connection, user_id: str, thread_id: str, ids: Sequence[str]) -> bool:
+    if not ids:
+        return False
+    marks = ",".join("?" * len(ids))
+    row = conn.execute(
+        f"SELECT 1 FROM messages WHERE user_id = ? AND thread_id = ? AND id IN ({marks}) LIMIT 1",
+        (user_id, thread_id, *ids),
+    ).fetchone()
+    return row is not None
