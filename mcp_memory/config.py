@@ -6,6 +6,7 @@ Built once in cli.main() and passed down; never constructed at import time.
 from __future__ import annotations
 
 import getpass
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -135,6 +136,64 @@ class SearchSettings(BaseModel):
     max_limit: int = Field(default=100, ge=1, description="Largest `limit` search_memory accepts.")
 
 
+class TokenEntry(BaseModel):
+    """One bearer token, stored as its SHA-256 hash only, and the principal it stands for."""
+
+    model_config = {"extra": "forbid"}
+
+    sha256: str = Field(
+        pattern=r"^[0-9a-f]{64}$", description="Hex SHA-256 of the token (the token itself is never stored)."
+    )
+    user_id: str = Field(description="Whose memories this token reads and writes.")
+    name: str = Field(default="", description="A label for logs and session binding, e.g. ann-laptop.")
+    scopes: list[Literal["read", "write", "admin"]] = Field(
+        default_factory=lambda: ["read", "write"],
+        description="read = read-only; read + write = own memories; admin = may also forget any user.",
+    )
+    expires_at: datetime | None = Field(default=None, description="After this time the token is refused.")
+
+
+class SecuritySettings(BaseModel):
+    tokens: list[TokenEntry] = Field(
+        default_factory=list,
+        description="Bearer tokens for SSE/HTTP as a JSON list of {sha256, user_id, ...}.",
+    )
+    tokens_file: Path | None = Field(
+        default=None, description='JSON file of bearer tokens ({"tokens": [...]}), read at startup.'
+    )
+    allow_unauthenticated_network: bool = Field(
+        default=False,
+        description="Serve SSE/HTTP on a non-loopback address without tokens (only behind an auth proxy).",
+    )
+    resource_url: str | None = Field(
+        default=None, description="This server's public URL, advertised as OAuth protected-resource metadata."
+    )
+    authorization_server: str | None = Field(
+        default=None, description="The OAuth authorization server advertised with resource_url."
+    )
+    requests_per_second: float = Field(
+        default=20.0, gt=0, description="Sustained MCP requests per principal."
+    )
+    request_burst: int = Field(
+        default=40, ge=1, description="Requests a principal may make at once above the rate."
+    )
+    max_stored_bytes: int | None = Field(
+        default=100_000_000, ge=1, description="Stored text per user (long term), in bytes; none = unlimited."
+    )
+    llm_calls_per_hour: int | None = Field(
+        default=120,
+        ge=1,
+        description="LLM calls (summaries, extraction) per user per hour; none = unlimited.",
+    )
+    max_request_bytes: int = Field(
+        default=2_000_000, ge=1024, description="Largest HTTP request body accepted."
+    )
+    flag_instructions: bool = Field(
+        default=True,
+        description="Flag instruction-like memory text (prompt-injection defence) at write and read.",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MCP_MEMORY_", env_nested_delimiter="__", env_file=".env", extra="ignore"
@@ -158,6 +217,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     summary: SummarySettings = Field(default_factory=SummarySettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    security: SecuritySettings = Field(default_factory=SecuritySettings)
 
     @property
     def sqlite_path(self) -> Path:

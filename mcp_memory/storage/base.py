@@ -6,6 +6,7 @@ A backend is done when it passes the contract suite in tests/contract/ for its r
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Protocol
 
 from pydantic import BaseModel
@@ -107,4 +108,24 @@ class LongTermStore(Protocol):
 
     async def forget(self, scope: Scope, *, dry_run: bool = False) -> dict[str, int]:
         """Delete (or count) what the scope names, from every container/table; counts per memory type."""
+        ...
+
+    # ---- learning (issue 5): write-time dedup, reconciliation and the user profile -------------
+
+    async def find_by_hash(self, user_id: str, content_hash: str, *, types: Sequence[str]) -> list[Memory]:
+        """The user's active (not superseded) memories of those types with this content_hash."""
+        ...
+
+    async def similar(
+        self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
+    ) -> list[Hit]:
+        """The user's active memories of those types whose cosine similarity to `vector` is at least
+        min_similarity, most similar first; each Hit.score is that cosine similarity."""
+        ...
+
+    async def list_active(
+        self, user_id: str, *, types: Sequence[str], limit: int, changed_since: datetime | None = None
+    ) -> list[Memory]:
+        """The user's active memories of those types across threads, most recently changed first
+        (updated_at, else created_at); with changed_since, only those changed after it."""
         ...

@@ -102,6 +102,40 @@ MIGRATIONS: list[str] = [
         INSERT INTO memories_fts(rowid, index_text) VALUES (new.rowid, new.index_text);
     END;
     """,
+    # 2: learning (issue 5): immutable revisions of long-term memories, trigger counters and marks
+    """
+    CREATE TABLE revisions (
+        pk INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL,
+        user_id TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        thread_id TEXT,
+        memory_type TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        cause TEXT NOT NULL,
+        content TEXT NOT NULL,
+        metadata TEXT NOT NULL,
+        superseded_by TEXT,
+        supersede_reason TEXT,
+        source_text TEXT,
+        labels TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (user_id, id),
+        UNIQUE (user_id, memory_id, seq)
+    );
+    CREATE INDEX revisions_by_thread ON revisions (user_id, thread_id);
+    CREATE INDEX revisions_by_time ON revisions (created_at);
+
+    CREATE TABLE learning_counters (
+        user_id TEXT NOT NULL,
+        key TEXT NOT NULL,
+        number INTEGER NOT NULL DEFAULT 0,
+        mark TEXT,
+        expires REAL,
+        PRIMARY KEY (user_id, key)
+    );
+    """,
 ]
 
 

@@ -6,6 +6,7 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -256,6 +257,47 @@ class SqliteLongTermStore:
         if not dry_run and counts:
             self._vectors.pop(scope.user_id, None)  # rebuilt on the next vector search
         return counts
+
+    # ---- learning (issue 5) --------------------------------------------------------------------
+
+    @property
+    def db(self) -> SqliteDatabase:
+        """The data file, shared with the revision and trigger-counter stores."""
+        return self._db
+
+    async def find_by_hash(self, user_id: str, content_hash: str, *, types: Sequence[str]) -> list[Memory]:
+        marks = ",".join("?" * len(types))
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND content_hash = ? AND type IN ({marks})"
+                " AND superseded_by IS NULL ORDER BY rowid",
+                (user_id, content_hash, *types),
+            ).fetchall()
+        )
+        return [_memory(r) for r in rows]
+
+    async def similar(
+        self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
+    ) -> list[Hit]:
+        query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)  # type: ignore[arg-type]
+        ranked = await self._vector_search(query, np.asarray(vector, dtype=np.float32), limit)
+        return await self._hits([(r, s) for r, s in ranked if s >= min_similarity], query)
+
+    async def list_active(
+        self, user_id: str, *, types: Sequence[str], limit: int, changed_since: datetime | None = None
+    ) -> list[Memory]:
+        marks = ",".join("?" * len(types))
+        since = "" if changed_since is None else " AND coalesce(updated_at, created_at) > ?"
+        args: list[Any] = [user_id, *types] + ([] if changed_since is None else [ts(changed_since)])
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND type IN ({marks})"
+                f" AND superseded_by IS NULL{since}"
+                " ORDER BY coalesce(updated_at, created_at) DESC, rowid DESC LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+        )
+        return [_memory(r) for r in rows]
 
 
 def _fts_query(query: SearchQuery) -> str | None:
