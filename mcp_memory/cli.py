@@ -98,6 +98,10 @@ async def _serve(settings: Settings, transport: str, host: str, port: int) -> No
 def _settings_problems(error: ValidationError) -> str:
     lines = []
     for problem in error.errors():
-        name = "MCP_MEMORY_" + "__".join(str(p).upper() for p in problem["loc"])
-        lines.append(f"  {name}: {problem['msg']}")
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["loc"]:
+            name = "MCP_MEMORY_" + "__".join(str(p).upper() for p in problem["loc"])
+            lines.append(f"  {name}: {message}")
+        else:  # a whole-model validator: its message names the setting itself
+            lines.append(f"  {message}")
     return "\n".join(lines)

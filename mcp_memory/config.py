@@ -194,6 +194,65 @@ class SecuritySettings(BaseModel):
     )
 
 
+class LearningSettings(BaseModel):
+    """Issue 5: facts extracted from turns, deduplicated, reconciled, profiled and revisioned."""
+
+    extract_every_turns: int = Field(
+        default=10, ge=0, description="Extract facts from a thread every N new turns; 0 = not by count."
+    )
+    extract_on_summary: bool = Field(
+        default=True, description="Also extract facts whenever a thread is summarized."
+    )
+    max_turns_per_extraction: int = Field(
+        default=30, ge=1, description="Newest not-yet-extracted turns one extraction reads, at most."
+    )
+    max_facts_per_extraction: int = Field(
+        default=20, ge=1, description="Facts kept from one extraction answer, at most (the most confident)."
+    )
+    min_confidence: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Extracted facts below this confidence are not stored."
+    )
+    near_duplicate_similarity: float = Field(
+        default=0.9,
+        gt=0.0,
+        le=1.0,
+        description="A new fact this similar (cosine) to an active one updates it instead of adding one.",
+    )
+    reconcile_every_extractions: int = Field(
+        default=5,
+        ge=0,
+        description="Reconcile facts and refresh the profile every K extractions; 0 = on demand only.",
+    )
+    reconcile_max_facts: int = Field(
+        default=60, ge=2, description="Newest active facts one reconciliation pass reviews."
+    )
+    profile: bool = Field(default=True, description="Keep a cross-thread user profile (user_summary_<user>).")
+    profile_max_tokens: int = Field(default=400, ge=32, description="Longest user profile, in tokens.")
+    max_llm_calls_per_hour: int = Field(
+        default=60, ge=0, description="Background LLM calls per user per hour (extract, reconcile, profile)."
+    )
+    sampling: bool = Field(
+        default=True,
+        description="With no LLM configured, ask the connected client's model (MCP sampling) if it can.",
+    )
+    sampling_max_tokens: int = Field(default=1500, ge=64, description="max_tokens of one sampling request.")
+    revision_retention_days: int = Field(
+        default=365, ge=1, description="Revisions older than this are deleted (at start and daily)."
+    )
+    recall_min_similarity: float | None = Field(
+        default=None,
+        ge=-1.0,
+        le=1.0,
+        description="Cosine floor for memories the recall prompt returns; default: per embedder.",
+    )
+    queue_size: int = Field(
+        default=1000, ge=1, description="Background jobs waiting, at most; more are dropped (logged)."
+    )
+    shutdown_grace_seconds: float = Field(
+        default=10.0, ge=0, description="On shutdown, how long running background jobs may finish."
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MCP_MEMORY_", env_nested_delimiter="__", env_file=".env", extra="ignore"
@@ -217,6 +276,7 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=LLMSettings)
     summary: SummarySettings = Field(default_factory=SummarySettings)
     search: SearchSettings = Field(default_factory=SearchSettings)
+    learning: LearningSettings = Field(default_factory=LearningSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
 
     @property

@@ -52,7 +52,8 @@ async def make_client(
         if settings.provider == "azure":
             if not settings.azure_endpoint:
                 raise ConfigError(
-                    f"{section}.provider is azure but {section}.azure_endpoint ({env}AZURE_ENDPOINT) is not set"
+                    f"{section}.provider is azure but {section}.azure_endpoint "
+                    f"({env}AZURE_ENDPOINT) is not set"
                 )
             auth: dict[str, Any] = (
                 {"api_key": key}
