@@ -13,6 +13,8 @@ from collections.abc import Callable
 import anyio.lowlevel
 from mcp.server.subscriptions import ServerEvent, SubscriptionBus
 
+from .legacy_subscriptions import LegacySubscriptions
+
 log = logging.getLogger(__name__)
 Listener = Callable[[ServerEvent], None]
 
@@ -22,6 +24,7 @@ class ReplicaBus:
         self._listeners: dict[object, Listener] = {}
         self._remote: SubscriptionBus | None = None
         self._detach: Callable[[], None] | None = None
+        self.legacy = LegacySubscriptions()
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         token = object()
@@ -33,17 +36,30 @@ class ReplicaBus:
             await self._remote.publish(event)  # the remote bus delivers back to us (and to every replica)
         else:
             self._deliver(event)
-            await anyio.lowlevel.checkpoint()
+        await self.legacy.forward(event)
+        await anyio.lowlevel.checkpoint()
 
     def attach(self, remote: SubscriptionBus) -> None:
         self.detach()
         self._remote = remote
-        self._detach = remote.subscribe(self._deliver)
+        detach_local = remote.subscribe(self._deliver)
+        detach_legacy = remote.subscribe(self._from_other_replica)
+
+        def detach() -> None:
+            detach_local()
+            detach_legacy()
+
+        self._detach = detach
 
     def detach(self) -> None:
         if self._detach is not None:
             self._detach()
         self._remote, self._detach = None, None
+
+    def _from_other_replica(self, event: ServerEvent) -> None:
+        # Our own events reach legacy sessions in publish(); the remote bus echoes them back too, and a
+        # repeated "updated" notification only makes a client refetch once more.
+        self.legacy.forward_soon(event)
 
     def _deliver(self, event: ServerEvent) -> None:
         for listener in list(self._listeners.values()):

@@ -9,6 +9,8 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
 
 import anyio
 from pydantic import ValidationError
@@ -52,6 +54,18 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
     demo = commands.add_parser("demo", help="show the server working: turns, summarization, search")
     demo.add_argument("--keep", action="store_true", help="use your real data dir instead of a temporary one")
+    export = commands.add_parser("export", help="write a user's memories as JSON Lines (docs/security.md)")
+    export.add_argument("--user", help="whose memories (default: MCP_MEMORY_USER_ID)")
+    export.add_argument("--output", "-o", type=Path, help="file to write (default: stdout)")
+    imp = commands.add_parser("import", help="add the memories of an export to a user's memory")
+    imp.add_argument("file", type=Path, nargs="?", help="the export file (default: stdin)")
+    imp.add_argument("--user", help="into whose memory (default: MCP_MEMORY_USER_ID)")
+    imp.add_argument("--dry-run", action="store_true", help="only check the file and count what it holds")
+    token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
+    token.add_argument("--user", required=True, help="the user whose memories the token reaches")
+    token.add_argument("--name", default="", help="a label for logs, e.g. ann-laptop")
+    token.add_argument("--scope", action="append", choices=["read", "write", "admin"], help="repeatable")
+    token.add_argument("--expires", type=datetime.fromisoformat, help="ISO 8601 expiry time")
     return parser
 
 
@@ -67,8 +81,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    from .observability import add_request_ids_to_logs
+
+    add_request_ids_to_logs()
     try:
-        if args.command == "demo":
+        if args.command in ("export", "import"):
+            from .portability import export_command, import_command
+
+            if args.command == "export":
+                anyio.run(export_command, settings, args.user or settings.user_id, args.output)
+            else:
+                anyio.run(import_command, settings, args.user or settings.user_id, args.file, args.dry_run)
+        elif args.command == "token":
+            from .auth import token_command
+
+            token_command(args.user, args.name, args.scope or [], args.expires)
+        elif args.command == "demo":
             from .demo import run_demo
 
             anyio.run(run_demo, settings, args.keep)

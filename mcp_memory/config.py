@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, Field, SecretStr, model_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -235,7 +235,9 @@ class LearningSettings(BaseModel):
         default=True,
         description="With no LLM configured, ask the connected client's model (MCP sampling) if it can.",
     )
-    sampling_max_tokens: int = Field(default=1500, ge=64, description="max_tokens of one sampling request.")
+    max_answer_tokens: int = Field(
+        default=1500, ge=64, description="max_tokens of one extraction, reconcile or profile request."
+    )
     revision_retention_days: int = Field(
         default=365, ge=1, description="Revisions older than this are deleted (at start and daily)."
     )
@@ -283,10 +285,11 @@ class Settings(BaseSettings):
     def sqlite_path(self) -> Path:
         return self.data_dir / self.sqlite_file
 
-    @model_validator(mode="after")
-    def _check_user(self) -> Settings:
+    @field_validator("user_id")
+    @classmethod
+    def _check_user(cls, user_id: str) -> str:
         from .models import THREAD_ID_PATTERN
 
-        if not THREAD_ID_PATTERN.match(self.user_id):
-            raise ValueError(f"user_id {self.user_id!r} must be 1-128 characters of A-Z a-z 0-9 . _ : -")
-        return self
+        if not THREAD_ID_PATTERN.match(user_id):
+            raise ValueError(f"user_id {user_id!r} must be 1-128 characters of A-Z a-z 0-9 . _ : -")
+        return user_id

@@ -16,8 +16,10 @@ import anyio
 
 from .bus import ReplicaBus
 from .config import Settings
+from .learning import open_learning
 from .llm.chat import open_chat_model
 from .llm.embedder import open_embedder
+from .llm.sampling import SamplingSessions
 from .service import ChangeListener, MemoryService
 from .storage import open_stores
 from .summarize import build_summarizer
@@ -27,7 +29,9 @@ log = logging.getLogger(__name__)
 
 
 @asynccontextmanager
-async def open_service(settings: Settings, on_change: ChangeListener | None = None) -> AsyncIterator[MemoryService]:
+async def open_service(
+    settings: Settings, on_change: ChangeListener | None = None, sampling: SamplingSessions | None = None
+) -> AsyncIterator[MemoryService]:
     """Everything the service needs, opened in order and closed in reverse."""
     async with AsyncExitStack() as stack:
         tokens = await anyio.to_thread.run_sync(
@@ -37,6 +41,10 @@ async def open_service(settings: Settings, on_change: ChangeListener | None = No
         stores = await stack.enter_async_context(open_stores(settings, embedder.spec))
         chat = await stack.enter_async_context(open_chat_model(settings.llm))
         summarizer = build_summarizer(chat, tokens.count, settings.prompts_dir)
+        # Facts, revisions, the profile (issue 5); its background lane closes before the stores do.
+        learning = await stack.enter_async_context(
+            open_learning(settings, stores, embedder, tokens, chat, sampling)
+        )
         log.info(
             "memory service ready for user %s: %s; embeddings: %s; summaries: %s",
             settings.user_id,
@@ -51,6 +59,7 @@ async def open_service(settings: Settings, on_change: ChangeListener | None = No
             tokens=tokens,
             summarizer=summarizer,
             on_change=on_change,
+            learning=learning,
         )
 
 
@@ -63,6 +72,8 @@ class ServiceHost:
         self.settings = settings
         self.on_change = on_change
         self.bus = bus
+        # Set by server_learning.register_learning: the client sessions MCP sampling can reach.
+        self.sampling: SamplingSessions | None = None
         self._lock = anyio.Lock()
         self._users = 0
         self._stack: AsyncExitStack | None = None
@@ -80,7 +91,7 @@ class ServiceHost:
             if self._service is None:
                 stack = AsyncExitStack()
                 try:
-                    self._service = await stack.enter_async_context(open_service(self.settings, self._notify))
+                    self._service = await stack.enter_async_context(open_service(self.settings, self._notify, self.sampling))
                     await self._connect_bus(stack)
                 except BaseException:
                     await stack.aclose()

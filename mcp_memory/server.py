@@ -16,14 +16,19 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
-from mcp_types import ToolAnnotations
+from mcp_types import SubscribeRequestParams, ToolAnnotations, UnsubscribeRequestParams
 from pydantic import Field
 
 from . import __version__
+from . import validation as check
+from .auth import ScopeGuard, auth_options, current_principal
 from .bus import ReplicaBus
 from .config import Settings
 from .errors import MemoryServerError, NotFoundError
 from .host import ServiceHost
+from .limits import RateLimit
+from .observability import RequestLog
+from .portability import ExportResult, ImportResult
 from .prompts import load_prompt
 from .recall import render_memories
 from .service import MemoryService
@@ -94,15 +99,22 @@ def build_server(settings: Settings) -> MCPServer[MemoryService]:
         lifespan=lifespan,
         subscriptions=subscriptions,
         log_level=settings.log_level,
+        **auth_options(settings),  # bearer tokens on SSE/HTTP when configured (auth.py)
     )
+    # 2025-protocol clients subscribe per URI (2026 clients use subscriptions/listen on the bus).
+    lowlevel = server._lowlevel_server  # the SDK exposes no public hook for these two methods
+    lowlevel.add_request_handler("resources/subscribe", SubscribeRequestParams, subscriptions.legacy.subscribe)
+    lowlevel.add_request_handler("resources/unsubscribe", UnsubscribeRequestParams, subscriptions.legacy.unsubscribe)
+    # Outermost first: a request id for every log line, then the principal's scopes, then its rate.
+    server.middleware.extend([RequestLog(settings), ScopeGuard(settings, server), RateLimit(settings)])
     server.host = host  # type: ignore[attr-defined]  # the CLI keeps it warm across SSE connections
 
     def service() -> MemoryService:
         return host.service
 
     def user(ctx: Context[Any, Any] | None = None) -> str:
-        # One configured user per process on stdio; never taken from tool arguments.
-        return settings.user_id
+        # The authenticated principal on SSE/HTTP, the configured user on stdio; never a tool argument.
+        return current_principal(settings).user_id
 
     def progress_of(ctx: Context[Any, Any]) -> Callable[[float, float | None, str | None], Any]:
         async def report(done: float, total: float | None, message: str | None) -> None:
@@ -188,6 +200,43 @@ def build_server(settings: Settings) -> MCPServer[MemoryService]:
         with _tool_errors():
             return await service().forget(user(ctx), memory_id, thread_id, everything, dry_run)
 
+    @server.tool(
+        annotations=ToolAnnotations(title="Export memories", read_only_hint=True, idempotent_hint=True)
+    )
+    async def export_memories(ctx: Context[Any, Any]) -> ExportResult:
+        """Everything stored for this user (memories with their history and provenance, thread settings)
+        as JSON Lines, to keep or to import elsewhere with import_memories."""
+        with _tool_errors():
+            return await service().export_memories(user(ctx))
+
+    @server.tool(
+        annotations=ToolAnnotations(title="Import memories", read_only_hint=False, destructive_hint=False)
+    )
+    async def import_memories(
+        jsonl: Annotated[str, Field(description="The JSON Lines text export_memories produced.")],
+        ctx: Context[Any, Any],
+        dry_run: Annotated[bool, Field(description="Only check the file and count what it holds.")] = False,
+    ) -> ImportResult:
+        """Add the memories of an export to this user's memory (ids are kept, so importing twice stores
+        them once). Everything is checked before anything is written."""
+        with _tool_errors():
+            return await service().import_memories(user(ctx), jsonl, dry_run)
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Forget a user (admin)", read_only_hint=False, destructive_hint=True, idempotent_hint=True
+        )
+    )
+    async def forget_user(
+        user_id: Annotated[str, Field(description="The user whose memories are all deleted.")],
+        ctx: Context[Any, Any],
+        dry_run: Annotated[bool, Field(description="Only count what would be deleted.")] = False,
+    ) -> ForgetResult:
+        """Admin only: delete everything stored for one user from every backend, with a receipt."""
+        with _tool_errors():
+            target = check.thread_id(user_id, "user_id")  # same alphabet as thread ids
+            return await service().forget(target, everything=True, dry_run=dry_run)
+
     # ---- resources ---------------------------------------------------------------------------------
 
     @server.resource("memory://threads", name="threads", mime_type="application/json")
@@ -225,4 +274,7 @@ def build_server(settings: Settings) -> MCPServer[MemoryService]:
             template = load_prompt("recall", settings.prompts_dir)
             return template.render(query=query, memories=render_memories(found.results)).text
 
+    from .server_learning import register_learning  # issue 5: facts, revisions, profile, recall help
+
+    register_learning(server, host, settings)
     return server

@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
+from . import portability, safety
 from . import validation as check
 from .config import Settings
 from .errors import BackendUnavailableError, InvalidInputError, NotFoundError
+from .limits import LimitExceededError, Quotas
 from .llm.embedder import Embedder
 from .models import (
     Memory,
@@ -33,7 +36,7 @@ from .models import (
 )
 from .search import quoted_phrases
 from .storage import Stores
-from .summarize import Summarizer
+from .summarize import ExtractiveSummarizer, Summarizer
 from .tokens import TokenCounter
 from .views import (
     AddTurnResult,
@@ -59,6 +62,18 @@ Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 REBUILD_TURNS = 50  # how many recent turns an expired thread gets back from long term
 
 
+class LearningHooks(Protocol):
+    """Learning (issue 5, mcp_memory/learning): told what was stored; queues its work, never blocks."""
+
+    def turn_stored(self, user_id: str, thread_id: str, turn_id: str) -> None: ...
+
+    def summary_stored(self, user_id: str, thread_id: str, summary: Memory) -> None: ...
+
+    async def forgotten(self, scope: Scope, *, dry_run: bool) -> int:
+        """Forget the scope's revisions (and derived state); returns how many revisions."""
+        ...
+
+
 @dataclass
 class MemoryService:
     settings: Settings
@@ -67,6 +82,11 @@ class MemoryService:
     tokens: TokenCounter
     summarizer: Summarizer
     on_change: ChangeListener | None = None
+    learning: LearningHooks | None = None
+    quotas: Quotas = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.quotas = Quotas(self.settings.security)
 
     # ---- turns ---------------------------------------------------------------------------------
 
@@ -87,6 +107,9 @@ class MemoryService:
         content = check.content(content, self.settings.max_content_chars)
         metadata = check.metadata(metadata)
         context_window = check.context_window(context_window)
+        if self.settings.security.flag_instructions:
+            metadata = safety.stamp(metadata, content)  # data, never instructions: see safety.py
+        await self.quotas.reserve_storage(user_id, len(content.encode()), lambda: self._stored_bytes(user_id))
 
         tokens = self.tokens.count(content)
         vector = (await self.embedder.embed([content]))[0]
@@ -113,16 +136,17 @@ class MemoryService:
             token_count=tokens,
         )
         try:
+            created = await self._restore_if_absent(user_id, thread_id, context_window)
+            # Skipped by the store when the restore (ours or a concurrent writer's) already holds this turn.
             totals = await self.stores.working.append(user_id, thread_id, message, context_window=context_window)
         except BackendUnavailableError as e:
             raise BackendUnavailableError(
                 f"{e} The turn was saved to long-term memory as {turn.id}, but the thread's working memory "
                 "was not updated; retry later."
             ) from e
-        if totals.message_count == 1:
-            # A new (or expired and re-created) thread: give back its history if long term has some.
-            if await self._rebuild_after_expiry(user_id, thread_id, context_window):
-                totals = await self._totals(user_id, thread_id)
+        if self.learning is not None:
+            self.learning.turn_stored(user_id, thread_id, turn.id)  # queued: no latency here
+        if created:
             await self._changed(user_id, None)
 
         window = totals.context_window or self.settings.summary.default_context_window
@@ -275,9 +299,15 @@ class MemoryService:
 
         working = await self.stores.working.forget(scope, dry_run=dry_run)
         long_term = await self.stores.long_term.forget(scope, dry_run=dry_run)
+        if self.learning is not None:
+            await self.learning.forgotten(scope, dry_run=dry_run)  # revisions go too
         if summary_memory is not None and summary_memory.thread_id and not dry_run:
             await self._clear_summary(user_id, summary_memory.thread_id)
         if not dry_run:
+            if kind == "everything":
+                self.quotas.forget_user(user_id)  # the counters are the user's too
+            else:
+                self.quotas.forget_usage(user_id)
             await self._changed(user_id, scope.thread_id if kind != "everything" else None)
             if kind != "memory":
                 await self._changed(user_id, None)
@@ -286,8 +316,68 @@ class MemoryService:
             dry_run=dry_run,
             working_memory=WorkingForgetView(threads=working.threads, messages=working.messages),
             long_term=LongTermForgetView(memories=sum(long_term.values()), by_type=long_term),
+            stores={
+                f"working memory ({self.settings.working.resolved_backend})": working.messages,
+                f"long term ({self.settings.long_term.resolved_backend})": sum(long_term.values()),
+            },
             forgotten_at=utcnow(),
         )
+
+    # ---- export and import ---------------------------------------------------------------------
+
+    async def export_memories(self, user_id: str) -> portability.ExportResult:
+        memories = await self.stores.long_term.memories_of(user_id)
+        revisions = await portability.revisions_of(self._revision_store(), user_id, memories)
+        threads = []
+        for info in await self.stores.working.list_threads(user_id):
+            memory = await self.stores.working.get(user_id, info.thread_id)
+            if memory is not None:
+                threads.append(memory)
+        lines = portability.export_lines(user_id, memories, revisions, threads)
+        counts = {"memory": len(memories), "revision": len(revisions), "thread": len(threads)}
+        return portability.ExportResult(lines=len(lines), counts=counts, jsonl="\n".join(lines) + "\n")
+
+    async def import_memories(
+        self, user_id: str, jsonl: str, dry_run: bool = False
+    ) -> portability.ImportResult:
+        parsed = portability.parse(jsonl)
+        memories = portability.to_memories(user_id, parsed, self.settings.max_content_chars)
+        result = portability.ImportResult(
+            dry_run=dry_run,
+            memories=len(memories),
+            by_type=dict(Counter(m.type for m in memories)),
+            revisions=len(parsed.revisions),
+            threads=len(parsed.threads),
+            flagged=sum(1 for m in memories if safety.FLAGS_KEY in m.metadata),
+            imported_at=utcnow(),
+        )
+        if dry_run or not memories:
+            return result
+        size = sum(len(m.content.encode()) for m in memories)
+        await self.quotas.reserve_storage(user_id, size, lambda: self._stored_bytes(user_id))
+        for start in range(0, len(memories), 64):
+            batch = memories[start : start + 64]
+            vectors = await self.embedder.embed([m.content for m in batch])
+            for memory, vector in zip(batch, vectors, strict=True):
+                memory.embedding = vector.tolist()
+                memory.token_count = self.tokens.count(memory.content)
+            await self.stores.long_term.put(batch)
+        await portability.restore_revisions(self._revision_store(), user_id, parsed, memories)
+        for thread in parsed.threads:
+            rebuilt = await self._from_long_term(user_id, thread.thread_id, thread.context_window)
+            if rebuilt is not None:
+                rebuilt.data = thread.data
+                await self.stores.working.restore(rebuilt)  # only when the thread is not live already
+        self.quotas.forget_usage(user_id)
+        await self._changed(user_id, None)
+        return result
+
+    def _revision_store(self) -> object | None:
+        # Revisions (issue 5) live in their own store when the backend has one.
+        return getattr(self.learning, "revisions", None) or getattr(self.stores, "revisions", None)
+
+    async def _stored_bytes(self, user_id: str) -> int:
+        return sum(len(m.content.encode()) for m in await self.stores.long_term.memories_of(user_id))
 
     # ---- internals -----------------------------------------------------------------------------
 
@@ -361,19 +451,20 @@ class MemoryService:
             or (int(summary.metadata["context_window"]) if summary and summary.metadata.get("context_window") else None),
         )
 
-    async def _rebuild_after_expiry(self, user_id: str, thread_id: str, context_window: int | None) -> bool:
-        """After the first append to a thread: if long term knows older turns, put its history back."""
-        history = await self.stores.long_term.recent(user_id, thread_id, limit=2)
-        if len(history) < 2:
+    async def _restore_if_absent(self, user_id: str, thread_id: str, context_window: int | None) -> bool:
+        """Before a turn is appended: a thread missing from working memory (new, expired, flushed) is
+        first rebuilt from long term, which already holds this turn, so its history comes back with it.
+
+        Never forget-and-rewrite a live thread: a concurrent writer's turn appended in between would be
+        lost. Restore writes only while the thread is absent, and append skips an id the thread holds,
+        so every writer racing here ends with its turn in the thread exactly once."""
+        if await self.stores.working.get(user_id, thread_id) is not None:
             return False
         rebuilt = await self._from_long_term(user_id, thread_id, context_window)
-        if rebuilt is None:
+        if rebuilt is None or not await self.stores.working.restore(rebuilt):
             return False
-        log.info("thread %s had expired from working memory; rebuilt it from long term", thread_id)
-        scope = Scope(user_id=user_id, thread_id=thread_id)
-        await self.stores.working.forget(scope)
-        # The new turn is already in long term, so the rebuilt memory includes it.
-        await self.stores.working.restore(rebuilt)
+        if rebuilt.summary or len(rebuilt.messages) > 1:
+            log.info("thread %s was missing from working memory; rebuilt it from long term", thread_id)
         return True
 
     async def _clear_summary(self, user_id: str, thread_id: str) -> None:
@@ -421,7 +512,10 @@ class MemoryService:
             max_summary = min(max_summary, memory.summary_token_count + sum(m.token_count for m in older))
             if progress:
                 await progress(0, 2, f"summarizing {len(older)} messages")
-            summary = await self.summarizer.summarize(memory.summary, older, max_summary) if older else memory.summary
+            summary = memory.summary
+            if older:
+                summarizer = self._summarizer_within_quota(user_id, force=force)
+                summary = await summarizer.summarize(memory.summary, older, max_summary)
             summary_tokens = self.tokens.count(summary)
             done = await self.stores.working.compact(
                 user_id,
@@ -452,6 +546,20 @@ class MemoryService:
             with anyio.CancelScope(shield=True):
                 await self.stores.working.unlock(user_id, thread_id, owner)
 
+    def _summarizer_within_quota(self, user_id: str, *, force: bool) -> Summarizer:
+        """The configured summarizer, charged to the user's LLM quota. Past the quota, an explicit
+        summarize_thread is refused; an automatic one uses the offline extractive summarizer."""
+        if isinstance(self.summarizer, ExtractiveSummarizer):
+            return self.summarizer
+        try:
+            self.quotas.charge_llm_call(user_id)
+        except LimitExceededError:
+            if force:
+                raise
+            log.info("LLM quota used up for a user; summarizing this thread offline")
+            return ExtractiveSummarizer(self.tokens.count)
+        return self.summarizer
+
     def _kept(self, messages: list[Message], threshold: int, max_summary: int, keep_recent: int | None) -> int:
         """How many of the newest messages stay verbatim."""
         if keep_recent is not None:
@@ -472,28 +580,29 @@ class MemoryService:
     ) -> None:
         vector = (await self.embedder.embed([summary]))[0].tolist()
         last = older[-1] if older else None
-        await self.stores.long_term.put(
-            [
-                Memory(
-                    id=summary_id(before.user_id, before.thread_id),
-                    user_id=before.user_id,
-                    thread_id=before.thread_id,
-                    role=None,
-                    type="summary",
-                    content=summary,
-                    embedding=vector,
-                    token_count=tokens,
-                    updated_at=utcnow(),
-                    metadata={
-                        "summarizer": self.summarizer.name,
-                        "summary_version": before.summary_version + 1,
-                        "summarized_through": last.id if last else None,
-                        "summarized_through_created_at": last.created_at.isoformat() if last else None,
-                        "context_window": window,
-                    },
-                )
-            ]
-        )
+        stored = [
+            Memory(
+                id=summary_id(before.user_id, before.thread_id),
+                user_id=before.user_id,
+                thread_id=before.thread_id,
+                role=None,
+                type="summary",
+                content=summary,
+                embedding=vector,
+                token_count=tokens,
+                updated_at=utcnow(),
+                metadata={
+                    "summarizer": self.summarizer.name,
+                    "summary_version": before.summary_version + 1,
+                    "summarized_through": last.id if last else None,
+                    "summarized_through_created_at": last.created_at.isoformat() if last else None,
+                    "context_window": window,
+                },
+            )
+        ]
+        await self.stores.long_term.put(stored)
+        if self.learning is not None:
+            self.learning.summary_stored(before.user_id, before.thread_id, stored[0])
 
     async def _changed(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:

@@ -17,7 +17,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from . import __version__
+from .auth import check_exposure
 from .errors import ConfigError
+from .observability import add_readiness_route
 
 log = logging.getLogger(__name__)
 
@@ -27,15 +29,19 @@ async def serve(server: MCPServer[Any], transport: str, host: str, port: int) ->
         await server.run_stdio_async()
         return
 
+    settings = server.host.settings  # type: ignore[attr-defined]
+    check_exposure(settings, transport, host)  # no memories on a public address without auth
+    add_readiness_route(server)  # GET /ready: each backend answers
+
     @server.custom_route("/health", methods=["GET"])
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__})
 
     if transport == "sse":
-        app = server.sse_app(host=host)
+        app = server.sse_app(host=host, max_request_body_size=settings.security.max_request_bytes)
         where = f"http://{host}:{port}/sse"
     else:
-        app = server.streamable_http_app(host=host)
+        app = server.streamable_http_app(host=host, max_request_body_size=settings.security.max_request_bytes)
         where = f"http://{host}:{port}/mcp"
     # Bound here rather than by uvicorn, which logs a busy port and exits 3 after we said "listening".
     listener = _listen_socket(host, port)
@@ -57,7 +63,7 @@ def _listen_socket(host: str, port: int) -> socket.socket:
     except OSError as e:
         sock.close()
         raise ConfigError(
-            f"cannot listen on {host}:{port}: {e.strerror}; stop whatever uses that port or pass another --port"
+            f"cannot listen on {host}:{port}: {e.strerror}; stop what uses that port or pass another --port"
         ) from e
     return sock
 

@@ -110,6 +110,11 @@ class LongTermStore(Protocol):
         """Delete (or count) what the scope names, from every container/table; counts per memory type."""
         ...
 
+    async def memories_of(self, user_id: str) -> list[Memory]:
+        """Every memory of the user, superseded ones too, oldest first, without vectors. For export,
+        the stored-bytes quota and proving that forgetting left nothing."""
+        ...
+
     # ---- learning (issue 5): write-time dedup, reconciliation and the user profile -------------
 
     async def find_by_hash(self, user_id: str, content_hash: str, *, types: Sequence[str]) -> list[Memory]:

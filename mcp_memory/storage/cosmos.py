@@ -278,6 +278,13 @@ class CosmosLongTermStore:
                 }
         return dict(counts)
 
+    async def memories_of(self, user_id: str) -> list[Memory]:
+        docs: list[dict[str, Any]] = []
+        for container in (self._turns, self._memories):
+            docs += await self._query(container, sql.user_documents(user_id), "reading the user's memories")
+        memories = [from_document(d) for d in docs if d.get("type") in MEMORY_TYPES]
+        return sorted(memories, key=lambda m: m.created_at)
+
     async def _delete(self, user_id: str, container: ContainerProxy, doc: dict[str, Any]) -> None:
         # Already gone (expired by TTL, forgotten concurrently) is what was asked for.
         with cosmos_errors("forgetting memories", self._timeout), suppress(CosmosResourceNotFoundError):

@@ -112,6 +112,12 @@ def scope(user_id: str, *, thread_id: str | None = None, memory_id: str | None =
     )
 
 
+
+def user_documents(user_id: str) -> CosmosQuery:
+    """memories_of(): every document of the user (the store's own thread entries are filtered after)."""
+    w = _Where(user_id, None)
+    return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters)
+
 def thread_entries(user_id: str) -> CosmosQuery:
     w = _Where(user_id, None)
     w.add("c.type = @type", "@type", THREAD_ENTRY_TYPE)

@@ -79,7 +79,9 @@ class RevisionStore(Protocol):
 class TriggerCounters(Protocol):
     """Per-user counters and marks shared by every replica and worker process."""
 
-    async def increment(self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None) -> int:
+    async def increment(
+        self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None
+    ) -> int:
         """Add `by` atomically and return the new value. With ttl_seconds, a counter created now expires
         after that long (a rate window); an expired counter starts again from zero."""
         ...

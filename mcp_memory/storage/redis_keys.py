@@ -3,7 +3,8 @@
 Layout (prefix `mm`, user `ann`, thread `t1`):
 
     mm:{ann:t1}:meta       hash: summary, summary_tokens, summary_version, context_window, data,
-                           tokens (summary + messages), updated_at
+                           tokens (summary + messages), updated_at, and `id:<message id>` = 1 for
+                           each message in the list (append skips an id the thread holds)
     mm:{ann:t1}:messages   list: one Message JSON per element, oldest first
     mm:{ann:t1}:lease      string: the summarization lease's owner, with its own PX expiry
     mm:{ann}:threads       sorted set: the user's thread ids, scored by last write (for list_threads)

@@ -163,6 +163,7 @@ class RedisWorkingMemoryStore:
             context_window or "",
             _now(),
             self._ttl_ms,
+            message.id,
         ]
         tokens, count, window = await self._run("append", keys.data_keys, args)
         return ThreadTotals(

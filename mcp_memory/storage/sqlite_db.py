@@ -17,7 +17,7 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
-from ..errors import ConfigError
+from ..errors import BackendUnavailableError, ConfigError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -159,7 +159,18 @@ class SqliteDatabase:
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` on a worker thread, one at a time."""
         async with self._lane:
-            return await anyio.to_thread.run_sync(work, self._conn)
+            try:
+                return await anyio.to_thread.run_sync(work, self._conn)
+            except sqlite3.OperationalError as e:
+                if _is_lock(e):
+                    raise BackendUnavailableError(
+                        f"the memory database {self.path} is locked by another process; try again shortly"
+                    ) from e
+                raise BackendUnavailableError(f"the memory database {self.path} failed: {e}") from e
+            except sqlite3.DatabaseError as e:
+                raise BackendUnavailableError(
+                    f"the memory database {self.path} is damaged ({e}); restore it from a backup"
+                ) from e
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` inside one IMMEDIATE transaction: all of it happens, or none."""
@@ -191,10 +202,15 @@ def _connect(path: Path) -> sqlite3.Connection:
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
+        conn.execute("PRAGMA secure_delete = ON")  # forgotten text is overwritten, not left in free pages
         _migrate(conn)
+        # Take and drop the write lock once: another process holding it must stop us now, clearly,
+        # not at the first tool call.
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
     except sqlite3.OperationalError as e:
         conn.close()
-        if "locked" in str(e) or "busy" in str(e):
+        if _is_lock(e):
             raise ConfigError(
                 f"the memory database {path} is locked by another process; stop it or set "
                 "MCP_MEMORY_DATA_DIR to another directory"
@@ -207,6 +223,10 @@ def _connect(path: Path) -> sqlite3.Connection:
             "afresh, or restore it from a backup"
         ) from e
     return conn
+
+
+def _is_lock(error: sqlite3.OperationalError) -> bool:
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:

@@ -251,6 +251,8 @@ class SqliteLongTermStore:
             counts = dict(conn.execute(f"SELECT type, count(*) FROM memories WHERE {where} GROUP BY type", args))
             if not dry_run:
                 conn.execute(f"DELETE FROM memories WHERE {where}", args)
+                if counts:  # merge the full-text segments, or the forgotten words stay in the old ones
+                    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
             return counts
 
         counts = await self._db.write(work)
@@ -295,6 +297,14 @@ class SqliteLongTermStore:
                 f" AND superseded_by IS NULL{since}"
                 " ORDER BY coalesce(updated_at, created_at) DESC, rowid DESC LIMIT ?",
                 (*args, limit),
+            ).fetchall()
+        )
+        return [_memory(r) for r in rows]
+
+    async def memories_of(self, user_id: str) -> list[Memory]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? ORDER BY created_at, rowid", (user_id,)
             ).fetchall()
         )
         return [_memory(r) for r in rows]

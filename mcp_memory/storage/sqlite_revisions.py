@@ -108,16 +108,17 @@ class SqliteTriggerCounters:
     def __init__(self, db: SqliteDatabase) -> None:
         self._db = db
 
-    async def increment(self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None) -> int:
+    async def increment(
+        self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None
+    ) -> int:
         now = time.time()
         expires = now + ttl_seconds if ttl_seconds is not None else None
 
         def work(conn: sqlite3.Connection) -> int:
-            # An expired window counts from zero again: reset it in the same transaction.
+            # An expired window counts from zero again; expired windows of other keys go too.
             conn.execute(
-                "DELETE FROM learning_counters WHERE user_id = ? AND key = ? AND expires IS NOT NULL"
-                " AND expires <= ?",
-                (user_id, key, now),
+                "DELETE FROM learning_counters WHERE user_id = ? AND expires IS NOT NULL AND expires <= ?",
+                (user_id, now),
             )
             row = conn.execute(
                 "INSERT INTO learning_counters (user_id, key, number, expires) VALUES (?, ?, ?, ?)"
@@ -157,9 +158,12 @@ class SqliteTriggerCounters:
     async def forget(self, user_id: str, *, prefix: str = "") -> int:
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return await self._db.write(
-            lambda conn: conn.execute(
-                "DELETE FROM learning_counters WHERE user_id = ? AND key LIKE ? ESCAPE '\\'", (user_id, pattern)
-            ).rowcount
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM learning_counters WHERE user_id = ? AND key LIKE ? ESCAPE '\\'",
+                    (user_id, pattern),
+                ).rowcount
+            )
         )
 
 

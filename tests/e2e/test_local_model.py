@@ -26,14 +26,16 @@ def default_model_server(tmp_path: Path) -> Iterator[StdioServer]:
 
 async def test_vector_search_finds_a_turn_by_meaning(default_model_server: StdioServer) -> None:
     async with default_model_server.connect() as client:
-        said = {}
+        said: dict[str, str] = {}
         for text in (
             "We fly out of Seattle on March 14.",
             "I'm vegetarian and I love Thai curries.",
             "My passport expires next year.",
             "The quarterly meeting moved to Tuesday afternoon.",
         ):
-            said[text] = (await call(client, "add_turn", thread_id="meaning", role="user", content=text))["turn"]["id"]
-        found = await call(client, "search_memory", query="what food does the user eat?", mode="vector", limit=4)
+            added = await call(client, "add_turn", thread_id="meaning", role="user", content=text)
+            said[text] = added["turn"]["id"]
+        query = "what food does the user eat?"
+        found = await call(client, "search_memory", query=query, mode="vector", limit=4)
     assert found["results"][0]["id"] == said["I'm vegetarian and I love Thai curries."]
     assert "embeddings: all-MiniLM-L6-v2" in default_model_server.stderr()

@@ -14,7 +14,7 @@ from tests.services.server_process import ServerStarter, StdioServer, server_env
 pytestmark = pytest.mark.anyio
 
 
-async def test_memories_survive_a_restart_on_the_same_data_dir(start_server: ServerStarter, tmp_path: Path) -> None:
+async def test_memories_survive_a_restart(start_server: ServerStarter, tmp_path: Path) -> None:
     data_dir = tmp_path / "data"
     thread = "trip-planning"
 

@@ -34,7 +34,7 @@ async def test_every_tool_resource_and_prompt_over_the_wire(mcp_server: McpMemor
     thread = new_thread()
     async with mcp_server.connect() as client:
         assert client.server_info is not None and client.server_info.name == "mcp-memory"
-        assert CONTRACT_TOOLS <= {t.name for t in (await client.list_tools()).tools}
+        assert {t.name for t in (await client.list_tools()).tools} >= CONTRACT_TOOLS
 
         turns = []
         for role, content in [
@@ -43,10 +43,13 @@ async def test_every_tool_resource_and_prompt_over_the_wire(mcp_server: McpMemor
             ("user", "Our budget is 10000 dollars for flights and the rental."),
             ("assistant", "That covers both islands comfortably."),
         ]:
-            added = await call(client, "add_turn", thread_id=thread, role=role, content=content, context_window=4000)
+            added = await call(
+                client, "add_turn", thread_id=thread, role=role, content=content, context_window=4096
+            )
             assert added["turn"]["thread_id"] == thread and added["turn"]["content"] == content
             turns.append(added["turn"])
-        assert added["working_memory"]["message_count"] == 4 and added["working_memory"]["context_window"] == 4000
+        usage = added["working_memory"]
+        assert usage["message_count"] == 4 and usage["context_window"] == 4096
 
         found = await call(client, "search_memory", query="budget", thread_id=thread)
         assert found["results"][0]["id"] == turns[2]["id"]
@@ -76,7 +79,8 @@ async def test_every_tool_resource_and_prompt_over_the_wire(mcp_server: McpMemor
         assert "limit" in await call_error(client, "search_memory", query="x", limit=0)
 
         forgotten = await call(client, "forget", thread_id=thread)
-        assert forgotten["scope"] == "thread" and forgotten["long_term"]["memories"] == 5  # 4 turns + 1 summary
+        assert forgotten["scope"] == "thread"
+        assert forgotten["long_term"]["memories"] == 5  # 4 turns + 1 summary
         assert (await call(client, "search_memory", query="Maui", thread_id=thread))["results"] == []
         assert (await call(client, "get_working_memory", thread_id=thread))["messages"] == []
 
@@ -86,7 +90,9 @@ async def test_sequential_clients_share_one_service(transport: str, request: pyt
     server: NetworkServer = request.getfixturevalue(f"{transport}_server")
     thread = new_thread()
     async with server.connect() as first:
-        turn = (await call(first, "add_turn", thread_id=thread, role="user", content="written by the first client"))
+        turn = await call(
+            first, "add_turn", thread_id=thread, role="user", content="said to the first client"
+        )
     async with server.connect() as second:
         working = await call(second, "get_working_memory", thread_id=thread)
         assert [m["id"] for m in working["messages"]] == [turn["turn"]["id"]]
@@ -102,13 +108,16 @@ async def test_listener_hears_another_clients_turn(transport: str, request: pyte
     server: NetworkServer = request.getfixturevalue(f"{transport}_server")
     thread = new_thread()
     uri = f"memory://threads/{thread}"
-    async with server.connect() as listener, server.connect() as writer:
-        async with listener.listen(resource_subscriptions=[uri]) as subscription:
-            assert subscription.honored.resource_subscriptions == [uri]
-            await call(writer, "add_turn", thread_id=thread, role="user", content="news for the listener")
-            with anyio.fail_after(EVENT_SECONDS):
-                event = await subscription.__anext__()
-            assert isinstance(event, ResourceUpdated) and event.uri == uri
+    async with (
+        server.connect() as listener,
+        server.connect() as writer,
+        listener.listen(resource_subscriptions=[uri]) as subscription,
+    ):
+        assert subscription.honored.resource_subscriptions == [uri]
+        await call(writer, "add_turn", thread_id=thread, role="user", content="news for the listener")
+        with anyio.fail_after(EVENT_SECONDS):
+            event = await subscription.__anext__()
+        assert isinstance(event, ResourceUpdated) and event.uri == uri
 
 
 async def test_stdio_client_hears_its_own_turns(stdio_server: StdioServer) -> None:

@@ -16,9 +16,9 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator, Mapping
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, Literal, Protocol
+from typing import Literal, Protocol, TextIO
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -37,7 +37,7 @@ def mcp_memory_command() -> str:
     """The `mcp-memory` console script installed next to this Python (the venv's bin)."""
     script = Path(sys.executable).parent / ("mcp-memory.exe" if os.name == "nt" else "mcp-memory")
     if not script.is_file():
-        pytest.fail(f"the mcp-memory console script is not installed at {script}; run `pip install -e .[dev]`")
+        pytest.fail(f"the mcp-memory console script is missing at {script}; run `pip install -e .[dev]`")
     return str(script)
 
 
@@ -59,8 +59,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _tail(path: Path, chars: int = 4000) -> str:
-    return path.read_text(errors="replace")[-chars:] if path.exists() else "(no stderr captured)"
+def _read(path: Path) -> str:
+    return path.read_text(errors="replace") if path.exists() else ""
+
+
+def tail(text: str, chars: int = 4000) -> str:
+    """The end of a server's stderr, for failure messages."""
+    return text[-chars:] if text else "(nothing on stderr)"
 
 
 class McpMemoryServer(Protocol):
@@ -97,7 +102,8 @@ class NetworkServer:
         return Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS)
 
     def stderr(self) -> str:
-        return _tail(self.stderr_path)
+        """Everything the process wrote to stderr so far."""
+        return _read(self.stderr_path)
 
     def start(self) -> None:
         assert self._process is None, "already running"
@@ -111,7 +117,7 @@ class NetworkServer:
                 break
         pytest.fail(
             f"`mcp-memory serve --transport {self.transport}` did not answer GET /health within "
-            f"{START_SECONDS:g}s (exit code {exit_code}); its stderr ends:\n{self.stderr()}"
+            f"{START_SECONDS:g}s (exit code {exit_code}); its stderr ends:\n{tail(self.stderr())}"
         )
 
     def stop(self) -> int | None:
@@ -163,31 +169,34 @@ class StdioServer:
 
     transport: Transport = "stdio"
 
-    def __init__(self, workdir: Path, env: dict[str, str], command: str | None = None,
-                 args: list[str] | None = None) -> None:
+    def __init__(
+        self, workdir: Path, env: dict[str, str], command: str | None = None, args: list[str] | None = None
+    ) -> None:
         self.workdir = workdir
         self.env = env
         self.command = command or mcp_memory_command()
         self.args = args if args is not None else ["serve"]
         self.stderr_path = workdir / "mcp-memory-stdio.stderr"
-        self._errlog: IO[str] | None = None
+        self._errlog: TextIO | None = None
 
     def connect(self) -> Client:
         # stdio_client merges env over a few inherited variables (HOME, PATH, ...) only; ours is complete.
         params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=self.workdir)
-        return Client(stdio_client(params, errlog=self._open_errlog()), read_timeout_seconds=READ_TIMEOUT_SECONDS)
+        return Client(
+            stdio_client(params, errlog=self._open_errlog()), read_timeout_seconds=READ_TIMEOUT_SECONDS
+        )
 
     def stderr(self) -> str:
         if self._errlog is not None:
             self._errlog.flush()
-        return _tail(self.stderr_path)
+        return _read(self.stderr_path)
 
     def close(self) -> None:
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
 
-    def _open_errlog(self) -> IO[str]:
+    def _open_errlog(self) -> TextIO:
         if self._errlog is None:
             self.workdir.mkdir(parents=True, exist_ok=True)
             self._errlog = self.stderr_path.open("a")
@@ -197,7 +206,9 @@ class StdioServer:
 # ---- fixtures ---------------------------------------------------------------------------------------
 
 
-def _network_server(tmp_path_factory: pytest.TempPathFactory, transport: Literal["sse", "http"]) -> Iterator[NetworkServer]:
+def _network_server(
+    tmp_path_factory: pytest.TempPathFactory, transport: Literal["sse", "http"]
+) -> Iterator[NetworkServer]:
     workdir = tmp_path_factory.mktemp(f"mcp-memory-{transport}")
     server = NetworkServer(transport, workdir, server_env(workdir / "data"))
     server.start()
@@ -207,7 +218,8 @@ def _network_server(tmp_path_factory: pytest.TempPathFactory, transport: Literal
         exited_early = server.exited_early()
         server.stop()
         if exited_early:
-            pytest.fail(f"the {transport} server died during the tests; its stderr ends:\n{server.stderr()}")
+            ended = tail(server.stderr())
+            pytest.fail(f"the {transport} server died during the tests; its stderr ends:\n{ended}")
 
 
 @pytest.fixture(scope="module")
@@ -250,7 +262,8 @@ class ServerStarter:
     def __call__(
         self, transport: Literal["sse", "http"], data_dir: Path, overrides: Mapping[str, str] | None = None
     ) -> NetworkServer:
-        server = NetworkServer(transport, self.workdir / f"{transport}-{len(self.started)}", server_env(data_dir, overrides))
+        workdir = self.workdir / f"{transport}-{len(self.started)}"
+        server = NetworkServer(transport, workdir, server_env(data_dir, overrides))
         self.started.append(server)
         server.start()
         return server
@@ -270,15 +283,18 @@ def start_server(tmp_path: Path) -> Iterator[ServerStarter]:
         starter.stop_all()
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Attach the stderr of every server a failing test used to its report."""
-    outcome = yield
-    report = outcome.get_result()  # type: ignore[attr-defined]
-    if report.when != "call" or not report.failed:
-        return
-    for value in getattr(item, "funcargs", {}).values():
-        servers = value.started if isinstance(value, ServerStarter) else [value]
-        for server in servers:
-            if isinstance(server, NetworkServer | StdioServer):
-                report.sections.append((f"mcp-memory {server.transport} server stderr", server.stderr()))
+    report = yield
+    if report.when == "call" and report.failed:
+        for value in getattr(item, "funcargs", {}).values():
+            servers = value.started if isinstance(value, ServerStarter) else [value]
+            for server in servers:
+                if isinstance(server, NetworkServer | StdioServer):
+                    report.sections.append(
+                        (f"mcp-memory {server.transport} server stderr", tail(server.stderr()))
+                    )
+    return report

@@ -91,3 +91,34 @@ async def test_summarize_thread_reports_progress(client: Client) -> None:
     )
     assert not result.is_error
     assert seen and seen[-1][0] == seen[-1][1]
+
+
+async def test_a_2025_protocol_client_subscribes_per_uri_and_is_notified(fast_settings) -> None:  # type: ignore[no-untyped-def]
+    """Most deployed clients speak the 2025 protocol: resources/subscribe + notifications/resources/updated."""
+    import warnings
+
+    import mcp_types
+    from mcp import Client as McpClient
+
+    from mcp_memory.server import build_server
+
+    updated: list[str] = []
+    got_one = anyio.Event()
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mcp_types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+            got_one.set()
+
+    server = build_server(fast_settings)
+    async with McpClient(server, mode="legacy", message_handler=on_message) as legacy:
+        assert legacy.server_capabilities.resources is not None
+        assert legacy.server_capabilities.resources.subscribe is True
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the SDK marks resources/subscribe deprecated for 2026 clients
+            await legacy.subscribe_resource("memory://threads/legacy")
+        await call(legacy, "add_turn", thread_id="other", role="user", content="not watched")
+        await call(legacy, "add_turn", thread_id="legacy", role="user", content="watched")
+        with anyio.fail_after(5):
+            await got_one.wait()
+    assert updated == ["memory://threads/legacy"]

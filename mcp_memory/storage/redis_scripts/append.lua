@@ -1,9 +1,11 @@
 -- KEYS: meta, messages
--- ARGV: message JSON, its token count, context window ('' = keep), updated_at, ttl ms
+-- ARGV: message JSON, its token count, context window ('' = keep), updated_at, ttl ms, message id
 -- Returns {token total, message count, context window or ''}.
 local meta, messages = KEYS[1], KEYS[2]
--- A client that lost the reply and retries sends the identical bytes: apply the message once.
-if not redis.call('LPOS', messages, ARGV[1], 'RANK', -1) then
+-- Idempotent by message id (meta field 'id:<id>' marks each message in the list), like the SQLite
+-- store: a client retrying after a lost reply, or a turn a rebuild from long term already put back,
+-- is applied once.
+if redis.call('HSETNX', meta, 'id:' .. ARGV[6], 1) == 1 then
   redis.call('RPUSH', messages, ARGV[1])
   redis.call('HINCRBY', meta, 'tokens', ARGV[2])
 end

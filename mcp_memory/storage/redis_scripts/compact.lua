@@ -28,6 +28,9 @@ if removed > 0 then
   end
   -- Messages appended after the snapshot sit after these and are kept.
   redis.call('LTRIM', messages, removed, -1)
+  for i = 1, removed do
+    redis.call('HDEL', meta, 'id:' .. ARGV[5 + i])
+  end
 end
 redis.call('HSET', meta, 'summary', ARGV[2], 'summary_tokens', ARGV[3], 'summary_version', version + 1,
   'updated_at', ARGV[4])

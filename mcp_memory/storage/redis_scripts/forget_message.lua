@@ -12,6 +12,7 @@ if #matches > 0 and ARGV[2] ~= '1' then
   for _, item in ipairs(matches) do
     redis.call('LREM', messages, 1, item)
   end
+  redis.call('HDEL', meta, 'id:' .. ARGV[1])
   redis.call('HSET', meta, 'updated_at', ARGV[3])
   recount(meta, messages, tonumber(redis.call('HGET', meta, 'summary_tokens') or '0'))
   touch(ARGV[4], {meta, messages})

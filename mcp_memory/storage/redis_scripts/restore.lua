@@ -16,5 +16,8 @@ end
 for i = 9, #ARGV, 1000 do
   redis.call('RPUSH', messages, unpack(ARGV, i, math.min(i + 999, #ARGV)))
 end
+for i = 9, #ARGV do
+  redis.call('HSET', meta, 'id:' .. cjson.decode(ARGV[i]).id, 1)
+end
 touch(ARGV[8], {meta, messages})
 return 1

@@ -1,0 +1,106 @@
+"""Long-term memory that learns (issue 5): facts, dedup, reconciliation, the user profile, revisions.
+
+`open_learning()` wires the parts for the service's lifetime; `Learning` is what the service and the
+MCP tools call. One job per module: parsing (tolerant JSON), writer (dedup + revisions), extraction,
+reconcile, profile, editing (remember/update/history/rollback), triggers (counters and budget),
+worker (the background lane), recall (retrieval help), engine (the orchestration).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+from ..config import Settings
+from ..llm.chat import ChatModel
+from ..llm.embedder import Embedder
+from ..llm.sampling import SamplingSessions
+from ..storage import Stores
+from ..storage.learning_base import RevisionStore, TriggerCounters
+from ..tokens import TokenCounter
+from .editing import MemoryEditor
+from .engine import Learning
+from .extraction import Extractor
+from .profile import ProfileWriter
+from .reconcile import Reconciler
+from .templates import LearningPrompts
+from .triggers import Triggers
+from .worker import Job, Worker
+from .writer import MemoryWriter
+
+__all__ = ["Learning", "open_learning"]
+
+log = logging.getLogger(__name__)
+
+_DAY = 86_400.0
+_NEEDED = ("find_by_hash", "similar", "list_active")
+
+
+@asynccontextmanager
+async def open_learning(
+    settings: Settings,
+    stores: Stores,
+    embedder: Embedder,
+    tokens: TokenCounter,
+    chat: ChatModel | None,
+    sampling: SamplingSessions | None = None,
+) -> AsyncIterator[Learning | None]:
+    """Learning for the service's lifetime, with its background lane; None when the long-term backend
+    lacks what it needs (logged)."""
+    missing = [name for name in _NEEDED if not callable(getattr(stores.long_term, name, None))]
+    if missing:
+        log.warning(
+            "learning (facts, revisions, profile) is off: the long-term store lacks %s", ", ".join(missing)
+        )
+        yield None
+        return
+    prompts = LearningPrompts.load(settings.prompts_dir)  # a broken template fails at start
+    async with AsyncExitStack() as stack:
+        revisions, counters = await _open_learning_stores(settings, stores, stack)
+        worker = await stack.enter_async_context(
+            Worker.running(
+                queue_size=settings.learning.queue_size,
+                grace_seconds=settings.learning.shutdown_grace_seconds,
+            )
+        )
+        s = settings.learning
+        writer = MemoryWriter(stores.long_term, revisions, embedder, tokens, s.near_duplicate_similarity)
+        learning = Learning(
+            settings=settings,
+            long_term=stores.long_term,
+            revisions=revisions,
+            counters=counters,
+            writer=writer,
+            extractor=Extractor(stores.long_term, counters, writer, prompts, s),
+            reconciler=Reconciler(stores.long_term, writer, prompts, s),
+            profiles=ProfileWriter(stores.long_term, writer, embedder, tokens, prompts, s),
+            editor=MemoryEditor(stores.long_term, revisions, writer, settings.max_content_chars),
+            triggers=Triggers(counters, s),
+            worker=worker,
+            chat=chat,
+            sampling=sampling,
+        )
+        worker.every(_DAY, Job("revision retention", learning.prune_revisions))
+        yield learning
+
+
+async def _open_learning_stores(
+    settings: Settings, stores: Stores, stack: AsyncExitStack
+) -> tuple[RevisionStore, TriggerCounters]:
+    from ..storage.sqlite_long_term import SqliteLongTermStore
+    from ..storage.sqlite_revisions import SqliteRevisionStore, SqliteTriggerCounters
+
+    if isinstance(stores.long_term, SqliteLongTermStore):
+        db = stores.long_term.db
+    else:
+        # Until the Cosmos (revisions) and Redis (counters) backends implement these protocols, they
+        # live in the local data file: correct for one replica, not shared between replicas.
+        from ..storage.sqlite_db import SqliteDatabase
+
+        log.warning(
+            "revisions and learning counters are kept in the local file %s (one replica only)",
+            settings.sqlite_path,
+        )
+        db = await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path))
+    return SqliteRevisionStore(db), SqliteTriggerCounters(db)

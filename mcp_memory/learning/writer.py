@@ -1,0 +1,194 @@
+"""Every learned or edited long-term memory is written here: write-time dedup, then one revision a change.
+
+Exact duplicates (same content_hash as an active fact) are skipped before anything is embedded;
+near duplicates (cosine >= the threshold) update the existing fact, newest wording wins; anything
+else is a new fact. Each write appends an immutable revision holding the content after it.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..llm.embedder import Embedder
+from ..models import Memory, content_hash, utcnow
+from ..storage.base import LongTermStore
+from ..storage.learning_base import Revision, RevisionAction, RevisionCause, RevisionStore
+from ..tokens import TokenCounter
+from .parsing import FactKind
+
+WriteAction = Literal["created", "updated", "unchanged"]
+
+
+@dataclass(frozen=True)
+class WriteOutcome:
+    action: WriteAction
+    memory: Memory
+
+
+def fact_id() -> str:
+    return f"fact_{uuid.uuid4().hex}"
+
+
+@dataclass
+class MemoryWriter:
+    long_term: LongTermStore
+    revisions: RevisionStore
+    embedder: Embedder
+    tokens: TokenCounter
+    near_duplicate_similarity: float
+
+    async def write_fact(
+        self,
+        user_id: str,
+        thread_id: str | None,
+        text: str,
+        *,
+        kind: FactKind,
+        confidence: float,
+        source_turn_ids: Sequence[str],
+        cause: RevisionCause,
+        source_text: str | None = None,
+        labels: dict[str, str] | None = None,
+        origin: str = "extraction",
+    ) -> WriteOutcome:
+        """Store one fact unless an active one already says it (exactly, or nearly: then update it)."""
+        same = await self.long_term.find_by_hash(user_id, content_hash(text), types=("fact",))
+        if same:
+            return WriteOutcome("unchanged", same[0])
+        vector = (await self.embedder.embed([text]))[0].tolist()
+        near = await self.long_term.similar(
+            user_id, vector, types=("fact",), min_similarity=self.near_duplicate_similarity, limit=1
+        )
+        if near:
+            old = near[0].memory
+            sources = list(dict.fromkeys([*old.metadata.get("source_turn_ids", []), *source_turn_ids]))
+            metadata = {
+                **old.metadata,
+                "fact_type": kind,
+                "confidence": max(confidence, float(old.metadata.get("confidence", 0.0))),
+                "source_turn_ids": sources,
+            }
+            updated = old.model_copy(
+                update={
+                    "content": text,
+                    "content_hash": content_hash(text),
+                    "embedding": vector,
+                    "metadata": metadata,
+                    "token_count": self.tokens.count(text),
+                    "updated_at": utcnow(),
+                }
+            )
+            labels = {**(labels or {}), "near_duplicate_similarity": f"{near[0].score:.3f}"}
+            await self.save(updated, "update", cause, source_text=source_text or text, labels=labels)
+            return WriteOutcome("updated", updated)
+        memory = Memory(
+            id=fact_id(),
+            user_id=user_id,
+            thread_id=thread_id,
+            type="fact",
+            content=text,
+            embedding=vector,
+            token_count=self.tokens.count(text),
+            metadata={
+                "fact_type": kind,
+                "confidence": round(confidence, 3),
+                "source_turn_ids": list(source_turn_ids),
+                "origin": origin,
+            },
+        )
+        await self.save(memory, "create", cause, source_text=source_text or text, labels=labels)
+        return WriteOutcome("created", memory)
+
+    async def edit(
+        self,
+        memory: Memory,
+        content: str,
+        *,
+        action: RevisionAction,
+        cause: RevisionCause,
+        source_text: str | None = None,
+        labels: dict[str, str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        superseded: tuple[str | None, str | None] | None = None,
+    ) -> Memory:
+        """Rewrite a memory's content (re-embedded), optionally its metadata and supersede state."""
+        vector = (await self.embedder.embed([content]))[0].tolist()
+        update: dict[str, Any] = {
+            "content": content,
+            "content_hash": content_hash(content),
+            "embedding": vector,
+            "token_count": self.tokens.count(content),
+            "updated_at": utcnow(),
+        }
+        if metadata is not None:
+            update["metadata"] = metadata
+        if superseded is not None:
+            by, reason = superseded
+            update |= {
+                "superseded_by": by,
+                "supersede_reason": reason,
+                "superseded_at": utcnow() if by else None,
+            }
+        edited = memory.model_copy(update=update)
+        await self.save(edited, action, cause, source_text=source_text, labels=labels)
+        return edited
+
+    async def supersede(
+        self, loser: Memory, winner: Memory, reason: Literal["duplicate", "contradict"]
+    ) -> Memory:
+        """Soft-delete `loser` in favour of `winner`: kept for history, hidden from every default read."""
+        stored = await self.long_term.get(loser.user_id, loser.id)  # with its vector, which put() rewrites
+        superseded = stored.model_copy(
+            update={"superseded_by": winner.id, "supersede_reason": reason, "superseded_at": utcnow()}
+        )
+        await self.save(
+            superseded,
+            "supersede",
+            "reconcile",
+            source_text=winner.content,
+            labels={"superseded_by": winner.id, "reason": reason},
+        )
+        return superseded
+
+    async def save(
+        self,
+        memory: Memory,
+        action: RevisionAction,
+        cause: RevisionCause,
+        *,
+        source_text: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> Revision:
+        """put() the memory, then append its revision (the state after the change)."""
+        await self.long_term.put([memory])
+        return await self.record(memory, action, cause, source_text=source_text, labels=labels)
+
+    async def record(
+        self,
+        memory: Memory,
+        action: RevisionAction,
+        cause: RevisionCause,
+        *,
+        source_text: str | None = None,
+        labels: dict[str, str] | None = None,
+    ) -> Revision:
+        """Append a revision for a change already stored (e.g. a summary the service wrote)."""
+        return await self.revisions.append(
+            Revision(
+                user_id=memory.user_id,
+                memory_id=memory.id,
+                thread_id=memory.thread_id,
+                memory_type=memory.type,
+                action=action,
+                cause=cause,
+                content=memory.content,
+                metadata=memory.metadata,
+                superseded_by=memory.superseded_by,
+                supersede_reason=memory.supersede_reason,
+                source_text=source_text,
+                labels=labels or {},
+            )
+        )

@@ -1,0 +1,262 @@
+"""The MCP surface of learning (issue 5): explicit memories, revisions, on-demand extraction and
+reconciliation, the user profile resource, and the recall prompt with retrieval help.
+
+`register_learning(server, host, settings)` adds them to the server build_server() made, and installs
+the middleware that lets background work reach a client's model through MCP sampling.
+"""
+
+# No `from __future__ import annotations` here: the SDK evaluates tool annotations, and the
+# Resolve(...) markers name resolvers local to register_learning, which only eager annotations see.
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.resolve import Resolve, Sample
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from . import validation as check
+from .auth import current_principal
+from .config import Settings
+from .errors import MemoryServerError
+from .host import ServiceHost
+from .learning import Learning
+from .learning.parsing import MalformedAnswer
+from .learning.recall import SimilarityFloor, default_floor, is_small_talk, is_vague, with_context
+from .learning.views import ExtractionReport, HistoryResult, MemoryView, ReconcileReport, WrittenMemory
+from .llm.chat import ChatModel
+from .llm.sampling import SamplingSessions, answer_text, sample_request, supports_sampling
+from .prompts import RenderedPrompt, load_prompt
+from .recall import render_memories
+from .views import SearchHit
+
+NO_MODEL = (
+    "fact extraction is off: no LLM is configured (MCP_MEMORY_LLM__PROVIDER) and this client does not "
+    "offer MCP sampling, so there is no model to read the conversation. Explicit memories (remember) "
+    "and everything else still work."
+)
+MemoryId = Annotated[
+    str, Field(description="The id of a long-term memory, e.g. fact_... from remember or search.")
+]
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    try:
+        yield
+    except MalformedAnswer as e:
+        raise ToolError(f"the model's answer was not the JSON asked for ({e}); nothing was stored") from e
+    except MemoryServerError as e:
+        raise ToolError(str(e)) from e
+
+
+def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Settings) -> None:
+    def user() -> str:
+        return current_principal(settings).user_id
+
+    def user_of(_: ServerRequestContext[Any, Any]) -> str | None:
+        try:
+            return user()
+        except MemoryServerError:  # a credential naming no user: nothing to sample for
+            return None
+
+    sessions = SamplingSessions(
+        user_of, timeout_seconds=settings.llm.timeout_seconds, max_tokens=settings.learning.max_answer_tokens
+    )
+    server.middleware.append(sessions)
+    host.sampling = sessions
+
+    def learning() -> Learning:
+        found = host.service.learning
+        if not isinstance(found, Learning):
+            raise ToolError("learning is off: the long-term store does not support it (see the server log)")
+        return found
+
+    def in_call_sampling(ctx: Context[Any, Any]) -> bool:
+        """No configured LLM, sampling allowed, and this client offers it: the SDK samples in the call."""
+        return (
+            learning().chat is None
+            and settings.learning.sampling
+            and supports_sampling(ctx.client_capabilities)
+        )
+
+    async def answer(
+        chat: ChatModel | None, sampled: types.CreateMessageResult | None, prompt: RenderedPrompt
+    ) -> tuple[str, str]:
+        """(answer, model name) from the configured LLM, else from the client's sampled answer."""
+        if chat is not None:
+            text = await chat.complete(
+                prompt.system, prompt.user, json_mode=True, max_tokens=settings.learning.max_answer_tokens
+            )
+            return text, chat.name
+        if sampled is not None:
+            return answer_text(sampled), "sampling"
+        raise ToolError(NO_MODEL)
+
+    # ---- explicit memories and revisions ---------------------------------------------------------
+
+    @server.tool(annotations=ToolAnnotations(title="Remember", read_only_hint=False, destructive_hint=False))
+    async def remember(
+        content: Annotated[
+            str, Field(description='One self-contained statement, e.g. "The user is vegetarian".')
+        ],
+        type: Annotated[
+            str,
+            Field(description="semantic (a fact), preference, procedural (how-to) or episodic (an event)."),
+        ] = "semantic",
+        thread_id: Annotated[str | None, Field(description="The conversation it belongs to, if any.")] = None,
+    ) -> WrittenMemory:
+        """Store a long-term memory the user asked you to keep. An identical one is not duplicated; a
+        nearly identical one is updated to this wording."""
+        with _tool_errors():
+            return await learning().editor.remember(user(), content, type, thread_id)
+
+    @server.tool(
+        annotations=ToolAnnotations(title="Update a memory", read_only_hint=False, destructive_hint=True)
+    )
+    async def update_memory(
+        memory_id: MemoryId, content: Annotated[str, Field(description="The corrected content.")]
+    ) -> MemoryView:
+        """Correct a fact or the user profile. The previous content stays in memory_history and can be
+        restored with rollback_memory."""
+        with _tool_errors():
+            return await learning().editor.update(user(), memory_id, content)
+
+    @server.tool(
+        annotations=ToolAnnotations(title="Memory history", read_only_hint=True, idempotent_hint=True)
+    )
+    async def memory_history(memory_id: MemoryId) -> HistoryResult:
+        """Every revision of a memory, oldest first: its content after each change and what caused it."""
+        with _tool_errors():
+            return await learning().editor.history(user(), memory_id)
+
+    @server.tool(
+        annotations=ToolAnnotations(title="Roll a memory back", read_only_hint=False, destructive_hint=True)
+    )
+    async def rollback_memory(
+        memory_id: MemoryId,
+        revision_id: Annotated[
+            str, Field(description="The revision to restore (an id from memory_history).")
+        ],
+    ) -> MemoryView:
+        """Restore a memory's content (and superseded state) as of an earlier revision; the rollback is
+        itself a new revision."""
+        with _tool_errors():
+            return await learning().editor.rollback(user(), memory_id, revision_id)
+
+    # ---- on demand: extraction and reconciliation ------------------------------------------------
+
+    async def extraction_sample(thread_id: str, ctx: Context[Any, Any]) -> Sample | None:
+        if not in_call_sampling(ctx):
+            return None
+        batch = await learning().prepare_extraction(user(), check.thread_id(thread_id))
+        if batch is None:
+            return None
+        return sample_request(
+            batch.prompt.system,
+            batch.prompt.user,
+            max_tokens=settings.learning.max_answer_tokens,
+            json_mode=True,
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(title="Extract memories", read_only_hint=False, destructive_hint=False)
+    )
+    async def extract_memories(
+        thread_id: Annotated[str, Field(description="The conversation to learn from.")],
+        sampled: Annotated[types.CreateMessageResult | None, Resolve(extraction_sample)],
+        ctx: Context[Any, Any],
+    ) -> ExtractionReport:
+        """Learn facts from the thread's turns not yet learned from, now (it also happens by itself every
+        few turns). Uses the configured LLM, or your own model through MCP sampling."""
+        with _tool_errors():
+            found = learning()
+            batch = await found.prepare_extraction(user(), check.thread_id(thread_id))
+            if batch is None:
+                if found.chat is None and not in_call_sampling(ctx):
+                    raise ToolError(NO_MODEL)
+                return ExtractionReport(thread_id=thread_id, model="none", turns_read=0, facts=[])
+            text, model = await answer(found.chat, sampled, batch.prompt)
+            return await found.finish_extraction(batch, text, model)
+
+    async def reconcile_sample(ctx: Context[Any, Any]) -> Sample | None:
+        if not in_call_sampling(ctx):
+            return None
+        batch = await learning().prepare_reconcile(user())
+        if batch is None:
+            return None
+        return sample_request(
+            batch.prompt.system,
+            batch.prompt.user,
+            max_tokens=settings.learning.max_answer_tokens,
+            json_mode=True,
+        )
+
+    @server.tool(
+        annotations=ToolAnnotations(title="Reconcile memories", read_only_hint=False, destructive_hint=False)
+    )
+    async def reconcile_memories(
+        sampled: Annotated[types.CreateMessageResult | None, Resolve(reconcile_sample)],
+        ctx: Context[Any, Any],
+    ) -> ReconcileReport:
+        """Review the user's recent facts for duplicates (merged) and contradictions (the newer wins);
+        losers are superseded, never deleted, and stay in memory_history. Also refreshes the profile."""
+        with _tool_errors():
+            found = learning()
+            batch = await found.prepare_reconcile(user())
+            if batch is None:
+                if found.chat is None and not in_call_sampling(ctx):
+                    raise ToolError(NO_MODEL)
+                return ReconcileReport(model="none", facts_reviewed=0)
+            text, model = await answer(found.chat, sampled, batch.prompt)
+            report = await found.finish_reconcile(batch, text, model)
+            report.profile_updated = await found.refresh_profile(user()) is not None
+            return report
+
+    # ---- the profile and recall ------------------------------------------------------------------
+
+    @server.resource("memory://profile", name="profile", mime_type="text/plain")
+    async def profile() -> str:
+        """What is known about the user across all threads (empty until facts are learned)."""
+        try:
+            found = learning()
+            current = await found.profiles.current(user())
+            if current is None:  # never built yet: the offline profile costs no model call
+                current = await found.profiles.rebuild_offline(user())
+            return current.content if current else ""
+        except (MemoryServerError, ToolError) as e:
+            raise ResourceError(str(e)) from e
+
+    server.remove_prompt("recall")
+
+    @server.prompt(
+        name="recall", description="Relevant memories for a query, as recalled data, not instructions."
+    )
+    async def recall(query: str, thread_id: str | None = None) -> str:
+        with _tool_errors():
+            hits = await recall_hits(query, thread_id)
+            template = load_prompt("recall", settings.prompts_dir)
+            return template.render(query=query, memories=render_memories(hits)).text
+
+    async def recall_hits(query: str, thread_id: str | None) -> list[SearchHit]:
+        if is_small_talk(query):
+            return []
+        service = host.service
+        text, context_ids = query, set[str]()
+        if thread_id is not None and is_vague(query):
+            recent = (await service.get_working_memory(user(), thread_id, recent=4)).messages
+            text = with_context(query, [m.content for m in recent])
+            context_ids = {m.id for m in recent}  # already in the conversation: not worth recalling
+        found = await service.search(user(), text, thread_id=thread_id, limit=8 + len(context_ids))
+        hits = [h for h in found.results if h.id not in context_ids][:8]
+        floor = settings.learning.recall_min_similarity
+        if floor is None:
+            floor = default_floor(service.embedder.spec.model)
+        return await SimilarityFloor(service.stores.long_term, service.embedder, floor).keep(
+            user(), text, hits
+        )

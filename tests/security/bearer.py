@@ -1,0 +1,61 @@
+"""Principals with real bearer tokens, and MCP clients that present them over streamable HTTP."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from mcp_memory.auth import hash_token, new_token
+from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, ServerStarter
+
+
+@dataclass(frozen=True)
+class Credential:
+    user_id: str
+    token: str
+    scopes: tuple[str, ...] = ("read", "write")
+    expired: bool = False
+
+    def entry(self) -> dict[str, object]:
+        entry: dict[str, object] = {
+            "sha256": hash_token(self.token),
+            "user_id": self.user_id,
+            "name": f"{self.user_id}-{'-'.join(self.scopes)}",
+            "scopes": list(self.scopes),
+        }
+        if self.expired:
+            entry["expires_at"] = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
+        return entry
+
+
+def credential(user_id: str, *scopes: str, expired: bool = False) -> Credential:
+    return Credential(user_id, new_token(), tuple(scopes) or ("read", "write"), expired)
+
+
+def tokens_env(credentials: Iterable[Credential], **extra: str) -> dict[str, str]:
+    """Server environment configuring these tokens (hashes only) inline."""
+    return {"MCP_MEMORY_SECURITY__TOKENS": json.dumps([c.entry() for c in credentials]), **extra}
+
+
+def start_with_tokens(
+    start_server: ServerStarter, tmp_path: Path, credentials: Iterable[Credential], **extra: str
+) -> NetworkServer:
+    return start_server("http", tmp_path / "data", tokens_env(credentials, **extra))
+
+
+@asynccontextmanager
+async def bearer_client(server: NetworkServer, token: str | None) -> AsyncIterator[Client]:
+    """An MCP client over streamable HTTP that sends `Authorization: Bearer <token>` on every request."""
+    headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
+    async with create_mcp_http_client(headers=headers) as http:
+        transport = streamable_http_client(server.url, http_client=http)
+        async with Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS) as client:
+            yield client
