@@ -130,8 +130,8 @@ def auth_options(settings: Settings) -> dict[str, Any]:
         "token_verifier": HashedTokenVerifier(entries),
         "auth": AuthSettings(
             # Static tokens have no issuer of ours; the URL is only advertised when both are configured.
-            issuer_url=security.authorization_server if advertised else "http://127.0.0.1/",  # type: ignore[arg-type]
-            resource_server_url=security.resource_url if advertised else None,  # type: ignore[arg-type]
+            issuer_url=security.authorization_server if advertised else "http://127.0.0.1/",
+            resource_server_url=security.resource_url if advertised else None,
             validate_token_resource=False,  # a static token names its user, not an audience
         ),
     }
@@ -221,7 +221,7 @@ def token_command(user_id: str, name: str, scopes: list[str], expires_at: dateti
         sha256=hash_token(token),
         user_id=user_id,
         name=name or user_id,
-        scopes=scopes or [READ, WRITE],  # type: ignore[arg-type]
+        scopes=scopes or [READ, WRITE],
         expires_at=expires_at,
     )
     load_tokens(SecuritySettings(tokens=[entry]))  # the same checks as at startup

@@ -130,9 +130,19 @@ class SummarySettings(BaseModel):
 
 
 class SearchSettings(BaseModel):
+    fusion: Literal["score", "rrf"] = Field(
+        default="score",
+        description="How hybrid search fuses BM25 and vectors: normalized score sum, or Reciprocal Rank Fusion.",
+    )
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal Rank Fusion constant k.")
-    text_weight: float = Field(default=1.0, ge=0, description="RRF weight of the BM25 ranking.")
-    vector_weight: float = Field(default=1.0, ge=0, description="RRF weight of the vector ranking.")
+    text_weight: float = Field(default=1.0, ge=0, description="Fusion weight of the BM25 side.")
+    vector_weight: float = Field(default=1.0, ge=0, description="Fusion weight of the vector side.")
+    context_turns: int = Field(
+        default=2, ge=0, le=10, description="Earlier turns of its thread indexed (for BM25) with each turn."
+    )
+    context_weight: float = Field(
+        default=0.4, ge=0, description="BM25 weight of that context relative to the turn's own words."
+    )
     max_limit: int = Field(default=100, ge=1, description="Largest `limit` search_memory accepts.")
 
 

@@ -91,7 +91,9 @@ class ServiceHost:
             if self._service is None:
                 stack = AsyncExitStack()
                 try:
-                    self._service = await stack.enter_async_context(open_service(self.settings, self._notify, self.sampling))
+                    self._service = await stack.enter_async_context(
+                        open_service(self.settings, self._notify, self.sampling)
+                    )
                     await self._connect_bus(stack)
                 except BaseException:
                     await stack.aclose()
@@ -101,12 +103,17 @@ class ServiceHost:
         try:
             yield self._service
         finally:
+            closing: AsyncExitStack | None = None
             with anyio.CancelScope(shield=True):
                 async with self._lock:
                     self._users -= 1
                     if self._users == 0 and self._stack is not None:
-                        stack, self._stack, self._service = self._stack, None, None
-                        await stack.aclose()
+                        closing, self._stack, self._service = self._stack, None, None
+            # Closed outside the shield: the stack holds task groups (the Redis event bus, background
+            # workers) whose cancel scopes must exit in the order they were entered, and a scope
+            # entered after them (the shield) would still be the task's current one.
+            if closing is not None:
+                await closing.aclose()
 
     async def _connect_bus(self, stack: AsyncExitStack) -> None:
         """With Redis working memory, change notifications travel between replicas over Redis pub/sub."""

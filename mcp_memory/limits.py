@@ -1,5 +1,7 @@
 """Per-principal limits: request rate, stored bytes and LLM calls per hour.
 
+The rate applies to authenticated (network) principals; quotas apply to every user, stdio's too.
+
 One process keeps the counters in memory. Behind several replicas each enforces its own share (a
 principal may reach N times the rate across N replicas). The stored-bytes figure is measured from
 the long-term store when a user is first seen and again after forgetting or importing, and counted
@@ -16,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
@@ -71,7 +74,8 @@ class RateLimit:
         self._limiter = RateLimiter(security.requests_per_second, security.request_burst, clock)
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
-        if ctx.request_id is None or ctx.method in UNMETERED_METHODS:
+        # Network principals only: the stdio (or loopback, tokenless) user owns the process and its data.
+        if ctx.request_id is None or ctx.method in UNMETERED_METHODS or get_access_token() is None:
             return await call_next(ctx)
         principal = current_principal(self._settings)
         wait = self._limiter.take(principal.user_id)

@@ -60,9 +60,9 @@ class Memory(BaseModel):
     type: MemoryType = "turn"
     content: str
     embedding: list[float] | None = Field(default=None, repr=False)
-    # What full-text search indexes when it should differ from content (e.g. with its thread context);
-    # None = content. Never shown to clients.
-    index_text: str | None = Field(default=None, repr=False)
+    # Text full-text search indexes beside the content, at a lower weight: the turns before it in its
+    # thread and its date (what a later question may use to find it). Never shown to clients.
+    index_context: str | None = Field(default=None, repr=False)
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime | None = None
@@ -79,7 +79,7 @@ class Memory(BaseModel):
 
     def public(self) -> dict[str, Any]:
         """The JSON a client sees: everything but the vector."""
-        return self.model_dump(mode="json", exclude={"embedding", "index_text"})
+        return self.model_dump(mode="json", exclude={"embedding", "index_context"})
 
 
 class Message(BaseModel):
@@ -138,9 +138,11 @@ class SearchQuery(BaseModel):
     since: datetime | None = None
     until: datetime | None = None
     limit: int = 10
+    fusion: Literal["score", "rrf"] = "score"
     rrf_k: int = 60
     text_weight: float = 1.0
     vector_weight: float = 1.0
+    context_weight: float = 0.4  # BM25 weight of a memory's indexed context relative to its own words
     # Phrases the user quoted: every hit must contain each one verbatim (case-insensitive).
     phrases: list[str] = Field(default_factory=list)
 

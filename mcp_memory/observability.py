@@ -141,7 +141,7 @@ def service_probes(host: Any) -> dict[str, Probe]:
 def add_readiness_route(server: Any, path: str = "/ready") -> None:
     """GET /ready: 200 when every backend answers, 503 with the failing ones otherwise."""
 
-    @server.custom_route(path, methods=["GET"])
+    @server.custom_route(path, methods=["GET"])  # type: ignore[untyped-decorator]  # Any-typed server
     async def ready(_: Request) -> JSONResponse:
         try:
             probes = service_probes(server.host)

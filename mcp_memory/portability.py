@@ -50,8 +50,8 @@ class Provenance(BaseModel):
 class ExportHeader(BaseModel):
     model_config = ConfigDict(extra="ignore")
     kind: Literal["header"] = "header"
-    format: Literal["mcp-memory-export"] = FORMAT
-    version: Literal[1] = VERSION
+    format: Literal["mcp-memory-export"] = "mcp-memory-export"
+    version: Literal[1] = 1
     user_id: str
     exported_at: datetime
     counts: dict[str, int] = Field(default_factory=dict)
@@ -118,6 +118,7 @@ class ExportResult(BaseModel):
 
 def provenance_of(memory: Memory) -> Provenance:
     imported = memory.metadata.get("imported_from")
+    writer: str
     if memory.role is not None:
         writer = memory.role
     elif memory.type == "summary":

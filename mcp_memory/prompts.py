@@ -24,10 +24,17 @@ USER_MARKER = "<!-- user -->"
 REQUIRED_PLACEHOLDERS: dict[str, frozenset[str]] = {
     "summary": frozenset({"prev_summary", "messages_joined"}),
     "recall": frozenset({"query", "memories"}),
+    # Learning (issue 5): mcp_memory/learning/templates.py loads these.
+    "extract": frozenset({"turns"}),
+    "reconcile": frozenset({"facts"}),
+    "profile": frozenset({"prev_profile", "facts"}),
 }
 OPTIONAL_PLACEHOLDERS: dict[str, frozenset[str]] = {
     "summary": frozenset({"max_words"}),
     "recall": frozenset(),
+    "extract": frozenset({"context", "today", "max_facts"}),
+    "reconcile": frozenset({"today"}),
+    "profile": frozenset({"max_words"}),
 }
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")

@@ -34,7 +34,7 @@ from .models import (
     summary_id,
     utcnow,
 )
-from .search import quoted_phrases
+from .search import date_words, quoted_phrases
 from .storage import Stores
 from .summarize import ExtractiveSummarizer, Summarizer
 from .tokens import TokenCounter
@@ -113,6 +113,7 @@ class MemoryService:
 
         tokens = self.tokens.count(content)
         vector = (await self.embedder.embed([content]))[0]
+        moment = created_at or utcnow()
         turn = Memory(
             id=f"turn_{uuid.uuid4().hex}",
             user_id=user_id,
@@ -121,8 +122,9 @@ class MemoryService:
             type="turn",
             content=content,
             embedding=vector.tolist(),
+            index_context=await self._index_context(user_id, thread_id, moment),
             metadata=metadata,
-            created_at=created_at or utcnow(),
+            created_at=moment,
             token_count=tokens,
         )
         # Long term first: once it is there, nothing acknowledged can be lost with working memory.
@@ -205,7 +207,9 @@ class MemoryService:
             since=since_,
             until=until_,
             limit=limit,
+            fusion=self.settings.search.fusion,
             rrf_k=self.settings.search.rrf_k,
+            context_weight=self.settings.search.context_weight,
             text_weight=self.settings.search.text_weight,
             vector_weight=self.settings.search.vector_weight,
             phrases=quoted_phrases(query),
@@ -380,6 +384,17 @@ class MemoryService:
         return sum(len(m.content.encode()) for m in await self.stores.long_term.memories_of(user_id))
 
     # ---- internals -----------------------------------------------------------------------------
+
+    async def _index_context(self, user_id: str, thread_id: str, moment: datetime) -> str:
+        """What full-text search indexes beside a turn: the turns just before it and its date.
+
+        A question often shares its words with the turn an answer replies to rather than the answer
+        itself ("what did Maya suggest?" -> "Maya: how about Lisbon?" -> "Sounds great, booked!").
+        Indexing the two previous turns at 0.4 weight: +0.11 R@10 on LoCoMo (README benchmarks).
+        """
+        turns = self.settings.search.context_turns
+        previous = await self.stores.long_term.recent(user_id, thread_id, limit=turns) if turns else []
+        return " ".join([*(m.content for m in previous), date_words(moment)])
 
     def _threshold(self, window: int) -> int:
         return int(window * self.settings.summary.threshold)

@@ -4,7 +4,7 @@ Layout (both containers share it):
 - hierarchical partition key (/user_id, /thread_id); a memory without a thread (a fact about the user,
   the user summary) is stored under USER_THREAD, a thread id the product never issues;
 - `created_at` as a fixed-width UTC ISO string, so string order is time order (ORDER BY, ranges);
-- `index_text`: what full-text search indexes (Memory.index_text, else the content);
+- `index_text`: what full-text search indexes: the content, plus Memory.index_context when there is one;
 - `doc_hash`: a hash of the whole document, so re-writing an unchanged memory can be skipped;
 - `ttl` only on turns when a turn TTL is configured (containers run with defaultTtl -1: TTL on,
   nothing expires unless the item says so).
@@ -38,6 +38,7 @@ MEMORY_FIELDS = (
     "type",
     "content",
     "index_text",
+    "index_context",
     "metadata",
     "created_at",
     "updated_at",
@@ -68,7 +69,9 @@ def to_document(memory: Memory, *, turn_ttl_seconds: int | None) -> dict[str, An
         "role": memory.role,
         "type": memory.type,
         "content": memory.content,
-        "index_text": memory.index_text if memory.index_text is not None else memory.content,
+        # One full-text field in Cosmos DB: the content and its context together.
+        "index_text": f"{memory.content}\n{memory.index_context}" if memory.index_context else memory.content,
+        "index_context": memory.index_context,
         "metadata": memory.metadata,
         "created_at": timestamp(memory.created_at),
         "updated_at": timestamp(memory.updated_at) if memory.updated_at else None,
@@ -95,7 +98,6 @@ def document_hash(doc: dict[str, Any]) -> str:
 def from_document(doc: dict[str, Any]) -> Memory:
     thread_id = doc.get("thread_id")
     content = doc["content"]
-    index_text = doc.get("index_text")
     return Memory(
         id=doc["id"],
         user_id=doc["user_id"],
@@ -103,7 +105,7 @@ def from_document(doc: dict[str, Any]) -> Memory:
         role=doc.get("role"),
         type=doc["type"],
         content=content,
-        index_text=None if index_text in (None, content) else index_text,
+        index_context=doc.get("index_context"),
         embedding=doc.get("embedding"),
         metadata=doc.get("metadata") or {},
         created_at=doc["created_at"],

@@ -72,7 +72,7 @@ MIGRATIONS: list[str] = [
         role TEXT,
         type TEXT NOT NULL,
         content TEXT NOT NULL,
-        index_text TEXT NOT NULL,
+        index_context TEXT NOT NULL,
         embedding BLOB,
         metadata TEXT NOT NULL,
         created_at TEXT NOT NULL,
@@ -87,19 +87,25 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memories_by_thread ON memories (user_id, thread_id, created_at);
     CREATE INDEX memories_by_hash ON memories (user_id, content_hash);
 
+    -- Two columns so BM25 can weigh a memory's own words above its context (bm25(..., 1.0, w)).
+    -- Porter stemming: +0.03 R@10 on LoCoMo over plain unicode61 (bench/locomo.py).
     CREATE VIRTUAL TABLE memories_fts USING fts5(
-        index_text, content='memories', content_rowid='rowid',
+        content, index_context, content='memories', content_rowid='rowid',
         tokenize='porter unicode61 remove_diacritics 2'
     );
     CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
-        INSERT INTO memories_fts(rowid, index_text) VALUES (new.rowid, new.index_text);
+        INSERT INTO memories_fts(rowid, content, index_context)
+        VALUES (new.rowid, new.content, new.index_context);
     END;
     CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, index_text) VALUES ('delete', old.rowid, old.index_text);
+        INSERT INTO memories_fts(memories_fts, rowid, content, index_context)
+        VALUES ('delete', old.rowid, old.content, old.index_context);
     END;
     CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
-        INSERT INTO memories_fts(memories_fts, rowid, index_text) VALUES ('delete', old.rowid, old.index_text);
-        INSERT INTO memories_fts(rowid, index_text) VALUES (new.rowid, new.index_text);
+        INSERT INTO memories_fts(memories_fts, rowid, content, index_context)
+        VALUES ('delete', old.rowid, old.content, old.index_context);
+        INSERT INTO memories_fts(rowid, content, index_context)
+        VALUES (new.rowid, new.content, new.index_context);
     END;
     """,
     # 2: learning (issue 5): immutable revisions of long-term memories, trigger counters and marks

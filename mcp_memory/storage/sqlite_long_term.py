@@ -13,11 +13,13 @@ import numpy as np
 
 from ..errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
 from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
-from ..search import keywords, rrf
+from ..search import keywords, rrf, score_fusion
 from .base import EmbeddingSpec
 from .sqlite_codec import pack_vector, parse_ts, ts, unpack_vector
 from .sqlite_db import SqliteDatabase
 from .vector_index import VectorFilter, VectorIndex
+
+TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
 
 _COLUMNS = (
     "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
@@ -69,12 +71,12 @@ class SqliteLongTermStore:
             rowids = []
             for m in memories:
                 row = conn.execute(
-                    "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_text, embedding,"
+                    "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
                     " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
                     " supersede_reason, superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (user_id, id) DO UPDATE SET thread_id = excluded.thread_id,"
                     " role = excluded.role, type = excluded.type, content = excluded.content,"
-                    " index_text = excluded.index_text, embedding = excluded.embedding,"
+                    " index_context = excluded.index_context, embedding = excluded.embedding,"
                     " metadata = excluded.metadata, updated_at = excluded.updated_at,"
                     " token_count = excluded.token_count, content_hash = excluded.content_hash,"
                     " superseded_by = excluded.superseded_by, supersede_reason = excluded.supersede_reason,"
@@ -137,21 +139,32 @@ class SqliteLongTermStore:
         return [ThreadInfo(thread_id=r[0], message_count=r[1], updated_at=parse_ts(r[2])) for r in rows]
 
     async def search(self, query: SearchQuery, vector: list[float] | None) -> list[Hit]:
-        pool = max(query.limit * 4, 50)
-        text_ranked: list[tuple[int, float]] = []
-        vector_ranked: list[tuple[int, float]] = []
+        # Quoted phrases filter afterwards; widen the pools so they still leave enough.
+        pool = max(query.limit * 4, 50) * (4 if query.phrases else 1)
+        text_hits: list[tuple[int, float]] = []
         if query.mode in ("hybrid", "text"):
-            text_ranked = await self._text_search(query, pool)
-        if query.mode in ("hybrid", "vector") and vector is not None:
-            vector_ranked = await self._vector_search(query, np.asarray(vector, dtype=np.float32), pool)
-
-        if query.mode == "text":
-            scored = text_ranked
-        elif query.mode == "vector" or not text_ranked:
-            scored = vector_ranked
+            text_hits = await self._text_search(query, max(pool, TEXT_CANDIDATES))
+        if query.mode == "text" or vector is None:
+            return await self._hits(text_hits, query)
+        index = await self._vector_index(query.user_id)
+        where = _vector_filter(query)
+        query_vector = np.asarray(vector, dtype=np.float32)
+        if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
+            return await self._hits(index.search(query_vector, pool, where), query)
+        if query.fusion == "score":
+            keys, cosines = index.scores(query_vector, where)
+            scored = score_fusion(
+                text_hits,
+                keys,
+                cosines,
+                limit=pool,
+                text_weight=query.text_weight,
+                vector_weight=query.vector_weight,
+            )
         else:
+            vector_hits = index.search(query_vector, pool, where)
             scored = rrf(
-                [[r for r, _ in text_ranked], [r for r, _ in vector_ranked]],
+                [[r for r, _ in text_hits], [r for r, _ in vector_hits]],
                 weights=[query.text_weight, query.vector_weight],
                 k=query.rrf_k,
             )
@@ -162,33 +175,28 @@ class SqliteLongTermStore:
         if match is None:
             return []
         where, args = _filters(query, "m.")
+        # Column weights: a memory's own words count fully, its context (earlier turns, date) less.
+        rank = f"bm25(memories_fts, 1.0, {float(query.context_weight)!r})"
         rows = await self._db.run(
             lambda conn: conn.execute(
-                "SELECT m.rowid, bm25(memories_fts) FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY bm25(memories_fts) LIMIT ?",
+                f"SELECT m.rowid, {rank} FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND {where} ORDER BY {rank} LIMIT ?",
                 (match, *args, pool),
             ).fetchall()
         )
         return [(r[0], -r[1]) for r in rows]  # bm25() is lower-is-better; report higher-is-better
 
-    async def _vector_search(self, query: SearchQuery, vector: np.ndarray, pool: int) -> list[tuple[int, float]]:
+    async def _vector_index(self, user_id: str) -> VectorIndex:
         # Another process sharing the file (a second MCP client) may have written since we cached
         # vectors; SQLite's data_version changes exactly when another connection commits.
         data_version = await self._db.run(lambda conn: conn.execute("PRAGMA data_version").fetchone()[0])
         if data_version != self._data_version:
             self._vectors.clear()
             self._data_version = data_version
-        index = self._vectors.get(query.user_id)
+        index = self._vectors.get(user_id)
         if index is None:
-            index = await self._load_vectors(query.user_id)
-        where = VectorFilter(
-            thread_id=query.thread_id,
-            types=tuple(query.types) if query.types else None,
-            since=query.since.timestamp() if query.since else None,
-            until=query.until.timestamp() if query.until else None,
-        )
-        # Quoted phrases filter afterwards; widen the pool so they still leave enough.
-        return index.search(vector, pool * 4 if query.phrases else pool, where)
+            index = await self._load_vectors(user_id)
+        return index
 
     async def _load_vectors(self, user_id: str) -> VectorIndex:
         def work(conn: sqlite3.Connection) -> VectorIndex:
@@ -282,7 +290,8 @@ class SqliteLongTermStore:
         self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
     ) -> list[Hit]:
         query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)  # type: ignore[arg-type]
-        ranked = await self._vector_search(query, np.asarray(vector, dtype=np.float32), limit)
+        index = await self._vector_index(user_id)
+        ranked = index.search(np.asarray(vector, dtype=np.float32), limit, _vector_filter(query))
         return await self._hits([(r, s) for r, s in ranked if s >= min_similarity], query)
 
     async def list_active(
@@ -308,6 +317,15 @@ class SqliteLongTermStore:
             ).fetchall()
         )
         return [_memory(r) for r in rows]
+
+
+def _vector_filter(query: SearchQuery) -> VectorFilter:
+    return VectorFilter(
+        thread_id=query.thread_id,
+        types=tuple(query.types) if query.types else None,
+        since=query.since.timestamp() if query.since else None,
+        until=query.until.timestamp() if query.until else None,
+    )
 
 
 def _fts_query(query: SearchQuery) -> str | None:
@@ -351,7 +369,7 @@ def _row(m: Memory) -> tuple[Any, ...]:
         m.role,
         m.type,
         m.content,
-        m.index_text if m.index_text is not None else m.content,
+        m.index_context or "",
         pack_vector(m.embedding),
         json.dumps(m.metadata),
         ts(m.created_at),

@@ -66,16 +66,16 @@ class VectorIndex:
         if position is not None:
             self._active[position] = False
 
-    def search(self, query: np.ndarray, limit: int, where: VectorFilter) -> list[tuple[int, float]]:
-        """(rowid, cosine) of the best `limit` active rows passing the filter, best first."""
+    def scores(self, query: np.ndarray, where: VectorFilter) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, cosines) of every active row passing the filter, in index order."""
         n = self._size
-        if n == 0 or limit <= 0:
-            return []
+        if n == 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         mask = self._active[:n].copy()
         if where.thread_id is not None:
             code = self._thread_codes.get(where.thread_id)
             if code is None:
-                return []
+                return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
             mask &= self._threads[:n] == code
         if where.types is not None:
             codes = [self._type_codes[t] for t in where.types if t in self._type_codes]
@@ -85,15 +85,20 @@ class VectorIndex:
         if where.until is not None:
             mask &= self._created[:n] <= where.until
         candidates = np.flatnonzero(mask)
-        if candidates.size == 0:
-            return []
         q = query.astype(np.float32, copy=False)
         # A full mask is the common case (no filters): one mat-vec without gathering rows first.
-        scores = self._matrix[:n] @ q if candidates.size == n else self._matrix[candidates] @ q
-        k = min(limit, candidates.size)
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(self._rowids[candidates[i]]), float(scores[i])) for i in top]
+        cosines = self._matrix[:n] @ q if candidates.size == n else self._matrix[candidates] @ q
+        return self._rowids[candidates], cosines
+
+    def search(self, query: np.ndarray, limit: int, where: VectorFilter) -> list[tuple[int, float]]:
+        """(rowid, cosine) of the best `limit` active rows passing the filter, best first."""
+        rowids, cosines = self.scores(query, where)
+        if rowids.size == 0 or limit <= 0:
+            return []
+        k = min(limit, rowids.size)
+        top = np.argpartition(-cosines, k - 1)[:k]
+        top = top[np.argsort(-cosines[top], kind="stable")]
+        return [(int(rowids[i]), float(cosines[i])) for i in top]
 
     def _grow(self) -> None:
         capacity = len(self._rowids) * 2

@@ -292,3 +292,19 @@ async def test_hourly_budget_bounds_background_calls(
         await talk(service, "a", "one", "two", "three", "four", "five", "six")
         await settle(service)
         assert len(openai_stub.chat_requests()) == 1
+
+
+async def test_a_lane_that_fell_behind_catches_up_on_every_turn(
+    fast_settings: Settings, openai_stub: OpenAIStub
+) -> None:
+    settings = llm_settings(fast_settings, openai_stub, max_turns_per_extraction=2)
+    settings.llm.timeout_seconds = 60.0
+    async with open_service(settings) as service:
+        openai_stub.set_mode("timeout", times=1)  # the first extraction hangs while turns pile up
+        lines = [f"message number {i} about topic {i}" for i in range(8)]
+        await talk(service, "t", *lines)
+        openai_stub.reply_with(lambda body: facts_answer())
+        openai_stub.release_hung()
+        await settle(service)
+        asked = " ".join(str(r["messages"]) for r in openai_stub.chat_requests()[1:])
+        assert all(line in asked for line in lines)  # in batches of two, oldest first

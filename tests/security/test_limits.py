@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
@@ -10,7 +12,9 @@ from pydantic import SecretStr
 from mcp_memory.config import SecuritySettings, Settings
 from mcp_memory.limits import LimitExceededError, Quotas, RateLimiter
 from mcp_memory.server import build_server
+from tests.security.bearer import bearer_client, credential, start_with_tokens
 from tests.services.mcp_client import call, call_error
+from tests.services.server_process import ServerStarter
 
 pytestmark = pytest.mark.anyio
 
@@ -38,21 +42,33 @@ def _limited(settings: Settings, **security: object) -> Settings:
     return settings.model_copy(update={"security": SecuritySettings.model_validate(security)})
 
 
-async def test_a_principal_past_its_rate_gets_a_clear_error(fast_settings: Settings) -> None:
-    settings = _limited(fast_settings, requests_per_second=0.001, request_burst=5)
-    async with Client(build_server(settings), raise_exceptions=False) as client:
+async def test_a_principal_past_its_rate_gets_a_clear_error(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    ann, bob = credential("ann"), credential("bob")
+    env = {"MCP_MEMORY_SECURITY__REQUESTS_PER_SECOND": "0.001", "MCP_MEMORY_SECURITY__REQUEST_BURST": "6"}
+    server = start_with_tokens(start_server, tmp_path, [ann, bob], **env)
+    async with bearer_client(server, ann.token) as client:
         outcomes = []
         for i in range(8):  # the client's own requests (tools/list) spend from the same bucket
             arguments = {"thread_id": "r", "role": "user", "content": f"n{i}"}
             outcomes.append(await client.call_tool("add_turn", arguments))
         refused = [r for r in outcomes if r.is_error]
-        assert refused, "the burst of 5 was exceeded without a refusal"
+        assert refused, "the burst of 6 was exceeded without a refusal"
         message = refused[0].content[0].text  # type: ignore[union-attr]
         assert "rate limit reached" in message and "retry in" in message
         with pytest.raises(MCPError, match="rate limit reached"):
             await client.read_resource("memory://threads")
-        stored = await client.server.host.service.get_working_memory("tester", "r")  # type: ignore[attr-defined]
-        assert len(stored.messages) == len(outcomes) - len(refused)
+    async with bearer_client(server, bob.token) as client:  # another principal has its own bucket
+        found = await call(client, "search_memory", query="n1")
+        assert found["results"] == []  # and sees none of ann's turns
+
+
+async def test_the_local_user_is_not_rate_limited(fast_settings: Settings) -> None:
+    settings = _limited(fast_settings, requests_per_second=0.001, request_burst=1)
+    async with Client(build_server(settings), raise_exceptions=False) as client:
+        for i in range(5):
+            await call(client, "add_turn", thread_id="r", role="user", content=f"n{i}")
 
 
 async def test_the_storage_quota_refuses_a_write_and_stores_nothing(fast_settings: Settings) -> None:

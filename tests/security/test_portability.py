@@ -79,6 +79,8 @@ async def test_export_then_import_elsewhere_keeps_memories_history_and_provenanc
         assert moved[expected_id]["content"] == line["content"]  # type: ignore[index]
         assert moved[expected_id]["superseded_by"] == line["superseded_by"]  # type: ignore[index]
         assert moved[expected_id]["created_at"] == line["created_at"]  # type: ignore[index]
+    if "fact" in {line.get("type") for line in body}:  # learning on: the fact's history travelled too
+        assert header["counts"]["revision"] >= 2  # type: ignore[index]
     assert sum(1 for line in round_trip if line["kind"] == "revision") == header["counts"]["revision"]  # type: ignore[index]
 
 

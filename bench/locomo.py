@@ -1,0 +1,158 @@
+"""Retrieval quality on LoCoMo (turn level), through the public service API the MCP tools call.
+
+    .venv/bin/python bench/locomo.py ../shared/data/locomo/locomo_dev.json            # the default config
+    .venv/bin/python bench/locomo.py ../shared/data/locomo/locomo_dev.json --compare  # + text, vector, rrf
+
+Each conversation is indexed as the memories of one user, one thread per session, with `add_turn`
+("speaker: text", the session's date as the turn's time; speaker_a as user, speaker_b as assistant).
+Every question of categories 1-4 with evidence is searched (types=["turn"], so thread summaries do not
+take result slots) and the ranked turns are scored against the evidence dia_ids: Recall@k = the mean
+share of a question's evidence turns in the top k; NDCG@10 with binary relevance. Category 5
+(adversarial) is reported separately. The data is read from the path given, never copied.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_memory.config import SearchSettings, Settings
+from mcp_memory.host import open_service
+from mcp_memory.service import MemoryService
+
+KS = (1, 5, 10, 20)
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+def session_time(text: str) -> datetime:
+    """LoCoMo writes '1:56 pm on 8 May, 2023'."""
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+async def index_conversation(service: MemoryService, sample: dict[str, Any]) -> dict[str, str]:
+    """Add every turn; return our memory id -> LoCoMo dia_id."""
+    conversation = sample["conversation"]
+    roles = {conversation["speaker_a"]: "user", conversation["speaker_b"]: "assistant"}
+    ids: dict[str, str] = {}
+    session = 1
+    while f"session_{session}" in conversation:
+        when = session_time(conversation[f"session_{session}_date_time"])
+        for turn in conversation[f"session_{session}"]:
+            out = await service.add_turn(
+                sample["sample_id"],
+                f"session_{session}",
+                roles.get(turn["speaker"], "user"),
+                f"{turn['speaker']}: {turn['text']}",
+                None,
+                10_000_000,  # the benchmark measures retrieval, not summarization
+                created_at=when,
+            )
+            ids[out.turn.id] = turn["dia_id"]
+        session += 1
+    return ids
+
+
+def score(ranked: list[str], evidence: list[str]) -> dict[str, float]:
+    wanted = set(evidence)
+    row = {f"R@{k}": len(wanted & set(ranked[:k])) / len(wanted) for k in KS}
+    gains = sum(1 / math.log2(i + 2) for i, d in enumerate(ranked[:10]) if d in wanted)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(wanted), 10)))
+    row["NDCG@10"] = gains / ideal
+    return row
+
+
+async def evaluate(service: MemoryService, samples: list[dict[str, Any]], ids: dict[str, dict[str, str]], mode: str) -> dict[str, Any]:
+    per_category: dict[int, list[dict[str, float]]] = defaultdict(list)
+    latencies = []
+    for sample in samples:
+        user = sample["sample_id"]
+        for qa in sample["qa"]:
+            if not qa.get("evidence"):
+                continue
+            began = time.perf_counter()
+            found = await service.search(user, qa["question"], types=["turn"], limit=max(KS), mode=mode)
+            latencies.append(time.perf_counter() - began)
+            ranked = [ids[user].get(hit.id, "") for hit in found.results]
+            per_category[qa["category"]].append(score(ranked, qa["evidence"]))
+    main = [row for c in (1, 2, 3, 4) for row in per_category[c]]
+    return {
+        "overall_1_4": _mean(main),
+        "questions_1_4": len(main),
+        "by_category": {CATEGORIES[c]: _mean(rows) | {"n": len(rows)} for c, rows in sorted(per_category.items())},
+        "search_p50_ms": statistics.median(latencies) * 1000,
+    }
+
+
+def _mean(rows: list[dict[str, float]]) -> dict[str, float]:
+    return {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]} if rows else {}
+
+
+def print_table(label: str, result: dict[str, Any]) -> None:
+    o = result["overall_1_4"]
+    print(
+        f"| {label} | {o['R@1']:.3f} | {o['R@5']:.3f} | {o['R@10']:.3f} | {o['R@20']:.3f} | {o['NDCG@10']:.3f} "
+        f"| {result['search_p50_ms']:.1f} |"
+    )
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    samples = json.loads(Path(args.data).read_text())
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-locomo-") as scratch:
+        settings = Settings(user_id="bench", data_dir=Path(scratch))
+        search = settings.search.model_copy(
+            update={k: v for k, v in vars(args).items() if k in SearchSettings.model_fields and v is not None}
+        )
+        settings = settings.model_copy(update={"search": search})
+        results: dict[str, Any] = {"settings": search.model_dump()}
+        async with open_service(settings) as service:
+            began = time.perf_counter()
+            ids = {s["sample_id"]: await index_conversation(service, s) for s in samples}
+            print(f"indexed {sum(len(v) for v in ids.values())} turns in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+            variants = [("hybrid", search.fusion, "default")]
+            if args.compare:
+                other = "rrf" if search.fusion == "score" else "score"
+                variants += [("text", search.fusion, "BM25 only"), ("vector", search.fusion, "vector only"),
+                             ("hybrid", other, f"hybrid, {other} fusion")]
+            print("\n| variant | R@1 | R@5 | R@10 | R@20 | NDCG@10 | search p50 ms |\n|---|---:|---:|---:|---:|---:|---:|")
+            for mode, fusion, label in variants:
+                service.settings = settings.model_copy(update={"search": search.model_copy(update={"fusion": fusion})})
+                result = await evaluate(service, samples, ids, mode)
+                results[label] = result
+                print_table(f"{label} ({mode}, {fusion})" if mode == "hybrid" else label, result)
+            default = results["default"]
+            print("\nby category (default):\n| category | n | R@5 | R@10 | NDCG@10 |\n|---|---:|---:|---:|---:|")
+            for name, row in default["by_category"].items():
+                print(f"| {name} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['NDCG@10']:.3f} |")
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
+    parser.add_argument("--compare", action="store_true", help="also BM25 only, vector only and the other fusion")
+    parser.add_argument("--fusion", choices=["score", "rrf"])
+    parser.add_argument("--text-weight", dest="text_weight", type=float)
+    parser.add_argument("--vector-weight", dest="vector_weight", type=float)
+    parser.add_argument("--context-turns", dest="context_turns", type=int)
+    parser.add_argument("--context-weight", dest="context_weight", type=float)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args()
+    results = anyio.run(run, args)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""A bounded load over streamable HTTP on loopback: 32 clients, each its own authenticated principal,
+for about 10 s against the real server process. No call may fail; the latency percentiles are printed
+(run with -s). The full 60 s form is `python bench/load.py`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bench.load import LOAD_ENV, load_principals, run_load
+from tests.security.bearer import tokens_env
+from tests.services.server_process import ServerStarter
+
+pytestmark = pytest.mark.anyio
+CLIENTS, SECONDS = 32, 10.0
+
+
+async def test_32_clients_for_10_seconds_over_http_without_an_error(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    principals = load_principals(CLIENTS)
+    env = tokens_env(principals, **LOAD_ENV, MCP_MEMORY_LOG_LEVEL="WARNING")
+    server = start_server("http", tmp_path / "data", env)
+    report = await run_load(server, principals, SECONDS)
+    print("\n" + report.summary())
+    assert report.errors == [], report.summary()
+    assert set(report.latencies) == {"add_turn", "search_memory", "get_working_memory"}
+    assert len(report.latencies["add_turn"]) >= CLIENTS
