@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
 import anyio
+from threadpoolctl import threadpool_limits
 
 from .bus import ReplicaBus
 from .config import Settings
@@ -34,6 +35,9 @@ async def open_service(
 ) -> AsyncIterator[MemoryService]:
     """Everything the service needs, opened in order and closed in reverse."""
     async with AsyncExitStack() as stack:
+        # One BLAS thread: a search does one mat-vec; OpenBLAS waking its sleeping worker threads
+        # between requests cost 5-7 ms a search (measured at 3k memories) against 0.6 ms on one thread.
+        stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
         tokens = await anyio.to_thread.run_sync(
             lambda: TokenCounter.load(settings.token_encoding, cache_dir=settings.data_dir / "tiktoken")
         )

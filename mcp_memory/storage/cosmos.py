@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from datetime import datetime
 from typing import Any, Self
 
 import anyio
 from azure.core import MatchConditions
-from azure.cosmos.aio import ContainerProxy
+from azure.cosmos.aio import ContainerProxy, DatabaseProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from ..config import CosmosSettings
@@ -55,8 +56,10 @@ class CosmosLongTermStore:
         embedding: EmbeddingSpec,
         turns: ContainerProxy,
         memories: ContainerProxy,
+        database: DatabaseProxy,
     ) -> None:
         self._settings = settings
+        self._database = database
         self._spec = embedding
         self._turns = turns
         self._memories = memories
@@ -82,7 +85,7 @@ class CosmosLongTermStore:
                 memories, memory_props = await open_container(
                     database, settings.memories_container, settings, embedding
                 )
-            store = cls(settings, embedding, turns, memories)
+            store = cls(settings, embedding, turns, memories, database)
             # The embedding check first: a changed model is the likelier cause of a dimension diff.
             await store._check_embedding_spec()
             raise_on_differences(
@@ -249,6 +252,47 @@ class CosmosLongTermStore:
         fused = rrf([[(i, d["id"]) for d in ranking] for i, ranking in enumerate(rankings)], k=query.rrf_k)
         return [Hit(memory=from_document(by_key[key]), score=score) for key, score in fused[: query.limit]]
 
+    # -- learning (issue 5) ----------------------------------------------------------------------------
+
+    @property
+    def database(self) -> DatabaseProxy:
+        """The open database, shared with the learning container (revisions, trigger counters)."""
+        return self._database
+
+    @property
+    def settings(self) -> CosmosSettings:
+        return self._settings
+
+    async def find_by_hash(self, user_id: str, content_hash: str, *, types: Sequence[str]) -> list[Memory]:
+        docs: list[dict[str, Any]] = []
+        for container, wanted in self._containers(types):
+            docs += await self._query(
+                container, sql.by_hash(user_id, content_hash, wanted), "looking for an identical memory"
+            )
+        return [from_document(d) for d in sorted(docs, key=lambda d: d["created_at"])]
+
+    async def similar(
+        self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
+    ) -> list[Hit]:
+        docs: list[dict[str, Any]] = []
+        for container, wanted in self._containers(types):
+            docs += await self._query(
+                container, sql.similar(user_id, vector, wanted, limit), "looking for a similar memory"
+            )
+        near = sorted((d for d in docs if d["score"] >= min_similarity), key=lambda d: d["score"], reverse=True)
+        return [Hit(memory=from_document(d), score=d["score"]) for d in near[:limit]]
+
+    async def list_active(
+        self, user_id: str, *, types: Sequence[str], limit: int, changed_since: datetime | None = None
+    ) -> list[Memory]:
+        docs: list[dict[str, Any]] = []
+        for container, wanted in self._containers(types):
+            docs += await self._query(
+                container, sql.active(user_id, wanted, limit, changed_since), "listing active memories"
+            )
+        docs.sort(key=lambda d: d["changed_at"], reverse=True)
+        return [from_document(d) for d in docs[:limit]]
+
     # -- forget ---------------------------------------------------------------------------------------
 
     async def forget(self, scope: Scope, *, dry_run: bool = False) -> dict[str, int]:
@@ -308,21 +352,28 @@ class CosmosLongTermStore:
             return [item async for item in container.query_items(kwargs.pop("query"), **kwargs)]
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
-        """Run calls concurrently (at most _CONCURRENCY at once); the first failure is raised as itself."""
-        if len(calls) == 1:
-            await calls[0]()
-            return
+        await each_concurrently(calls, self._limiter)
 
-        async def limited(call: Callable[[], Awaitable[None]]) -> None:
-            async with self._limiter:
-                await call()
 
-        try:
-            async with anyio.create_task_group() as tg:
-                for call in calls:
-                    tg.start_soon(limited, call)
-        except ExceptionGroup as group:
-            first: BaseException = group
-            while isinstance(first, BaseExceptionGroup):
-                first = first.exceptions[0]
-            raise first from None
+async def each_concurrently(
+    calls: Sequence[Callable[[], Awaitable[None]]], limiter: anyio.CapacityLimiter
+) -> None:
+    """Run calls concurrently (at most the limiter's capacity at once); the first failure is raised as
+    itself."""
+    if len(calls) == 1:
+        await calls[0]()
+        return
+
+    async def limited(call: Callable[[], Awaitable[None]]) -> None:
+        async with limiter:
+            await call()
+
+    try:
+        async with anyio.create_task_group() as tg:
+            for call in calls:
+                tg.start_soon(limited, call)
+    except ExceptionGroup as group:
+        first: BaseException = group
+        while isinstance(first, BaseExceptionGroup):
+            first = first.exceptions[0]
+        raise first from None

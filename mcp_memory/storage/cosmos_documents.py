@@ -6,6 +6,8 @@ Layout (both containers share it):
 - `created_at` as a fixed-width UTC ISO string, so string order is time order (ORDER BY, ranges);
 - `index_text`: what full-text search indexes: the content, plus Memory.index_context when there is one;
 - `doc_hash`: a hash of the whole document, so re-writing an unchanged memory can be skipped;
+- `changed_at`: updated_at, else created_at (same format), so "most recently changed first" is one
+  indexed ORDER BY (Cosmos DB cannot order by an expression);
 - `ttl` only on turns when a turn TTL is configured (containers run with defaultTtl -1: TTL on,
   nothing expires unless the item says so).
 """
@@ -75,6 +77,7 @@ def to_document(memory: Memory, *, turn_ttl_seconds: int | None) -> dict[str, An
         "metadata": memory.metadata,
         "created_at": timestamp(memory.created_at),
         "updated_at": timestamp(memory.updated_at) if memory.updated_at else None,
+        "changed_at": timestamp(memory.updated_at or memory.created_at),
         "token_count": memory.token_count,
         "content_hash": memory.content_hash,
         # Always written (null when live) so the superseded filter works on a plain equality too.

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Literal
 
 from ..models import SearchQuery
@@ -112,11 +113,11 @@ def scope(user_id: str, *, thread_id: str | None = None, memory_id: str | None =
     )
 
 
-
 def user_documents(user_id: str) -> CosmosQuery:
     """memories_of(): every document of the user (the store's own thread entries are filtered after)."""
     w = _Where(user_id, None)
     return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters)
+
 
 def thread_entries(user_id: str) -> CosmosQuery:
     w = _Where(user_id, None)
@@ -148,6 +149,48 @@ def embedding_spec() -> CosmosQuery:
     w = _Where(SYSTEM_USER, SYSTEM_USER)
     w.add("c.id = @id", "@id", "embedding_spec")
     return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters, w.partition_key)
+
+
+# -- learning (issue 5): write-time dedup, reconciliation, the user profile ------------------------------
+
+
+def by_hash(user_id: str, content_hash: str, types: Sequence[str]) -> CosmosQuery:
+    """find_by_hash(): the user's active memories of these types with this content hash, oldest first."""
+    w = _Where(user_id, None)
+    w.add("c.content_hash = @content_hash", "@content_hash", content_hash)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    return CosmosQuery(f"SELECT {FIELDS} FROM c WHERE {w.sql} ORDER BY c.created_at", w.parameters)
+
+
+def similar(user_id: str, vector: Sequence[float], types: Sequence[str], limit: int) -> CosmosQuery:
+    """similar(): the `limit` active memories nearest to the vector, with their cosine similarity as score
+    (the containers' distance function is cosine: -1 least to +1 most similar, most similar first). The
+    similarity floor is applied to these rows by the store, which gives the same answer as filtering
+    first: the rows at or above the floor are a prefix of this order."""
+    w = _Where(user_id, None)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    w.param("@limit", limit)
+    w.param("@vector", list(vector))
+    sql = (
+        f"SELECT TOP @limit {FIELDS}, VectorDistance(c.embedding, @vector) AS score FROM c WHERE {w.sql}"
+        " ORDER BY VectorDistance(c.embedding, @vector)"
+    )
+    return CosmosQuery(sql, w.parameters)
+
+
+def active(user_id: str, types: Sequence[str], limit: int, changed_since: datetime | None) -> CosmosQuery:
+    """list_active(): the user's active memories of these types across threads, most recently changed
+    first (changed_at = updated_at, else created_at; see cosmos_documents.py)."""
+    w = _Where(user_id, None)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    if changed_since is not None:
+        w.add("c.changed_at > @changed_since", "@changed_since", timestamp(changed_since))
+    w.param("@limit", limit)
+    sql = f"SELECT TOP @limit {FIELDS}, c.changed_at FROM c WHERE {w.sql} ORDER BY c.changed_at DESC"
+    return CosmosQuery(sql, w.parameters)
 
 
 def search_terms(query: SearchQuery) -> list[str]:

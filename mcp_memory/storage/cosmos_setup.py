@@ -141,6 +141,66 @@ async def open_container(
     return container, await container.read()
 
 
+# -- the learning container: revisions and trigger counters (issue 5) ----------------------------------
+
+# (/user_id, /group_id): `group_id` is the memory id for a memory's revisions (its history is one logical
+# partition, and a revision's seq is unique there) and COUNTERS_GROUP for the user's trigger counters.
+LEARNING_PARTITION_PATHS = ["/user_id", "/group_id"]
+
+
+def learning_container_name(settings: CosmosSettings) -> str:
+    """Named after the memories container, so deployments that keep their memories apart in one database
+    keep their revisions and counters apart too."""
+    return f"{settings.memories_container}-learning"
+
+
+def learning_indexing_policy() -> dict[str, Any]:
+    return {
+        "indexingMode": "consistent",
+        "automatic": True,
+        "includedPaths": [{"path": "/*"}],
+        # Revision text is read back whole, never filtered on: indexing it only costs RU on every write.
+        "excludedPaths": [
+            {"path": '/"_etag"/?'},
+            {"path": "/content/?"},
+            {"path": "/source_text/?"},
+            {"path": "/metadata/*"},
+            {"path": "/labels/*"},
+        ],
+    }
+
+
+async def open_learning_container(database: DatabaseProxy, settings: CosmosSettings) -> ContainerProxy:
+    """The learning container, created if missing (no vector or full-text policy: nothing searches it);
+    an existing one with another partition key or TTL off is a startup error."""
+    name = learning_container_name(settings)
+    throughput = (
+        ThroughputProperties(auto_scale_max_throughput=settings.autoscale_max_ru)
+        if settings.throughput == "autoscale"
+        else None
+    )
+    container = await database.create_container_if_not_exists(
+        name,
+        partition_key=PartitionKey(path=LEARNING_PARTITION_PATHS, kind="MultiHash"),
+        indexing_policy=learning_indexing_policy(),
+        # TTL on: revisions carry the retention as their ttl, rate-window counters their window.
+        default_ttl=-1,
+        offer_throughput=throughput,
+    )
+    properties = await container.read()
+    diffs: list[str] = []
+    key = properties.get("partitionKey") or {}
+    if key.get("paths") != LEARNING_PARTITION_PATHS or str(key.get("kind", "")).lower() != "multihash":
+        diffs.append(
+            f"partition key is {key.get('paths')} ({key.get('kind')}), needs {LEARNING_PARTITION_PATHS} "
+            "(MultiHash)"
+        )
+    if properties.get("defaultTtl") is None:
+        diffs.append("time-to-live is off (defaultTtl unset), needs -1 so old revisions expire")
+    raise_on_differences(name, diffs)
+    return container
+
+
 def policy_differences(
     properties: dict[str, Any], settings: CosmosSettings, embedding: EmbeddingSpec
 ) -> list[str]:

@@ -8,10 +8,13 @@ Layout (prefix `mm`, user `ann`, thread `t1`):
     mm:{ann:t1}:messages   list: one Message JSON per element, oldest first
     mm:{ann:t1}:lease      string: the summarization lease's owner, with its own PX expiry
     mm:{ann}:threads       sorted set: the user's thread ids, scored by last write (for list_threads)
+    mm:{ann}:learning:<key>  hash: one learning trigger counter (n = number, mark = the mark), with
+                           its own PX expiry when it is a rate window (redis_counters.py)
     mm:events              pub/sub channel of resource-change events (redis_bus.py)
 
 The braces are a Redis Cluster hash tag: every key of one thread hashes to the same slot, so one Lua
-script can update them all atomically. The user's index lives in the user's own slot.
+script can update them all atomically. The user's index and learning counters live in the user's own
+slot (so forgetting a user's counters is one multi-key UNLINK even on a cluster).
 
 User and thread ids are percent-encoded outside [A-Za-z0-9._-]: ids may contain ':' (user `a`,
 thread `b:c` must not collide with user `a:b`, thread `c`), and an encoded id never holds a brace
@@ -81,6 +84,15 @@ class RedisKeys:
             return None
         encoded, brace, _ = key[len(head) :].partition("}")
         return unquote(encoded) if brace and encoded else None
+
+    def learning_counter(self, user_id: str, key: str) -> str:
+        return f"{self.prefix}:{{{_encode(user_id)}}}:learning:{_encode(key)}"
+
+    def learning_counter_pattern(self, user_id: str, key_prefix: str = "") -> str:
+        """SCAN pattern of the user's learning counters whose key starts with key_prefix. Encoding works
+        character by character, so encoded(prefix) starts encoded(key) exactly when prefix starts key;
+        an encoded part holds no glob character."""
+        return f"{self._glob_prefix}:{{{_encode(user_id)}}}:learning:{_encode(key_prefix)}*"
 
     def everything_pattern(self) -> str:
         """SCAN pattern of every key under this prefix (tests clean up with it)."""

@@ -223,6 +223,9 @@ class SqliteLongTermStore:
     async def _hits(self, scored: Sequence[tuple[int, float]], query: SearchQuery) -> list[Hit]:
         if not scored:
             return []
+        if not query.phrases:
+            # Candidates were already filtered (superseded, thread, type, time): read only what is returned.
+            scored = scored[: query.limit]
         scores = dict(scored)
         rowids = list(scores)
         marks = ",".join("?" * len(rowids))

@@ -1,0 +1,97 @@
+"""Trigger counters on Redis (TriggerCounters), shared by every replica and worker process.
+
+One hash per (user, key) in the user's hash slot (redis_keys.py): `n` the number, `mark` the mark. An
+increment is one Lua script (HINCRBY, and PEXPIRE when it created the counter), so it is atomic and
+its value is seen by exactly one caller; compare-and-set is one script too. Forgetting SCANs the user's
+counters and UNLINKs them. The client is the working-memory one's configuration (same URL, prefix,
+timeouts and retries) with a pool of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from importlib import resources
+from typing import Any, Self
+
+import anyio
+import redis.exceptions
+from redis.commands.core import AsyncScript
+
+from ..config import WorkingSettings
+from ..errors import BackendUnavailableError
+from .redis_keys import RedisKeys
+from .redis_working import RedisClient, connect, redis_location
+
+_BACKOFF_CAP = 1.0  # as in redis_working: the deadline covers every retry and backoff
+_UNLINK_BATCH = 500
+
+
+class RedisTriggerCounters:
+    def __init__(self, client: RedisClient, settings: WorkingSettings) -> None:
+        self._client = client
+        self._keys = RedisKeys(settings.key_prefix)
+        self._location = redis_location(settings.redis_url.get_secret_value()) if settings.redis_url else "?"
+        self._deadline = settings.timeout_seconds * (settings.retries + 1) + _BACKOFF_CAP * settings.retries
+        scripts = resources.files(__package__) / "redis_scripts"
+        self._increment: AsyncScript = client.register_script((scripts / "counter_increment.lua").read_text())
+        self._compare_and_set: AsyncScript = client.register_script(
+            (scripts / "counter_compare_and_set.lua").read_text()
+        )
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, settings: WorkingSettings) -> AsyncIterator[Self]:
+        client = connect(settings)
+        try:
+            counters = cls(client, settings)
+            with counters._errors():
+                await client.ping()
+            yield counters
+        finally:
+            await client.aclose()
+
+    async def increment(
+        self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None
+    ) -> int:
+        ttl_ms = 0 if ttl_seconds is None else max(1, round(ttl_seconds * 1000))
+        return int(await self._run(self._increment, [self._keys.learning_counter(user_id, key)], [by, ttl_ms]))
+
+    async def read(self, user_id: str, key: str) -> str | None:
+        with self._errors():
+            mark = await self._client.hget(self._keys.learning_counter(user_id, key), "mark")  # type: ignore[misc]
+        return None if mark is None else str(mark)
+
+    async def compare_and_set(self, user_id: str, key: str, expected: str | None, value: str) -> bool:
+        args = ["" if expected is None else expected, value, "0" if expected is None else "1"]
+        return bool(await self._run(self._compare_and_set, [self._keys.learning_counter(user_id, key)], args))
+
+    async def forget(self, user_id: str, *, prefix: str = "") -> int:
+        pattern = self._keys.learning_counter_pattern(user_id, prefix)
+        removed = 0
+        with self._errors():
+            found = [key async for key in self._client.scan_iter(match=pattern, count=500)]
+            # All in the user's slot, so a multi-key UNLINK is valid on a cluster too.
+            for start in range(0, len(found), _UNLINK_BATCH):
+                removed += int(await self._client.unlink(*found[start : start + _UNLINK_BATCH]))
+        return removed
+
+    async def _run(self, script: AsyncScript, keys: Sequence[str], args: Sequence[Any]) -> Any:
+        with self._errors():
+            return await script(keys=list(keys), args=list(args))
+
+    @contextmanager
+    def _errors(self) -> Iterator[None]:
+        """Redis errors as errors the model can read: the address, never the password."""
+        where = f"the learning counters (Redis) at {self._location}"
+        try:
+            with anyio.fail_after(self._deadline):
+                yield
+        except redis.exceptions.AuthenticationError as e:
+            raise BackendUnavailableError(f"{where} refused our credentials; check working.redis_url") from e
+        except redis.exceptions.ConnectionError as e:
+            raise BackendUnavailableError(f"{where} are unreachable; retry later") from e
+        except (redis.exceptions.TimeoutError, TimeoutError) as e:
+            raise BackendUnavailableError(f"{where} did not answer in time; retry later") from e
+        except redis.exceptions.RedisError as e:
+            raise BackendUnavailableError(f"{where} failed: {e}") from e
