@@ -88,11 +88,10 @@ async def open_learning(
 async def _open_learning_stores(
     settings: Settings, stores: Stores, stack: AsyncExitStack
 ) -> tuple[RevisionStore, TriggerCounters]:
-    """Where revisions and trigger counters live: next to the data they belong to, shared by every
-    replica whenever the stores are. Counters: Redis when working memory is there, else Cosmos DB when
-    long term is there, else the SQLite file. Revisions: Cosmos DB when long term is there, else SQLite."""
-    from ..storage.sqlite_long_term import SqliteLongTermStore
-
+    """Where revisions and trigger counters live: with the data they belong to, shared by every replica
+    whenever the stores are. Counters: Redis when working memory is there, else Cosmos DB when long term
+    is there, else the SQLite file. Revisions: Cosmos DB when long term is there, else the SQLite file.
+    forget() reaches them wherever they are, through Learning.forgotten."""
     revisions: RevisionStore | None = None
     counters: TriggerCounters | None = None
     if settings.working.resolved_backend == "redis":
@@ -103,34 +102,25 @@ async def _open_learning_stores(
         from ..storage.cosmos import CosmosLongTermStore  # optional extra: mcp-memory[cosmos]
         from ..storage.cosmos_counters import CosmosTriggerCounters
         from ..storage.cosmos_revisions import CosmosRevisionStore
-        from ..storage.cosmos_setup import open_learning_container
 
-        long_term = stores.long_term
-        if not isinstance(long_term, CosmosLongTermStore):
-            raise TypeError(f"long term is configured as cosmos but the store is {type(long_term).__name__}")
-        cosmos = long_term.settings
-        container = await open_learning_container(long_term.database, cosmos)
-        revisions = CosmosRevisionStore(
-            container,
-            retention_seconds=settings.learning.revision_retention_days * int(_DAY),
-            timeout_seconds=cosmos.timeout_seconds,
-        )
-        if counters is None:
-            counters = CosmosTriggerCounters(container, timeout_seconds=cosmos.timeout_seconds)
+        if isinstance(stores.long_term, CosmosLongTermStore):
+            timeout = stores.long_term.settings.timeout_seconds
+            container = await stores.long_term.open_learning_container()
+            retention = settings.learning.revision_retention_days * int(_DAY)
+            revisions = CosmosRevisionStore(container, retention_seconds=retention, timeout_seconds=timeout)
+            counters = counters or CosmosTriggerCounters(container, timeout_seconds=timeout)
     if revisions is not None and counters is not None:
         return revisions, counters
 
+    from ..storage.sqlite_long_term import SqliteLongTermStore
     from ..storage.sqlite_revisions import SqliteRevisionStore, SqliteTriggerCounters
 
     if isinstance(stores.long_term, SqliteLongTermStore):
         db = stores.long_term.db
     else:
+        # Working memory on Redis, long term on a store without a revision store of its own.
         from ..storage.sqlite_db import SqliteDatabase
 
-        # Only reachable with a long-term backend that has no revision store of its own.
-        log.warning(
-            "revisions and learning counters are kept in the local file %s (one replica only)",
-            settings.sqlite_path,
-        )
+        log.warning("revisions are kept in the local file %s (one replica only)", settings.sqlite_path)
         db = await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path))
     return revisions or SqliteRevisionStore(db), counters or SqliteTriggerCounters(db)

@@ -39,6 +39,7 @@ from .cosmos_setup import (
     make_client,
     open_container,
     open_database,
+    open_learning_container,
     policy_differences,
     raise_on_differences,
 )
@@ -255,13 +256,13 @@ class CosmosLongTermStore:
     # -- learning (issue 5) ----------------------------------------------------------------------------
 
     @property
-    def database(self) -> DatabaseProxy:
-        """The open database, shared with the learning container (revisions, trigger counters)."""
-        return self._database
-
-    @property
     def settings(self) -> CosmosSettings:
         return self._settings
+
+    async def open_learning_container(self) -> ContainerProxy:
+        """The container of revisions and trigger counters in this store's database, created if missing."""
+        with cosmos_errors("opening the Cosmos DB container of revisions and counters", _SETUP_SECONDS):
+            return await open_learning_container(self._database, self._settings)
 
     async def find_by_hash(self, user_id: str, content_hash: str, *, types: Sequence[str]) -> list[Memory]:
         docs: list[dict[str, Any]] = []
@@ -279,7 +280,9 @@ class CosmosLongTermStore:
             docs += await self._query(
                 container, sql.similar(user_id, vector, wanted, limit), "looking for a similar memory"
             )
-        near = sorted((d for d in docs if d["score"] >= min_similarity), key=lambda d: d["score"], reverse=True)
+        near = sorted(
+            (d for d in docs if d["score"] >= min_similarity), key=lambda d: d["score"], reverse=True
+        )
         return [Hit(memory=from_document(d), score=d["score"]) for d in near[:limit]]
 
     async def list_active(

@@ -172,7 +172,10 @@ class CosmosTriggerCounters:
                         await self._container.create_item(body)
                     else:
                         await self._container.replace_item(
-                            stored["id"], body, etag=stored["_etag"], match_condition=MatchConditions.IfNotModified
+                            stored["id"],
+                            body,
+                            etag=stored["_etag"],
+                            match_condition=MatchConditions.IfNotModified,
                         )
             except ConflictError:  # 409 on create / 412 on replace: another writer was first
                 await _backoff(attempt)
@@ -195,4 +198,3 @@ class CosmosTriggerCounters:
 async def _backoff(attempt: int) -> None:
     """Jittered, growing pause between retries, so rivals stop colliding (capped: a counter is tiny)."""
     await anyio.sleep(random.uniform(0, min(_BACKOFF_CAP_SECONDS, 0.002 * 2**attempt)))
-

@@ -128,13 +128,16 @@ def last_seq_query(user_id: str, memory_id: str) -> CosmosQuery:
 
 def history_query(user_id: str, memory_id: str) -> CosmosQuery:
     where, parameters = _memory_where(user_id, memory_id)
-    return CosmosQuery(f"SELECT {_SELECT} FROM c WHERE {where} ORDER BY c.seq", parameters, [user_id, memory_id])
+    return CosmosQuery(
+        f"SELECT {_SELECT} FROM c WHERE {where} ORDER BY c.seq", parameters, [user_id, memory_id]
+    )
 
 
 def by_revision_id_query(user_id: str, revision_id: str) -> CosmosQuery:
     """A query within the user's prefix: the memory (second key level) is not known."""
     return CosmosQuery(
-        f"SELECT {_SELECT} FROM c WHERE c.user_id = @user_id AND c.type = @type AND c.revision_id = @revision_id",
+        f"SELECT {_SELECT} FROM c"
+        " WHERE c.user_id = @user_id AND c.type = @type AND c.revision_id = @revision_id",
         [
             {"name": "@user_id", "value": user_id},
             {"name": "@type", "value": REVISION_TYPE},
@@ -230,4 +233,3 @@ class CosmosRevisionStore:
         with cosmos_errors(what, self._timeout):
             kwargs = query.kwargs()
             return [item async for item in self._container.query_items(kwargs.pop("query"), **kwargs)]
-

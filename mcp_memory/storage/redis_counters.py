@@ -55,7 +55,9 @@ class RedisTriggerCounters:
         self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None
     ) -> int:
         ttl_ms = 0 if ttl_seconds is None else max(1, round(ttl_seconds * 1000))
-        return int(await self._run(self._increment, [self._keys.learning_counter(user_id, key)], [by, ttl_ms]))
+        return int(
+            await self._run(self._increment, [self._keys.learning_counter(user_id, key)], [by, ttl_ms])
+        )
 
     async def read(self, user_id: str, key: str) -> str | None:
         with self._errors():

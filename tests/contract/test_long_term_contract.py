@@ -8,6 +8,9 @@ Two fixtures (tests/contract/conftest_long_term.py) decide where each test runs:
   rather than pass vacuously. For Cosmos they run against a real Azure account in test_cosmos_live.py
   (skipped, saying so, without COSMOS_ENDPOINT), and the SQL they send is checked in test_cosmos_sql.py.
 
+The learning methods (issue 5) follow the same split: find_by_hash and list_active run on every backend,
+similar (a VectorDistance query on Cosmos DB) on `search_store`; its SQL is checked in test_cosmos_sql.py.
+
 Users are unique per test (`new_user`), so the suite also runs on a shared live database.
 """
 
@@ -19,7 +22,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from mcp_memory.errors import EmbeddingMismatchError, NotFoundError
-from mcp_memory.models import Memory, MemoryType, Scope, SearchQuery
+from mcp_memory.models import Memory, MemoryType, Scope, SearchQuery, content_hash
 from mcp_memory.storage.base import LongTermStore
 from tests.contract.conftest_long_term import DIMENSION, embed
 
@@ -436,3 +439,103 @@ async def test_search_sees_only_the_users_memories(search_store: LongTermStore, 
     text = "bicycle"
 
     assert await search_store.search(search_query(other, text), embed(text)) == []
+
+
+# -- learning (issue 5): find_by_hash and list_active on every backend, similar on search_store ----------
+
+
+async def test_find_by_hash_returns_active_memories_of_those_types(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
+    user = new_user()
+    await long_term_store.put(
+        [
+            memory(user, "f1", "Prefers green tea", type="fact", thread_id=None, minutes=1),
+            memory(user, "f2", "prefers  GREEN tea", type="fact", thread_id="t2", minutes=2),
+            memory(user, "f-old", "prefers green tea", type="fact", superseded_by="f1", minutes=0),
+            memory(user, "turn", "prefers green tea", minutes=3),
+            memory(user, "other", "prefers black coffee", type="fact", minutes=4),
+        ]
+    )
+    await long_term_store.put([memory(new_user(), "theirs", "prefers green tea", type="fact")])
+    wanted = content_hash("prefers green tea")
+
+    found = await long_term_store.find_by_hash(user, wanted, types=("fact",))
+
+    assert [m.id for m in found] == ["f1", "f2"]  # normalized content matches; oldest first
+    assert {m.id for m in await long_term_store.find_by_hash(user, wanted, types=("fact", "turn"))} == {
+        "f1",
+        "f2",
+        "turn",
+    }
+    assert await long_term_store.find_by_hash(user, content_hash("unknown"), types=("fact",)) == []
+
+
+async def test_list_active_is_newest_change_first_across_threads(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
+    user = new_user()
+    await long_term_store.put(
+        [
+            memory(user, "f1", "lives in Lisbon", type="fact", thread_id=None, minutes=1),
+            memory(user, "f2", "rides a bicycle", type="fact", thread_id="t1", minutes=2),
+            # created first, changed last: its updated_at orders it
+            memory(user, "f3", "budget is $15,000", type="fact", thread_id="t2", minutes=0).model_copy(
+                update={"updated_at": T0 + timedelta(minutes=9)}
+            ),
+            memory(user, "f-old", "lives in Porto", type="fact", superseded_by="f1", minutes=5),
+            memory(user, "s1", "summary of t1", type="summary", minutes=6),
+            memory(user, "turn", "hello", minutes=7),
+        ]
+    )
+    await long_term_store.put([memory(new_user(), "theirs", "a fact", type="fact", minutes=8)])
+
+    facts = await long_term_store.list_active(user, types=("fact",), limit=10)
+    assert [m.id for m in facts] == ["f3", "f2", "f1"]
+    assert facts[0].updated_at == T0 + timedelta(minutes=9)
+    assert [m.id for m in await long_term_store.list_active(user, types=("fact",), limit=2)] == ["f3", "f2"]
+    mixed = await long_term_store.list_active(user, types=("fact", "summary", "turn"), limit=10)
+    assert [m.id for m in mixed] == ["f3", "turn", "s1", "f2", "f1"]
+
+
+async def test_list_active_changed_since_keeps_only_later_changes(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
+    user = new_user()
+    await long_term_store.put(
+        [
+            memory(user, "f1", "old fact", type="fact", thread_id=None, minutes=1),
+            memory(user, "f2", "new fact", type="fact", thread_id=None, minutes=5),
+            memory(user, "f3", "old, then edited", type="fact", thread_id=None, minutes=0).model_copy(
+                update={"updated_at": T0 + timedelta(minutes=6)}
+            ),
+        ]
+    )
+
+    changed = await long_term_store.list_active(
+        user, types=("fact",), limit=10, changed_since=T0 + timedelta(minutes=1)
+    )
+
+    assert [m.id for m in changed] == ["f3", "f2"]  # strictly after: f1 (at the bound) is left out
+
+
+async def test_similar_returns_cosine_similarity_above_the_floor(
+    search_store: LongTermStore, new_user: NewUser
+) -> None:
+    user = new_user()
+    await seed_search(search_store, user)
+    await search_store.put(
+        [memory(user, "tea-old", "my favourite drink is green tea", type="fact", superseded_by="tea")]
+    )
+    vector = embed("my favourite drink is green tea")
+
+    hits = await search_store.similar(user, vector, types=("fact", "summary"), min_similarity=0.0, limit=5)
+
+    assert hits[0].memory.id == "tea"  # the superseded twin is not returned
+    assert "tea-old" not in {h.memory.id for h in hits}
+    assert hits[0].score == pytest.approx(1.0, abs=1e-4)  # the same text: cosine similarity 1
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert {h.memory.type for h in hits} <= {"fact", "summary"}
+    strict = await search_store.similar(user, vector, types=("fact", "summary"), min_similarity=0.99, limit=5)
+    assert [h.memory.id for h in strict] == ["tea"]
+    assert await search_store.similar(new_user(), vector, types=("fact",), min_similarity=0.0, limit=5) == []

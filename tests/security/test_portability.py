@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_memory.config import Settings
+from mcp_memory.config import LongTermSettings, Settings
+from mcp_memory.host import open_service
 from mcp_memory.server import build_server
+from tests.contract.conftest_long_term import local_cosmos_settings
+from tests.services.cosmos_server import CosmosServer
 from tests.services.mcp_client import call, call_error
 from tests.services.server_process import mcp_memory_command, server_env
 
@@ -144,3 +147,20 @@ def test_the_cli_exports_and_imports(tmp_path: Path) -> None:
     out = subprocess.run([mcp_memory_command(), "export", "--user", "mover"], env=target_env, **run)  # type: ignore[call-overload]
     memories = [line for line in _lines(out.stdout) if line["kind"] == "memory"]
     assert [(m["id"], m["content"]) for m in memories] == [("turn_cli", "carried by the command line")]
+
+
+async def test_export_and_forget_everything_reach_the_cosmos_store(
+    fast_settings: Settings, cosmos_server: CosmosServer
+) -> None:
+    long_term = LongTermSettings(backend="cosmos", cosmos=local_cosmos_settings(cosmos_server))
+    settings = fast_settings.model_copy(update={"long_term": long_term, "user_id": "cosmos-mover"})
+    async with open_service(settings) as service:
+        for i in range(3):
+            await service.add_turn("cosmos-mover", "c", "user", f"Cosmos turn {i}.", None, None)
+        await service.summarize_thread("cosmos-mover", "c", keep_recent=1)
+        exported = await service.export_memories("cosmos-mover")
+        assert exported.counts["memory"] == 4  # three turns and the summary
+        await service.forget("cosmos-mover", everything=True)
+        assert await service.stores.long_term.memories_of("cosmos-mover") == []
+        assert (await service.import_memories("cosmos-mover", exported.jsonl)).memories == 4
+        assert len(await service.stores.long_term.memories_of("cosmos-mover")) == 4
