@@ -15,13 +15,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-import anyio
-
 from . import portability, safety
 from . import validation as check
 from .config import Settings
 from .errors import BackendUnavailableError, InvalidInputError, NotFoundError
-from .limits import LimitExceededError, Quotas
+from .limits import Quotas
 from .llm.embedder import Embedder
 from .models import (
     Memory,
@@ -29,18 +27,15 @@ from .models import (
     Scope,
     SearchQuery,
     ThreadInfo,
-    ThreadTotals,
-    WorkingMemory,
-    summary_id,
     utcnow,
 )
 from .search import date_words, quoted_phrases
 from .storage import Stores
-from .summarize import ExtractiveSummarizer, Summarizer
+from .summarize import Summarizer
+from .threads import Progress, ThreadKeeper
 from .tokens import TokenCounter
 from .views import (
     AddTurnResult,
-    ContextUsage,
     ForgetResult,
     LongTermForgetView,
     SearchHit,
@@ -56,10 +51,6 @@ log = logging.getLogger(__name__)
 
 # Called after a thread changes (thread id, or None when the list of threads changed).
 ChangeListener = Callable[[str, str | None], Awaitable[None]]
-# Progress of a long operation: (done, total, message).
-Progress = Callable[[float, float | None, str | None], Awaitable[None]]
-
-REBUILD_TURNS = 50  # how many recent turns an expired thread gets back from long term
 
 
 class LearningHooks(Protocol):
@@ -84,9 +75,19 @@ class MemoryService:
     on_change: ChangeListener | None = None
     learning: LearningHooks | None = None
     quotas: Quotas = field(init=False)
+    threads: ThreadKeeper = field(init=False)
 
     def __post_init__(self) -> None:
         self.quotas = Quotas(self.settings.security)
+        self.threads = ThreadKeeper(
+            self.settings,
+            self.stores,
+            self.embedder,
+            self.tokens,
+            self.summarizer,
+            self.quotas,
+            self.learning,
+        )
 
     # ---- turns ---------------------------------------------------------------------------------
 
@@ -138,9 +139,11 @@ class MemoryService:
             token_count=tokens,
         )
         try:
-            created = await self._restore_if_absent(user_id, thread_id, context_window)
+            created = await self.threads.restore_if_absent(user_id, thread_id, context_window)
             # Skipped by the store when the restore (ours or a concurrent writer's) already holds this turn.
-            totals = await self.stores.working.append(user_id, thread_id, message, context_window=context_window)
+            totals = await self.stores.working.append(
+                user_id, thread_id, message, context_window=context_window
+            )
         except BackendUnavailableError as e:
             raise BackendUnavailableError(
                 f"{e} The turn was saved to long-term memory as {turn.id}, but the thread's working memory "
@@ -153,10 +156,13 @@ class MemoryService:
 
         window = totals.context_window or self.settings.summary.default_context_window
         summarized = False
-        if totals.token_count > self._threshold(window):
-            summarized = await self._summarize(user_id, thread_id, keep_recent=None, progress=progress) is not None
+        if totals.token_count > self.threads.threshold(window):
+            summarized = (
+                await self.threads.summarize(user_id, thread_id, keep_recent=None, progress=progress)
+                is not None
+            )
             if summarized:
-                totals = await self._totals(user_id, thread_id)
+                totals = await self.threads.totals(user_id, thread_id)
         await self._changed(user_id, thread_id)
         return AddTurnResult(
             turn=TurnView(
@@ -169,7 +175,8 @@ class MemoryService:
                 token_count=tokens,
             ),
             working_memory=WorkingMemoryUsage(
-                **self._usage(totals.token_count, window).model_dump(), message_count=totals.message_count
+                **self.threads.usage(totals.token_count, window).model_dump(),
+                message_count=totals.message_count,
             ),
             summarized=summarized,
         )
@@ -219,11 +226,13 @@ class MemoryService:
 
     # ---- working memory ------------------------------------------------------------------------
 
-    async def get_working_memory(self, user_id: str, thread_id: str, recent: int | None = None) -> WorkingMemoryView:
+    async def get_working_memory(
+        self, user_id: str, thread_id: str, recent: int | None = None
+    ) -> WorkingMemoryView:
         thread_id = check.thread_id(thread_id)
         if recent is not None:
             recent = check.count(recent, "recent", low=0, high=10_000)
-        memory = await self._working_memory(user_id, thread_id)
+        memory = await self.threads.load(user_id, thread_id)
         window = memory.context_window or self.settings.summary.default_context_window
         messages = memory.messages if recent is None else memory.messages[len(memory.messages) - recent :]
         return WorkingMemoryView(
@@ -232,19 +241,26 @@ class MemoryService:
             messages=messages,
             message_count=len(memory.messages),
             data=memory.data,
-            **self._usage(memory.token_count, window).model_dump(),
+            **self.threads.usage(memory.token_count, window).model_dump(),
         )
 
     async def summarize_thread(
-        self, user_id: str, thread_id: str, keep_recent: int | None = None, *, progress: Progress | None = None
+        self,
+        user_id: str,
+        thread_id: str,
+        keep_recent: int | None = None,
+        *,
+        progress: Progress | None = None,
     ) -> SummarizeResult:
         thread_id = check.thread_id(thread_id)
         if keep_recent is not None:
             keep_recent = check.count(keep_recent, "keep_recent", low=0, high=10_000)
-        memory = await self._working_memory(user_id, thread_id)
+        memory = await self.threads.load(user_id, thread_id)
         if not memory.messages and not memory.summary:
             raise NotFoundError(f"thread {thread_id!r} has no messages to summarize")
-        result = await self._summarize(user_id, thread_id, keep_recent=keep_recent, progress=progress, force=True)
+        result = await self.threads.summarize(
+            user_id, thread_id, keep_recent=keep_recent, progress=progress, force=True
+        )
         if result is None:
             raise BackendUnavailableError(
                 f"thread {thread_id!r} is being summarized by another request right now; try again shortly"
@@ -306,7 +322,7 @@ class MemoryService:
         if self.learning is not None:
             await self.learning.forgotten(scope, dry_run=dry_run)  # revisions go too
         if summary_memory is not None and summary_memory.thread_id and not dry_run:
-            await self._clear_summary(user_id, summary_memory.thread_id)
+            await self.threads.clear_summary(user_id, summary_memory.thread_id)
         if not dry_run:
             if kind == "everything":
                 self.quotas.forget_user(user_id)  # the counters are the user's too
@@ -368,7 +384,7 @@ class MemoryService:
             await self.stores.long_term.put(batch)
         await portability.restore_revisions(self._revision_store(), user_id, parsed, memories)
         for thread in parsed.threads:
-            rebuilt = await self._from_long_term(user_id, thread.thread_id, thread.context_window)
+            rebuilt = await self.threads.from_long_term(user_id, thread.thread_id, thread.context_window)
             if rebuilt is not None:
                 rebuilt.data = thread.data
                 await self.stores.working.restore(rebuilt)  # only when the thread is not live already
@@ -395,229 +411,6 @@ class MemoryService:
         turns = self.settings.search.context_turns
         previous = await self.stores.long_term.recent(user_id, thread_id, limit=turns) if turns else []
         return " ".join([*(m.content for m in previous), date_words(moment)])
-
-    def _threshold(self, window: int) -> int:
-        return int(window * self.settings.summary.threshold)
-
-    def _usage(self, token_count: int, window: int) -> ContextUsage:
-        threshold = self._threshold(window)
-        return ContextUsage(
-            token_count=token_count,
-            context_window=window,
-            threshold_tokens=threshold,
-            percent_used=round(100.0 * token_count / window, 1),
-            percent_until_summarization=round(max(0.0, 100.0 * (threshold - token_count) / threshold), 1),
-        )
-
-    async def _totals(self, user_id: str, thread_id: str) -> ThreadTotals:
-        memory = await self.stores.working.get(user_id, thread_id)
-        if memory is None:
-            return ThreadTotals(token_count=0, message_count=0, context_window=None)
-        return ThreadTotals(
-            token_count=memory.token_count, message_count=len(memory.messages), context_window=memory.context_window
-        )
-
-    async def _working_memory(self, user_id: str, thread_id: str) -> WorkingMemory:
-        memory = await self.stores.working.get(user_id, thread_id)
-        if memory is not None:
-            return memory
-        # Expired or flushed: rebuild from long term so the client never sees a silently empty thread.
-        rebuilt = await self._from_long_term(user_id, thread_id, context_window=None)
-        if rebuilt is None:
-            return WorkingMemory(user_id=user_id, thread_id=thread_id)
-        await self.stores.working.restore(rebuilt)
-        return await self.stores.working.get(user_id, thread_id) or rebuilt
-
-    async def _from_long_term(self, user_id: str, thread_id: str, context_window: int | None) -> WorkingMemory | None:
-        turns = await self.stores.long_term.recent(user_id, thread_id, limit=REBUILD_TURNS)
-        try:
-            summary = await self.stores.long_term.get(user_id, summary_id(user_id, thread_id))
-        except NotFoundError:
-            summary = None
-        if not turns and summary is None:
-            return None
-        # Turns the summary already covers stay out of the rebuilt messages.
-        through_id = summary.metadata.get("summarized_through") if summary else None
-        ids = [t.id for t in turns]
-        if through_id in ids:
-            turns = turns[ids.index(through_id) + 1 :]
-        elif summary and summary.metadata.get("summarized_through_created_at"):
-            through = datetime.fromisoformat(summary.metadata["summarized_through_created_at"])
-            turns = [t for t in turns if t.created_at > through]
-        messages = [
-            Message(
-                id=t.id,
-                role=t.role or "user",
-                content=t.content,
-                metadata=t.metadata,
-                created_at=t.created_at,
-                token_count=t.token_count,
-            )
-            for t in turns
-        ]
-        return WorkingMemory(
-            user_id=user_id,
-            thread_id=thread_id,
-            messages=messages,
-            summary=summary.content if summary else "",
-            summary_token_count=summary.token_count if summary else 0,
-            summary_version=int(summary.metadata.get("summary_version", 0)) if summary else 0,
-            context_window=context_window
-            or (int(summary.metadata["context_window"]) if summary and summary.metadata.get("context_window") else None),
-        )
-
-    async def _restore_if_absent(self, user_id: str, thread_id: str, context_window: int | None) -> bool:
-        """Before a turn is appended: a thread missing from working memory (new, expired, flushed) is
-        first rebuilt from long term, which already holds this turn, so its history comes back with it.
-
-        Never forget-and-rewrite a live thread: a concurrent writer's turn appended in between would be
-        lost. Restore writes only while the thread is absent, and append skips an id the thread holds,
-        so every writer racing here ends with its turn in the thread exactly once."""
-        if await self.stores.working.get(user_id, thread_id) is not None:
-            return False
-        rebuilt = await self._from_long_term(user_id, thread_id, context_window)
-        if rebuilt is None or not await self.stores.working.restore(rebuilt):
-            return False
-        if rebuilt.summary or len(rebuilt.messages) > 1:
-            log.info("thread %s was missing from working memory; rebuilt it from long term", thread_id)
-        return True
-
-    async def _clear_summary(self, user_id: str, thread_id: str) -> None:
-        memory = await self.stores.working.get(user_id, thread_id)
-        if memory is not None and memory.summary:
-            await self.stores.working.compact(
-                user_id,
-                thread_id,
-                expected_version=memory.summary_version,
-                removed_ids=[],
-                summary="",
-                summary_token_count=0,
-            )
-
-    async def _summarize(
-        self,
-        user_id: str,
-        thread_id: str,
-        *,
-        keep_recent: int | None,
-        progress: Progress | None,
-        force: bool = False,
-    ) -> SummarizeResult | None:
-        """Progressive summarization under a lease: fold the oldest messages into the running summary.
-
-        Returns None when another summarizer holds the thread or the thread changed under us (the next
-        turn retries). Messages appended while the summary was being written are never touched.
-        """
-        owner = uuid.uuid4().hex
-        lease = max(self.settings.summary.lease_seconds, self.settings.llm.timeout_seconds * 3)
-        if not await self.stores.working.try_lock(user_id, thread_id, owner, lease):
-            return None
-        try:
-            memory = await self.stores.working.get(user_id, thread_id)
-            if memory is None:
-                return None
-            window = memory.context_window or self.settings.summary.default_context_window
-            threshold = self._threshold(window)
-            max_summary = max(32, int(threshold * self.settings.summary.summary_fraction))
-            keep = self._kept(memory.messages, threshold, max_summary, keep_recent)
-            older = memory.messages[: len(memory.messages) - keep]
-            if not older and not force:
-                return None
-            # A summary is never longer than what it replaces.
-            max_summary = min(max_summary, memory.summary_token_count + sum(m.token_count for m in older))
-            if progress:
-                await progress(0, 2, f"summarizing {len(older)} messages")
-            summary = memory.summary
-            if older:
-                summarizer = self._summarizer_within_quota(user_id, force=force)
-                summary = await summarizer.summarize(memory.summary, older, max_summary)
-            summary_tokens = self.tokens.count(summary)
-            done = await self.stores.working.compact(
-                user_id,
-                thread_id,
-                expected_version=memory.summary_version,
-                removed_ids=[m.id for m in older],
-                summary=summary,
-                summary_token_count=summary_tokens,
-            )
-            if not done:
-                log.info("thread %s changed while it was summarized; the next turn retries", thread_id)
-                return None
-            if progress:
-                await progress(1, 2, "storing the summary in long-term memory")
-            await self._store_summary(memory, older, summary, summary_tokens, window)
-            if progress:
-                await progress(2, 2, "summarized")
-            tokens_after = summary_tokens + sum(m.token_count for m in memory.messages[len(older) :])
-            return SummarizeResult(
-                thread_id=thread_id,
-                summary=summary,
-                summarized_count=len(older),
-                kept_count=keep,
-                tokens_before=memory.token_count,
-                tokens_after=tokens_after,
-            )
-        finally:
-            with anyio.CancelScope(shield=True):
-                await self.stores.working.unlock(user_id, thread_id, owner)
-
-    def _summarizer_within_quota(self, user_id: str, *, force: bool) -> Summarizer:
-        """The configured summarizer, charged to the user's LLM quota. Past the quota, an explicit
-        summarize_thread is refused; an automatic one uses the offline extractive summarizer."""
-        if isinstance(self.summarizer, ExtractiveSummarizer):
-            return self.summarizer
-        try:
-            self.quotas.charge_llm_call(user_id)
-        except LimitExceededError:
-            if force:
-                raise
-            log.info("LLM quota used up for a user; summarizing this thread offline")
-            return ExtractiveSummarizer(self.tokens.count)
-        return self.summarizer
-
-    def _kept(self, messages: list[Message], threshold: int, max_summary: int, keep_recent: int | None) -> int:
-        """How many of the newest messages stay verbatim."""
-        if keep_recent is not None:
-            return min(keep_recent, len(messages))
-        budget = int(threshold * self.settings.summary.keep_recent_fraction)
-        kept, used = 0, 0
-        for message in reversed(messages):
-            if used + message.token_count > budget:
-                break
-            kept, used = kept + 1, used + message.token_count
-        # Always keep the newest message verbatim when it fits beside the summary under the threshold.
-        if kept == 0 and messages and messages[-1].token_count + max_summary < threshold:
-            kept = 1
-        return kept
-
-    async def _store_summary(
-        self, before: WorkingMemory, older: list[Message], summary: str, tokens: int, window: int
-    ) -> None:
-        vector = (await self.embedder.embed([summary]))[0].tolist()
-        last = older[-1] if older else None
-        stored = [
-            Memory(
-                id=summary_id(before.user_id, before.thread_id),
-                user_id=before.user_id,
-                thread_id=before.thread_id,
-                role=None,
-                type="summary",
-                content=summary,
-                embedding=vector,
-                token_count=tokens,
-                updated_at=utcnow(),
-                metadata={
-                    "summarizer": self.summarizer.name,
-                    "summary_version": before.summary_version + 1,
-                    "summarized_through": last.id if last else None,
-                    "summarized_through_created_at": last.created_at.isoformat() if last else None,
-                    "context_window": window,
-                },
-            )
-        ]
-        await self.stores.long_term.put(stored)
-        if self.learning is not None:
-            self.learning.summary_stored(before.user_id, before.thread_id, stored[0])
 
     async def _changed(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:

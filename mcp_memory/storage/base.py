@@ -40,6 +40,10 @@ class WorkingMemoryStore(Protocol):
         """The thread's working memory, or None when it does not exist (never written, expired, flushed)."""
         ...
 
+    async def exists(self, user_id: str, thread_id: str) -> bool:
+        """Whether the thread is in working memory now (cheap: no messages are read)."""
+        ...
+
     async def restore(self, memory: WorkingMemory) -> bool:
         """Write a whole working memory rebuilt from long term, only if the thread does not exist now.
         Returns False (and writes nothing) when another writer created it first."""

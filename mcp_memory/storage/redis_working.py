@@ -188,6 +188,10 @@ class RedisWorkingMemoryStore:
             updated_at=_parse_time(meta.get("updated_at")),
         )
 
+    async def exists(self, user_id: str, thread_id: str) -> bool:
+        with self._errors():
+            return bool(await self._client.exists(self._thread(user_id, thread_id).meta))
+
     async def restore(self, memory: WorkingMemory) -> bool:
         await self._index(memory.user_id, memory.thread_id)
         keys = self._thread(memory.user_id, memory.thread_id)

@@ -94,6 +94,14 @@ class SqliteWorkingMemoryStore:
 
         return await self._db.run(work)
 
+    async def exists(self, user_id: str, thread_id: str) -> bool:
+        row = await self._db.run(
+            lambda conn: conn.execute(
+                "SELECT 1 FROM threads WHERE user_id = ? AND thread_id = ?", (user_id, thread_id)
+            ).fetchone()
+        )
+        return row is not None
+
     async def restore(self, memory: WorkingMemory) -> bool:
         def work(conn: sqlite3.Connection) -> bool:
             exists = conn.execute(
@@ -157,8 +165,10 @@ class SqliteWorkingMemoryStore:
             ).fetchone()
             if row is None:
                 return False
-            if row[0] == expected_version + 1 and row[1] == summary and not _any_present(
-                conn, user_id, thread_id, removed_ids
+            if (
+                row[0] == expected_version + 1
+                and row[1] == summary
+                and not _any_present(conn, user_id, thread_id, removed_ids)
             ):
                 return True  # this very compaction already happened: a retry after a lost reply
             if row[0] != expected_version:
@@ -206,7 +216,8 @@ class SqliteWorkingMemoryStore:
     async def unlock(self, user_id: str, thread_id: str, owner: str) -> None:
         await self._db.write(
             lambda conn: conn.execute(
-                "DELETE FROM leases WHERE user_id = ? AND thread_id = ? AND owner = ?", (user_id, thread_id, owner)
+                "DELETE FROM leases WHERE user_id = ? AND thread_id = ? AND owner = ?",
+                (user_id, thread_id, owner),
             )
         )
 

@@ -371,3 +371,13 @@ async def test_redis_thread_expires_after_its_ttl(redis_url: str) -> None:
             assert await ids(store, "ann", "t1") == ["mnew"]
     finally:
         delete_prefix(redis_url, settings_.key_prefix)
+
+
+@anyio_test
+async def test_exists_tells_a_live_thread_from_a_missing_one(working_store: WorkingMemoryStore) -> None:
+    assert await working_store.exists("ann", "t1") is False
+    await working_store.append("ann", "t1", turn(1))
+    assert await working_store.exists("ann", "t1") is True
+    assert await working_store.exists("bob", "t1") is False, "threads are per user"
+    await working_store.forget(Scope(user_id="ann", thread_id="t1"))
+    assert await working_store.exists("ann", "t1") is False
