@@ -61,7 +61,7 @@ class RedisTriggerCounters:
 
     async def read(self, user_id: str, key: str) -> str | None:
         with self._errors():
-            mark = await self._client.hget(self._keys.learning_counter(user_id, key), "mark")  # type: ignore[misc]
+            mark = await self._client.hget(self._keys.learning_counter(user_id, key), "mark")
         return None if mark is None else str(mark)
 
     async def compare_and_set(self, user_id: str, key: str, expected: str | None, value: str) -> bool:
