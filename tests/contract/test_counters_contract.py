@@ -15,9 +15,12 @@ import anyio
 import pytest
 
 from mcp_memory.config import WorkingSettings
+from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.storage.learning_base import TriggerCounters
 from tests.contract.conftest_long_term import local_cosmos_settings, open_cosmos, open_sqlite
+from tests.integration.test_redis_working_store import cluster_url  # noqa: F401  # a one-node cluster
 from tests.services.cosmos_server import CosmosServer
+from tests.services.redis_server import RedisServer, redis_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -193,3 +196,36 @@ async def test_keys_may_hold_any_characters(counters: TriggerCounters, new_user:
     assert await counters.increment(user, "a?b") == 3
     assert await counters.increment(user, "ab") == 2
     assert await counters.forget(user, prefix="a{x}/") == 1
+
+
+# -- Redis only: Cluster (hash-tag rules) --------------------------------------------------------------
+
+
+async def test_redis_counters_work_on_redis_cluster(cluster_url: str) -> None:  # noqa: F811
+    """Every key of a user's counters is in the user's slot: the multi-key UNLINK of forget is legal on
+    a cluster, which refuses a command whose keys span two slots."""
+    from mcp_memory.storage.redis_counters import RedisTriggerCounters
+
+    settings = redis_settings(cluster_url, cluster=True)
+    async with RedisTriggerCounters.open(settings) as on_cluster:
+        for key in ("turns:t1", "turns:t2", "extractions"):
+            assert await on_cluster.increment("ann", key, ttl_seconds=600) == 1
+        assert await on_cluster.compare_and_set("ann", "extracted:t1", None, "m1")
+        assert await on_cluster.increment("ann:x", "turns:t1") == 1  # a user whose id starts like ann's
+
+        assert await on_cluster.forget("ann", prefix="turns:") == 2
+        assert await on_cluster.forget("ann") == 2
+        assert await on_cluster.read("ann", "extracted:t1") is None
+        assert await on_cluster.increment("ann:x", "turns:t1") == 2
+
+
+async def test_redis_counters_unreachable_is_a_clear_error(private_redis: RedisServer) -> None:
+    from mcp_memory.storage.redis_counters import RedisTriggerCounters
+
+    settings = redis_settings(private_redis.url, retries=0, timeout_seconds=1.0)
+    async with RedisTriggerCounters.open(settings) as on_redis:
+        assert await on_redis.increment("ann", "turns:t1") == 1
+        private_redis.stop()
+
+        with pytest.raises(BackendUnavailableError, match=r"learning counters \(Redis\) at 127\.0\.0\.1:\d+"):
+            await on_redis.increment("ann", "turns:t1")

@@ -1,5 +1,5 @@
-"""Fault injection on the whole service: Redis killed mid-run and restarted empty, the LLM hanging or
-answering 429/500. Every acknowledged turn survives, errors while a backend is down name it, and the
+"""Fault injection on the whole service: Redis killed mid-run and restarted empty, the local Cosmos-protocol
+server stopped and resumed, the LLM hanging or answering 429/500. Every acknowledged turn survives, errors while a backend is down name it, and the
 service resumes by itself (the same open service, nothing reopened by hand).
 
 Figures (turns acknowledged, refused while down, recovered) are printed: run with -s to see them.
@@ -7,13 +7,18 @@ Figures (turns acknowledged, refused while down, recovered) are printed: run wit
 
 from __future__ import annotations
 
+import os
+import signal
+
 import pytest
 from pydantic import SecretStr
 
-from mcp_memory.config import Settings
+from mcp_memory.config import LongTermSettings, Settings
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.host import open_service
 from mcp_memory.testing.openai_stub import OpenAIStub
+from tests.contract.conftest_long_term import local_cosmos_settings
+from tests.services.cosmos_server import CosmosServer
 from tests.services.redis_server import RedisServer, redis_settings
 
 pytestmark = pytest.mark.anyio
@@ -94,3 +99,39 @@ async def test_llm_hanging_or_failing_never_loses_a_turn_and_llm_summaries_resum
         stored = {m.id for m in await service.stores.long_term.memories_of(USER)}
         assert set(acknowledged) <= stored
         print(f"\nllm fault {mode}: acknowledged={len(acknowledged)} lost=0 resumed=yes")
+
+
+async def test_cosmos_server_stopped_and_resumed_loses_no_acknowledged_turn(
+    fast_settings: Settings, private_cosmos_server: CosmosServer
+) -> None:
+    """The local Cosmos-protocol server keeps its data in memory, so a restart would erase it; the outage
+    is a stop (SIGSTOP: connections hang, like a partitioned or overloaded account) and a resume."""
+    process = private_cosmos_server.process
+    assert process is not None
+    long_term = LongTermSettings(
+        backend="cosmos", cosmos=local_cosmos_settings(private_cosmos_server, timeout_seconds=2.0)
+    )
+    acknowledged: list[str] = []
+    refused = 0
+    async with open_service(fast_settings.model_copy(update={"long_term": long_term})) as service:
+        for n in range(10):
+            acknowledged.append((await service.add_turn(USER, "run", "user", f"before {n}", None, None)).turn.id)
+        os.kill(process.pid, signal.SIGSTOP)
+        try:
+            for n in range(3):
+                with pytest.raises(BackendUnavailableError, match="Cosmos") as caught:
+                    await service.add_turn(USER, "run", "user", f"during {n}", None, None)
+                assert "Traceback" not in str(caught.value)
+                refused += 1
+            # Working memory (SQLite here) still answers while long term is down.
+            working = await service.get_working_memory(USER, "run")
+            assert [m.id for m in working.messages] == acknowledged
+        finally:
+            os.kill(process.pid, signal.SIGCONT)
+        for n in range(10):
+            acknowledged.append((await service.add_turn(USER, "run", "user", f"after {n}", None, None)).turn.id)
+        for turn_id in acknowledged:
+            assert (await service.get_memory(USER, turn_id)).type == "turn", "an acknowledged turn was lost"
+        working = await service.get_working_memory(USER, "run")
+        assert [m.id for m in working.messages] == acknowledged, "refused turns never reached working memory"
+        print(f"\ncosmos fault: acknowledged={len(acknowledged)} refused_while_down={refused} lost=0")

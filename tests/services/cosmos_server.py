@@ -39,6 +39,8 @@ _INSTALL_SECONDS = 300.0
 class CosmosServer:
     endpoint: str
     key: str
+    # The server process, for fault tests that pause it (SIGSTOP/SIGCONT keeps its in-memory data).
+    process: subprocess.Popen[str] | None = None
 
 
 def _install_dir() -> Path:
@@ -127,7 +129,7 @@ def local_cosmos_server() -> Iterator[CosmosServer]:
     )
     try:
         host, port = _wait_ready(process)
-        yield CosmosServer(endpoint=f"http://{host}:{port}", key=EMULATOR_KEY)
+        yield CosmosServer(endpoint=f"http://{host}:{port}", key=EMULATOR_KEY, process=process)
     finally:
         process.terminate()
         try:
@@ -139,5 +141,12 @@ def local_cosmos_server() -> Iterator[CosmosServer]:
 
 @pytest.fixture(scope="session")
 def cosmos_server() -> Iterator[CosmosServer]:
+    with local_cosmos_server() as server:
+        yield server
+
+
+@pytest.fixture
+def private_cosmos_server() -> Iterator[CosmosServer]:
+    """A server of this test's own, for tests that pause it; never the session's shared one."""
     with local_cosmos_server() as server:
         yield server
