@@ -32,7 +32,14 @@ from .portability import ExportResult, ImportResult
 from .prompts import load_prompt
 from .recall import render_memories
 from .service import MemoryService
-from .views import AddTurnResult, ForgetResult, SearchResult, SummarizeResult, WorkingMemoryView
+from .views import (
+    AddTurnResult,
+    ForgetResult,
+    SearchResult,
+    SummarizeResult,
+    ThreadDataView,
+    WorkingMemoryView,
+)
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +177,22 @@ def build_server(settings: Settings) -> MCPServer[MemoryService]:
         """The thread's running summary and recent messages, with its token usage and threshold."""
         with _tool_errors():
             return await service().get_working_memory(user(ctx), thread_id, recent)
+
+    @server.tool(
+        annotations=ToolAnnotations(
+            title="Set thread data", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+        )
+    )
+    async def set_thread_data(
+        thread_id: ThreadId,
+        data: Annotated[dict[str, Any], Field(description="Free JSON for this conversation (replaces the old).")],
+        ctx: Context[Any, Any],
+    ) -> ThreadDataView:
+        """Keep small session state with the thread (e.g. {"trip": "Hawaii", "step": 3}); it comes back in
+        get_working_memory as `data` and expires with the thread's working memory."""
+        with _tool_errors():
+            await service().set_thread_data(user(ctx), thread_id, data)
+            return ThreadDataView(thread_id=thread_id, data=data)
 
     @server.tool(
         annotations=ToolAnnotations(title="Summarize a thread", read_only_hint=False, destructive_hint=False)

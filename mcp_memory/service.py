@@ -270,7 +270,7 @@ class MemoryService:
 
     async def set_thread_data(self, user_id: str, thread_id: str, data: dict[str, Any]) -> None:
         thread_id = check.thread_id(thread_id)
-        await self.stores.working.set_data(user_id, thread_id, check.metadata(data))
+        await self.stores.working.set_data(user_id, thread_id, check.metadata(data, "data"))
         await self._changed(user_id, thread_id)
 
     async def list_threads(self, user_id: str) -> list[ThreadInfo]:

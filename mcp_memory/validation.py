@@ -48,17 +48,17 @@ def role(value: object) -> Role:
     return value  # type: ignore[return-value]
 
 
-def metadata(value: object) -> dict[str, Any]:
+def metadata(value: object, name: str = "metadata") -> dict[str, Any]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise InvalidInputError('metadata must be a JSON object, e.g. {"tool_name": "search"}')
+        raise InvalidInputError(f'{name} must be a JSON object, e.g. {{"tool_name": "search"}}')
     try:
         size = len(json.dumps(value))
     except (TypeError, ValueError) as e:
-        raise InvalidInputError(f"metadata is not JSON-serializable: {e}") from e
+        raise InvalidInputError(f"{name} is not JSON-serializable: {e}") from e
     if size > MAX_METADATA_BYTES:
-        raise InvalidInputError(f"metadata is {size:,} bytes of JSON; the limit is {MAX_METADATA_BYTES:,}")
+        raise InvalidInputError(f"{name} is {size:,} bytes of JSON; the limit is {MAX_METADATA_BYTES:,}")
     return value
 
 

@@ -84,6 +84,11 @@ class WorkingMemoryView(ContextUsage):
     data: dict[str, Any] = Field(default_factory=dict)
 
 
+class ThreadDataView(BaseModel):
+    thread_id: str
+    data: dict[str, Any]
+
+
 class SummarizeResult(BaseModel):
     thread_id: str
     summary: str

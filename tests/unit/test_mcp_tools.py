@@ -225,3 +225,14 @@ async def test_bad_input_is_a_clear_error_and_changes_nothing(
 async def test_wrong_argument_types_are_rejected_by_the_schema(client: Client) -> None:
     message = await call_error(client, "search_memory", query="x", limit="ten")
     assert "limit" in message
+
+
+async def test_thread_data_is_kept_with_the_thread(client: Client) -> None:
+    await call(client, "add_turn", thread_id="d", role="user", content="hello")
+    out = await call(client, "set_thread_data", thread_id="d", data={"trip": "Hawaii", "step": 3})
+    assert out == {"thread_id": "d", "data": {"trip": "Hawaii", "step": 3}}
+    wm = await call(client, "get_working_memory", thread_id="d")
+    assert wm["data"] == {"trip": "Hawaii", "step": 3} and wm["message_count"] == 1
+    message = await call_error(client, "set_thread_data", thread_id="d", data={"blob": "x" * 20_000})
+    assert message.startswith("data is") and "bytes" in message
+    assert (await call(client, "get_working_memory", thread_id="d"))["data"] == {"trip": "Hawaii", "step": 3}
