@@ -234,5 +234,5 @@ async def test_thread_data_is_kept_with_the_thread(client: Client) -> None:
     wm = await call(client, "get_working_memory", thread_id="d")
     assert wm["data"] == {"trip": "Hawaii", "step": 3} and wm["message_count"] == 1
     message = await call_error(client, "set_thread_data", thread_id="d", data={"blob": "x" * 20_000})
-    assert message.startswith("data is") and "bytes" in message
+    assert ": data is " in message and "bytes of JSON" in message
     assert (await call(client, "get_working_memory", thread_id="d"))["data"] == {"trip": "Hawaii", "step": 3}
