@@ -33,7 +33,8 @@ _SOURCE_CHARS = 1000
 
 
 def mark_key(thread_id: str) -> str:
-    return f"extracted:{thread_id}"
+    # Ends with "/", which no thread id contains: forgetting thread "t1" by prefix spares "t10".
+    return f"extracted:{thread_id}/"
 
 
 @dataclass(frozen=True)

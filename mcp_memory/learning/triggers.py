@@ -19,7 +19,8 @@ _HOUR = 3600.0
 
 
 def turns_key(thread_id: str) -> str:
-    return f"turns:{thread_id}"
+    # Ends with "/", which no thread id contains: forgetting thread "t1" by prefix spares "t10".
+    return f"turns:{thread_id}/"
 
 
 EXTRACTIONS_KEY = "extractions"

@@ -134,3 +134,20 @@ async def test_long_term_finds_by_hash_nearest_and_active(db: SqliteDatabase) ->
         assert [m.id for m in active] == ["fact_1", "fact_0"]  # newest first, superseded left out
         later = await store.list_active("u", types=("fact",), limit=10, changed_since=facts[0].created_at)
         assert [m.id for m in later] == ["fact_1"]
+
+
+async def test_forgetting_a_thread_spares_the_counters_of_threads_whose_id_it_begins(db: SqliteDatabase) -> None:
+    from mcp_memory.learning.extraction import mark_key
+    from mcp_memory.learning.triggers import turns_key
+
+    counters = SqliteTriggerCounters(db)
+    for thread in ("t1", "t10", "t1:x"):
+        await counters.increment("u", turns_key(thread))
+        assert await counters.compare_and_set("u", mark_key(thread), None, "turn_a")
+    await counters.forget("u", prefix=turns_key("t1"))
+    await counters.forget("u", prefix=mark_key("t1"))
+    assert await counters.read("u", mark_key("t1")) is None
+    assert await counters.read("u", mark_key("t10")) == "turn_a"
+    assert await counters.read("u", mark_key("t1:x")) == "turn_a"
+    assert await counters.increment("u", turns_key("t10")) == 2, "t10's turn count survived"
+    assert await counters.increment("u", turns_key("t1")) == 1, "t1's was forgotten"
