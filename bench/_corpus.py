@@ -64,3 +64,20 @@ def queries(count: int, seed: int = 11) -> list[str]:
         )
         for _ in range(count)
     ]
+
+
+def locomo(path: str) -> tuple[list[str], list[str]]:
+    """Real conversation text: every LoCoMo turn ("speaker: text") and every question. The data stays
+    where it is (non-commercial licence): it is read from the path given, never copied."""
+    import json
+    from pathlib import Path
+
+    turns_out, questions = [], []
+    for sample in json.loads(Path(path).read_text()):
+        conversation = sample["conversation"]
+        session = 1
+        while f"session_{session}" in conversation:
+            turns_out += [f"{t['speaker']}: {t['text']}" for t in conversation[f"session_{session}"]]
+            session += 1
+        questions += [qa["question"] for qa in sample["qa"]]
+    return turns_out, questions

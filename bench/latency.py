@@ -51,7 +51,9 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-async def run(sizes: list[int], samples: int, redis_url: str | None, mode: str) -> list[dict[str, Any]]:
+async def run(
+    sizes: list[int], samples: int, redis_url: str | None, mode: str, locomo_path: str | None
+) -> list[dict[str, Any]]:
     results = []
     with tempfile.TemporaryDirectory(prefix="mcp-memory-bench-") as scratch:
         settings = Settings(user_id=USER, data_dir=Path(scratch))
@@ -63,8 +65,15 @@ async def run(sizes: list[int], samples: int, redis_url: str | None, mode: str) 
                     )
                 }
             )
-        corpus = turns(max(sizes) + samples * len(sizes))
-        probe = queries(samples)
+        needed = max(sizes) + samples * len(sizes)
+        if locomo_path:
+            # Real turns, repeated (each copy a new thread) until there are enough; real questions.
+            real_turns, real_questions = locomo(locomo_path)
+            corpus = [real_turns[i % len(real_turns)] for i in range(needed)]
+            probe = [real_questions[i * 7 % len(real_questions)] for i in range(samples)]
+        else:
+            corpus = turns(needed)
+            probe = queries(samples)
         async with open_service(settings) as service:
             stored = 0
             for size in sizes:
@@ -131,11 +140,15 @@ def main() -> None:
     parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "text"])
     parser.add_argument("--redis", default=None, help="Redis URL: working memory on Redis instead of SQLite")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    parser.add_argument(
+        "--locomo", default=None, help="path to locomo_dev.json: real conversation turns and questions"
+    )
     args = parser.parse_args()
-    rows = anyio.run(run, sorted(args.sizes), args.samples, args.redis, args.mode)
+    rows = anyio.run(run, sorted(args.sizes), args.samples, args.redis, args.mode, args.locomo)
     backend = "redis + sqlite" if args.redis else "sqlite (embedded)"
+    corpus = "LoCoMo turns and questions" if args.locomo else "synthetic turns and questions"
     print(
-        f"\nworking memory: {backend}; search mode {args.mode}; {platform.processor() or platform.machine()}, "
+        f"\ncorpus: {corpus}; working memory: {backend}; search mode {args.mode}; {platform.processor() or platform.machine()}, "
         f"{__import__('os').cpu_count()} cores, Python {platform.python_version()}\n"
     )
     print(HEADER)

@@ -7,6 +7,7 @@ authenticated principal, never from a tool argument.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections import Counter
@@ -202,9 +203,6 @@ class MemoryService:
         mode_ = check.mode(mode)
         since_, until_ = check.time_range(since, until)
 
-        vector = None
-        if mode_ != "text":
-            vector = (await self.embedder.embed([query]))[0].tolist()
         search = SearchQuery(
             user_id=user_id,
             text=query,
@@ -221,8 +219,25 @@ class MemoryService:
             vector_weight=self.settings.search.vector_weight,
             phrases=quoted_phrases(query),
         )
-        hits = await self.stores.long_term.search(search, vector)
+        if mode_ == "text":
+            hits = await self.stores.long_term.search(search, None)
+        else:
+            # Embed the query on one core while the store runs the full-text side on the other. A plain
+            # asyncio task, not a task group: the store awaits it where it needs the vector, and its
+            # errors must surface there as themselves, not wrapped in an ExceptionGroup.
+            embedding = asyncio.ensure_future(self._embed_query(query))
+            try:
+                hits = await self.stores.long_term.search(search, embedding)
+            finally:
+                if not embedding.done():
+                    embedding.cancel()
+                elif not embedding.cancelled():
+                    embedding.exception()  # seen: its error, if any, was the store's to raise
         return SearchResult(results=[SearchHit.of(h.memory, h.score) for h in hits], mode=mode_)
+
+    async def _embed_query(self, query: str) -> list[float]:
+        vector: list[float] = (await self.embedder.embed([query]))[0].tolist()
+        return vector
 
     # ---- working memory ------------------------------------------------------------------------
 

@@ -5,13 +5,24 @@ A backend is done when it passes the contract suite in tests/contract/ for its r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Protocol
 
 from pydantic import BaseModel
 
 from ..models import Hit, Memory, Message, Scope, SearchQuery, ThreadInfo, ThreadTotals, WorkingMemory
+
+
+# A search's query vector: ready, still being computed (the service embeds the query while the store
+# starts on the full-text side), or none (text mode).
+QueryVector = list[float] | Awaitable[list[float]] | None
+
+
+async def resolve_vector(vector: QueryVector) -> list[float] | None:
+    if vector is None or isinstance(vector, list):
+        return vector
+    return await vector
 
 
 class EmbeddingSpec(BaseModel):
@@ -96,8 +107,9 @@ class LongTermStore(Protocol):
         """The memory, superseded or not. Raises NotFoundError when the user has none by that id."""
         ...
 
-    async def search(self, query: SearchQuery, vector: list[float] | None) -> list[Hit]:
-        """Ranked hits for the query's mode; `vector` is the query embedding (None for mode "text")."""
+    async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        """Ranked hits for the query's mode; `vector` is the query embedding (None for mode "text"),
+        possibly still being computed: await it (resolve_vector) only when it is needed."""
         ...
 
     async def recent(

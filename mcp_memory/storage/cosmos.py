@@ -24,7 +24,7 @@ from ..errors import ConflictError, EmbeddingMismatchError, InvalidInputError, N
 from ..models import MEMORY_TYPES, Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import rrf
 from . import cosmos_queries as sql
-from .base import EmbeddingSpec
+from .base import EmbeddingSpec, QueryVector, resolve_vector
 from .cosmos_documents import (
     DERIVED_TYPES,
     SYSTEM_USER,
@@ -231,7 +231,8 @@ class CosmosLongTermStore:
         infos.sort(key=lambda i: (i.updated_at, i.thread_id), reverse=True)
         return infos
 
-    async def search(self, query: SearchQuery, vector: list[float] | None) -> list[Hit]:
+    async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        vector = await resolve_vector(vector)
         plan = sql.search_plan(query, vector)
         if plan == "none":
             return []

@@ -14,7 +14,7 @@ import numpy as np
 from ..errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
 from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import keywords, rrf, score_fusion
-from .base import EmbeddingSpec
+from .base import EmbeddingSpec, QueryVector, resolve_vector
 from .sqlite_codec import pack_vector, parse_ts, ts, unpack_vector
 from .sqlite_db import SqliteDatabase
 from .vector_index import VectorFilter, VectorIndex
@@ -138,17 +138,19 @@ class SqliteLongTermStore:
         )
         return [ThreadInfo(thread_id=r[0], message_count=r[1], updated_at=parse_ts(r[2])) for r in rows]
 
-    async def search(self, query: SearchQuery, vector: list[float] | None) -> list[Hit]:
+    async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
         # Quoted phrases filter afterwards; widen the pools so they still leave enough.
         pool = max(query.limit * 4, 50) * (4 if query.phrases else 1)
         text_hits: list[tuple[int, float]] = []
         if query.mode in ("hybrid", "text"):
+            # First, while the query's embedding may still be computing on another core.
             text_hits = await self._text_search(query, max(pool, TEXT_CANDIDATES))
-        if query.mode == "text" or vector is None:
+        ready = await resolve_vector(vector) if query.mode != "text" else None
+        if ready is None:
             return await self._hits(text_hits, query)
         index = await self._vector_index(query.user_id)
         where = _vector_filter(query)
-        query_vector = np.asarray(vector, dtype=np.float32)
+        query_vector = np.asarray(ready, dtype=np.float32)
         if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
             return await self._hits(index.search(query_vector, pool, where), query)
         if query.fusion == "score":
