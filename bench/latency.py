@@ -24,7 +24,7 @@ import anyio
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import queries, turns
+from _corpus import locomo, queries, turns
 
 from mcp_memory.config import Settings, WorkingSettings
 from mcp_memory.host import open_service
@@ -86,7 +86,7 @@ async def run(
                 ingested = size - (results[-1]["memories"] if results else 0)
 
                 add_times = []
-                for i in range(samples):
+                for _ in range(samples):
                     text = corpus[stored]
                     began = time.perf_counter()
                     await service.add_turn(USER, f"probe-{size}", "user", text, None, None)

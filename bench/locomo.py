@@ -72,7 +72,9 @@ def score(ranked: list[str], evidence: list[str]) -> dict[str, float]:
     return row
 
 
-async def evaluate(service: MemoryService, samples: list[dict[str, Any]], ids: dict[str, dict[str, str]], mode: str) -> dict[str, Any]:
+async def evaluate(
+    service: MemoryService, samples: list[dict[str, Any]], ids: dict[str, dict[str, str]], mode: str
+) -> dict[str, Any]:
     per_category: dict[int, list[dict[str, float]]] = defaultdict(list)
     latencies = []
     for sample in samples:
@@ -89,7 +91,9 @@ async def evaluate(service: MemoryService, samples: list[dict[str, Any]], ids: d
     return {
         "overall_1_4": _mean(main),
         "questions_1_4": len(main),
-        "by_category": {CATEGORIES[c]: _mean(rows) | {"n": len(rows)} for c, rows in sorted(per_category.items())},
+        "by_category": {
+            CATEGORIES[c]: _mean(rows) | {"n": len(rows)} for c, rows in sorted(per_category.items())
+        },
         "search_p50_ms": statistics.median(latencies) * 1000,
     }
 
@@ -107,7 +111,7 @@ def print_table(label: str, result: dict[str, Any]) -> None:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    samples = json.loads(Path(args.data).read_text())
+    samples = json.loads(Path(args.data).read_text())  # noqa: ASYNC240 - once, before anything runs
     with tempfile.TemporaryDirectory(prefix="mcp-memory-locomo-") as scratch:
         settings = Settings(user_id="bench", data_dir=Path(scratch))
         search = settings.search.model_copy(
@@ -118,29 +122,47 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         async with open_service(settings) as service:
             began = time.perf_counter()
             ids = {s["sample_id"]: await index_conversation(service, s) for s in samples}
-            print(f"indexed {sum(len(v) for v in ids.values())} turns in {time.perf_counter() - began:.0f} s", file=sys.stderr)
+            print(
+                f"indexed {sum(len(v) for v in ids.values())} turns in {time.perf_counter() - began:.0f} s",
+                file=sys.stderr,
+            )
             variants = [("hybrid", search.fusion, "default")]
             if args.compare:
                 other = "rrf" if search.fusion == "score" else "score"
-                variants += [("text", search.fusion, "BM25 only"), ("vector", search.fusion, "vector only"),
-                             ("hybrid", other, f"hybrid, {other} fusion")]
-            print("\n| variant | R@1 | R@5 | R@10 | R@20 | NDCG@10 | search p50 ms |\n|---|---:|---:|---:|---:|---:|---:|")
+                variants += [
+                    ("text", search.fusion, "BM25 only"),
+                    ("vector", search.fusion, "vector only"),
+                    ("hybrid", other, f"hybrid, {other} fusion"),
+                ]
+            print(
+                "\n| variant | R@1 | R@5 | R@10 | R@20 | NDCG@10 | search p50 ms |\n|---|---:|---:|---:|---:|---:|---:|"
+            )
             for mode, fusion, label in variants:
-                service.settings = settings.model_copy(update={"search": search.model_copy(update={"fusion": fusion})})
+                service.settings = settings.model_copy(
+                    update={"search": search.model_copy(update={"fusion": fusion})}
+                )
                 result = await evaluate(service, samples, ids, mode)
                 results[label] = result
                 print_table(f"{label} ({mode}, {fusion})" if mode == "hybrid" else label, result)
             default = results["default"]
-            print("\nby category (default):\n| category | n | R@5 | R@10 | NDCG@10 |\n|---|---:|---:|---:|---:|")
+            print(
+                "\nby category (default):\n| category | n | R@5 | R@10 | NDCG@10 |\n|---|---:|---:|---:|---:|"
+            )
             for name, row in default["by_category"].items():
-                print(f"| {name} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['NDCG@10']:.3f} |")
+                print(
+                    f"| {name} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['NDCG@10']:.3f} |"
+                )
     return results
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
-    parser.add_argument("--compare", action="store_true", help="also BM25 only, vector only and the other fusion")
+    parser.add_argument(
+        "--compare", action="store_true", help="also BM25 only, vector only and the other fusion"
+    )
     parser.add_argument("--fusion", choices=["score", "rrf"])
     parser.add_argument("--text-weight", dest="text_weight", type=float)
     parser.add_argument("--vector-weight", dest="vector_weight", type=float)

@@ -29,7 +29,10 @@ class ReplicaBus:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         token = object()
         self._listeners[token] = listener
-        return lambda: self._listeners.pop(token, None)  # type: ignore[func-returns-value]
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
 
     async def publish(self, event: ServerEvent) -> None:
         if self._remote is not None:

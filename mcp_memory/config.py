@@ -39,7 +39,9 @@ class WorkingSettings(BaseModel):
     retries: int = Field(
         default=3, ge=0, description="Retries (exponential backoff) of a Redis call after a connection error."
     )
-    cluster: bool = Field(default=False, description="redis_url names a Redis Cluster node (client follows slots).")
+    cluster: bool = Field(
+        default=False, description="redis_url names a Redis Cluster node (client follows slots)."
+    )
 
     @property
     def resolved_backend(self) -> Literal["sqlite", "redis"]:
@@ -49,24 +51,32 @@ class WorkingSettings(BaseModel):
 
 
 class CosmosSettings(BaseModel):
-    endpoint: str | None = Field(default=None, description="Account URI, https://<account>.documents.azure.com:443/.")
+    endpoint: str | None = Field(
+        default=None, description="Account URI, https://<account>.documents.azure.com:443/."
+    )
     key: SecretStr | None = Field(default=None, description="Account key; unset = Microsoft Entra ID.")
     database: str = Field(default="mcp_memory", description="Database name; created if missing.")
-    turns_container: str = Field(default="turns", description="Container of turns (append-only, optional TTL).")
+    turns_container: str = Field(
+        default="turns", description="Container of turns (append-only, optional TTL)."
+    )
     memories_container: str = Field(
         default="memories", description="Container of summaries, facts and user profiles."
     )
     throughput: Literal["serverless", "autoscale"] = Field(
         default="serverless", description="How new containers are provisioned."
     )
-    autoscale_max_ru: int = Field(default=1000, ge=1000, description="Autoscale ceiling in RU/s per container.")
+    autoscale_max_ru: int = Field(
+        default=1000, ge=1000, description="Autoscale ceiling in RU/s per container."
+    )
     vector_index: Literal["quantizedFlat", "diskANN", "flat"] = Field(
         default="quantizedFlat", description="Vector index type of new containers (diskANN for large ones)."
     )
     vector_index_shard_key: str | None = Field(
         default=None, description="Optional vectorIndexShardKey path, e.g. /user_id."
     )
-    turn_ttl_seconds: int | None = Field(default=None, ge=1, description="Turns expire after this; none by default.")
+    turn_ttl_seconds: int | None = Field(
+        default=None, ge=1, description="Turns expire after this; none by default."
+    )
     verify_tls: bool = Field(default=True, description="Verify the endpoint's TLS certificate.")
     endpoint_discovery: bool = Field(
         default=True, description="Discover regional endpoints (off for local emulators)."
@@ -92,8 +102,12 @@ class EmbeddingSettings(BaseModel):
         default="local",
         description="local = all-MiniLM-L6-v2 int8 ONNX, offline; hash = deterministic test embedder.",
     )
-    model: str = Field(default="", description="Model or Azure deployment name (openai default: text-embedding-3-small).")
-    dimension: int | None = Field(default=None, ge=1, description="Vector size; required for openai models other than the defaults.")
+    model: str = Field(
+        default="", description="Model or Azure deployment name (openai default: text-embedding-3-small)."
+    )
+    dimension: int | None = Field(
+        default=None, ge=1, description="Vector size; required for openai models other than the defaults."
+    )
     base_url: str | None = Field(default=None, description="OpenAI-compatible base URL (Ollama, vLLM, ...).")
     api_key: SecretStr | None = Field(default=None, description="API key; Azure without one uses Entra ID.")
     azure_endpoint: str | None = Field(default=None, description="Azure OpenAI endpoint (provider azure).")
@@ -119,7 +133,9 @@ class LLMSettings(BaseModel):
 
 class SummarySettings(BaseModel):
     default_context_window: int = Field(default=8000, ge=256, description="Used when the client names none.")
-    threshold: float = Field(default=0.7, gt=0.0, lt=1.0, description="Summarize past this fraction of the window.")
+    threshold: float = Field(
+        default=0.7, gt=0.0, lt=1.0, description="Summarize past this fraction of the window."
+    )
     keep_recent_fraction: float = Field(
         default=0.3, gt=0.0, lt=1.0, description="Share of the threshold kept as verbatim recent messages."
     )
@@ -157,7 +173,7 @@ class TokenEntry(BaseModel):
     user_id: str = Field(description="Whose memories this token reads and writes.")
     name: str = Field(default="", description="A label for logs and session binding, e.g. ann-laptop.")
     scopes: list[Literal["read", "write", "admin"]] = Field(
-        default_factory=lambda: ["read", "write"],
+        default_factory=lambda: ["read", "write"],  # type: ignore[arg-type]  # mypy widens the literals
         description="read = read-only; read + write = own memories; admin = may also forget any user.",
     )
     expires_at: datetime | None = Field(default=None, description="After this time the token is refused.")
@@ -280,7 +296,9 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level (logs go to stderr)."
     )
-    prompts_dir: Path | None = Field(default=None, description="Your own prompt templates; default: shipped ones.")
+    prompts_dir: Path | None = Field(
+        default=None, description="Your own prompt templates; default: shipped ones."
+    )
 
     working: WorkingSettings = Field(default_factory=WorkingSettings)
     long_term: LongTermSettings = Field(default_factory=LongTermSettings)

@@ -33,7 +33,7 @@ async def serve(server: MCPServer[Any], transport: str, host: str, port: int) ->
     check_exposure(settings, transport, host)  # no memories on a public address without auth
     add_readiness_route(server)  # GET /ready: each backend answers
 
-    @server.custom_route("/health", methods=["GET"])
+    @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]  # the SDK's is untyped
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__})
 

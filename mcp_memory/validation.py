@@ -45,7 +45,7 @@ def role(value: object) -> Role:
         return "assistant"
     if value not in ROLES:
         raise InvalidInputError(f"role {value!r} is unknown: use one of {', '.join(ROLES)} (or agent)")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def metadata(value: object, name: str = "metadata") -> dict[str, Any]:
@@ -94,7 +94,7 @@ def query(value: object, max_chars: int) -> str:
 def mode(value: object) -> SearchMode:
     if value not in ("hybrid", "vector", "text"):
         raise InvalidInputError(f"mode {value!r} is unknown: use hybrid, vector or text")
-    return value  # type: ignore[return-value]
+    return value
 
 
 def types(value: object) -> list[MemoryType] | None:

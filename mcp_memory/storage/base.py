@@ -13,7 +13,6 @@ from pydantic import BaseModel
 
 from ..models import Hit, Memory, Message, Scope, SearchQuery, ThreadInfo, ThreadTotals, WorkingMemory
 
-
 # A search's query vector: ready, still being computed (the service embeds the query while the store
 # starts on the full-text side), or none (text mode).
 QueryVector = list[float] | Awaitable[list[float]] | None

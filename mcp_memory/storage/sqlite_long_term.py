@@ -107,7 +107,8 @@ class SqliteLongTermStore:
     async def get(self, user_id: str, memory_id: str) -> Memory:
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS}, embedding FROM memories WHERE user_id = ? AND id = ?", (user_id, memory_id)
+                f"SELECT {_COLUMNS}, embedding FROM memories WHERE user_id = ? AND id = ?",
+                (user_id, memory_id),
             ).fetchall()
         )
         if not rows:
@@ -261,7 +262,9 @@ class SqliteLongTermStore:
             raise InvalidInputError("a forget scope names a memory, a thread or everything")
 
         def work(conn: sqlite3.Connection) -> dict[str, int]:
-            counts = dict(conn.execute(f"SELECT type, count(*) FROM memories WHERE {where} GROUP BY type", args))
+            counts = dict(
+                conn.execute(f"SELECT type, count(*) FROM memories WHERE {where} GROUP BY type", args)
+            )
             if not dry_run:
                 conn.execute(f"DELETE FROM memories WHERE {where}", args)
                 if counts:  # merge the full-text segments, or the forgotten words stay in the old ones
@@ -294,7 +297,7 @@ class SqliteLongTermStore:
     async def similar(
         self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
     ) -> list[Hit]:
-        query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)  # type: ignore[arg-type]
+        query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)
         index = await self._vector_index(user_id)
         ranked = index.search(np.asarray(vector, dtype=np.float32), limit, _vector_filter(query))
         return await self._hits([(r, s) for r, s in ranked if s >= min_similarity], query)

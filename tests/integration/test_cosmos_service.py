@@ -24,7 +24,9 @@ USER = "tester"
 
 
 @pytest.fixture
-async def cosmos_service(fast_settings: Settings, cosmos_server: CosmosServer) -> AsyncIterator[MemoryService]:
+async def cosmos_service(
+    fast_settings: Settings, cosmos_server: CosmosServer
+) -> AsyncIterator[MemoryService]:
     long_term = LongTermSettings(backend="cosmos", cosmos=local_cosmos_settings(cosmos_server))
     async with open_service(fast_settings.model_copy(update={"long_term": long_term})) as service:
         yield service
@@ -33,7 +35,9 @@ async def cosmos_service(fast_settings: Settings, cosmos_server: CosmosServer) -
 async def test_turns_and_summaries_live_in_cosmos(cosmos_service: MemoryService) -> None:
     ids = []
     for i in range(45):
-        out = await cosmos_service.add_turn(USER, "t", "user", f"Point {i}: the budget line {i} is {i * 11} euros.", None, 400)
+        out = await cosmos_service.add_turn(
+            USER, "t", "user", f"Point {i}: the budget line {i} is {i * 11} euros.", None, 400
+        )
         ids.append(out.turn.id)
     assert cosmos_service.stores.description.startswith("working memory: sqlite, long term: cosmos")
     for turn_id in ids:

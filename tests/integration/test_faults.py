@@ -115,7 +115,9 @@ async def test_cosmos_server_stopped_and_resumed_loses_no_acknowledged_turn(
     refused = 0
     async with open_service(fast_settings.model_copy(update={"long_term": long_term})) as service:
         for n in range(10):
-            acknowledged.append((await service.add_turn(USER, "run", "user", f"before {n}", None, None)).turn.id)
+            acknowledged.append(
+                (await service.add_turn(USER, "run", "user", f"before {n}", None, None)).turn.id
+            )
         os.kill(process.pid, signal.SIGSTOP)
         try:
             for n in range(3):
@@ -129,7 +131,9 @@ async def test_cosmos_server_stopped_and_resumed_loses_no_acknowledged_turn(
         finally:
             os.kill(process.pid, signal.SIGCONT)
         for n in range(10):
-            acknowledged.append((await service.add_turn(USER, "run", "user", f"after {n}", None, None)).turn.id)
+            acknowledged.append(
+                (await service.add_turn(USER, "run", "user", f"after {n}", None, None)).turn.id
+            )
         for turn_id in acknowledged:
             assert (await service.get_memory(USER, turn_id)).type == "turn", "an acknowledged turn was lost"
         working = await service.get_working_memory(USER, "run")

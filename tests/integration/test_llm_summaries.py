@@ -30,7 +30,9 @@ async def llm_service(fast_settings: Settings, openai_stub: OpenAIStub) -> Async
         max_retries=0,
     )
     # Fact extraction (issue 5) would share the scripted stub; these tests are about summaries only.
-    learning = fast_settings.learning.model_copy(update={"extract_every_turns": 0, "extract_on_summary": False})
+    learning = fast_settings.learning.model_copy(
+        update={"extract_every_turns": 0, "extract_on_summary": False}
+    )
     async with open_service(fast_settings.model_copy(update={"llm": llm, "learning": learning})) as service:
         yield service
 

@@ -18,7 +18,9 @@ pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
-async def remote_embedding_service(settings: Settings, openai_stub: OpenAIStub) -> AsyncIterator[MemoryService]:
+async def remote_embedding_service(
+    settings: Settings, openai_stub: OpenAIStub
+) -> AsyncIterator[MemoryService]:
     embedding = EmbeddingSettings(
         provider="openai",
         model="stub-embed",
@@ -35,7 +37,9 @@ async def remote_embedding_service(settings: Settings, openai_stub: OpenAIStub) 
 async def test_an_embedding_failure_during_search_is_a_clear_error(
     remote_embedding_service: MemoryService, openai_stub: OpenAIStub
 ) -> None:
-    await remote_embedding_service.add_turn("tester", "t", "user", "The deploy target is eu-west-1", None, None)
+    await remote_embedding_service.add_turn(
+        "tester", "t", "user", "The deploy target is eu-west-1", None, None
+    )
     openai_stub.set_mode("500")
     for mode in ("hybrid", "vector"):
         with pytest.raises(BackendUnavailableError, match="embedding provider"):

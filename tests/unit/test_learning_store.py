@@ -136,7 +136,9 @@ async def test_long_term_finds_by_hash_nearest_and_active(db: SqliteDatabase) ->
         assert [m.id for m in later] == ["fact_1"]
 
 
-async def test_forgetting_a_thread_spares_the_counters_of_threads_whose_id_it_begins(db: SqliteDatabase) -> None:
+async def test_forgetting_a_thread_spares_the_counters_of_threads_whose_id_it_begins(
+    db: SqliteDatabase,
+) -> None:
     from mcp_memory.learning.extraction import mark_key
     from mcp_memory.learning.triggers import turns_key
 

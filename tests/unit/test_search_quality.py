@@ -106,7 +106,7 @@ async def test_hybrid_beats_or_equals_each_single_mode(indexed: tuple[MemoryServ
 
 
 async def test_search_spans_threads_unless_one_is_named(indexed: tuple[MemoryService, list[str]]) -> None:
-    service, ids = indexed
+    service, _ = indexed
     everywhere = {h.thread_id for h in (await service.search(USER, "plans and schedule", limit=18)).results}
     assert len(everywhere) > 1
     only_home = (await service.search(USER, "plans and schedule", thread_id="home", limit=18)).results
