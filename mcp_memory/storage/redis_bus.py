@@ -25,8 +25,8 @@ from redis.backoff import ExponentialBackoff
 
 from ..config import WorkingSettings
 from ..errors import BackendUnavailableError
+from .redis_client import RedisClient, connect, location_of
 from .redis_keys import RedisKeys
-from .redis_working import RedisClient, connect, redis_location
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ class RedisSubscriptionBus:
         self._client = client
         self._channel = RedisKeys(settings.key_prefix).events_channel
         self._timeout = settings.timeout_seconds
-        self._location = redis_location(settings.redis_url.get_secret_value()) if settings.redis_url else "?"
+        self._location = location_of(settings)
         self._origin = uuid.uuid4().hex  # our own events come back from Redis; this tells them apart
         self._listeners: dict[object, Listener] = {}
 

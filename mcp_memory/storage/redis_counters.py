@@ -9,21 +9,17 @@ timeouts and retries) with a pool of its own.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
 from importlib import resources
 from typing import Any, Self
 
-import anyio
-import redis.exceptions
 from redis.commands.core import AsyncScript
 
 from ..config import WorkingSettings
-from ..errors import BackendUnavailableError
+from .redis_client import RedisClient, call_deadline, connect, location_of, translated_errors
 from .redis_keys import RedisKeys
-from .redis_working import RedisClient, connect, redis_location
 
-_BACKOFF_CAP = 1.0  # as in redis_working: the deadline covers every retry and backoff
 _UNLINK_BATCH = 500
 
 
@@ -31,8 +27,8 @@ class RedisTriggerCounters:
     def __init__(self, client: RedisClient, settings: WorkingSettings) -> None:
         self._client = client
         self._keys = RedisKeys(settings.key_prefix)
-        self._location = redis_location(settings.redis_url.get_secret_value()) if settings.redis_url else "?"
-        self._deadline = settings.timeout_seconds * (settings.retries + 1) + _BACKOFF_CAP * settings.retries
+        self._location = location_of(settings)
+        self._deadline = call_deadline(settings)
         scripts = resources.files(__package__) / "redis_scripts"
         self._increment: AsyncScript = client.register_script((scripts / "counter_increment.lua").read_text())
         self._compare_and_set: AsyncScript = client.register_script(
@@ -82,18 +78,5 @@ class RedisTriggerCounters:
         with self._errors():
             return await script(keys=list(keys), args=list(args))
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """Redis errors as errors the model can read: the address, never the password."""
-        where = f"the learning counters (Redis) at {self._location}"
-        try:
-            with anyio.fail_after(self._deadline):
-                yield
-        except redis.exceptions.AuthenticationError as e:
-            raise BackendUnavailableError(f"{where} refused our credentials; check working.redis_url") from e
-        except redis.exceptions.ConnectionError as e:
-            raise BackendUnavailableError(f"{where} are unreachable; retry later") from e
-        except (redis.exceptions.TimeoutError, TimeoutError) as e:
-            raise BackendUnavailableError(f"{where} did not answer in time; retry later") from e
-        except redis.exceptions.RedisError as e:
-            raise BackendUnavailableError(f"{where} failed: {e}") from e
+    def _errors(self) -> AbstractContextManager[None]:
+        return translated_errors("the learning counters", self._location, self._deadline, plural=True)

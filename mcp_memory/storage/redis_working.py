@@ -14,33 +14,28 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any, Self, cast
-from urllib.parse import urlsplit
 
-import anyio
-import redis.asyncio as aioredis
-import redis.exceptions
-from redis.asyncio.cluster import RedisCluster
-from redis.asyncio.retry import Retry
-from redis.backoff import ExponentialBackoff
 from redis.commands.core import AsyncScript
 
 from ..config import WorkingSettings
-from ..errors import BackendUnavailableError, ConfigError, InvalidInputError
+from ..errors import InvalidInputError
 from ..models import Message, Scope, ThreadInfo, ThreadTotals, WorkingMemory, utcnow
 from .base import WorkingForgetCount
+from .redis_client import (
+    RedisClient,
+    ScriptArg,
+    call_deadline,
+    connect,
+    location_of,
+    translated_errors,
+)
 from .redis_keys import RedisKeys, ThreadKeys
 
-RedisClient = aioredis.Redis | RedisCluster
-ScriptArg = str | int | float
-
-_BACKOFF_BASE = 0.05  # seconds; doubles per retry
-_BACKOFF_CAP = 1.0
-_HEALTH_CHECK_SECONDS = 15  # PING a pooled connection idle this long before reusing it
 # A listed thread missing for longer than this was a failed first write, not one being created now.
 _INDEX_GRACE_SECONDS = 60
 _EPOCH = datetime.fromtimestamp(0, UTC)
@@ -58,41 +53,6 @@ _SCRIPTS = [
 ]
 
 
-def redis_location(url: str) -> str:
-    """host:port (or the socket path) of a Redis URL, never its credentials."""
-    parts = urlsplit(url)
-    if parts.scheme == "unix":
-        return parts.path
-    return f"{parts.hostname or 'localhost'}:{parts.port or 6379}"
-
-
-def connect(settings: WorkingSettings) -> RedisClient:
-    """A pooled client with timeouts and retries; it connects lazily, on the first command."""
-    if settings.redis_url is None:
-        raise ConfigError("working memory on Redis needs working.redis_url (MCP_MEMORY_WORKING__REDIS_URL)")
-    url = settings.redis_url.get_secret_value()
-    # Retry only connection errors (a restarted server, a dropped pooled connection): they fail fast.
-    # A server that let a call time out is not retried, so an outage costs one timeout, not several.
-    retry = Retry(
-        ExponentialBackoff(cap=_BACKOFF_CAP, base=_BACKOFF_BASE),
-        settings.retries,
-        supported_errors=(redis.exceptions.ConnectionError,),
-    )
-    options: dict[str, Any] = {
-        "decode_responses": True,
-        "socket_timeout": settings.timeout_seconds,
-        "socket_connect_timeout": settings.timeout_seconds,
-        "health_check_interval": _HEALTH_CHECK_SECONDS,
-        "retry": retry,
-    }
-    try:
-        if settings.cluster:
-            return RedisCluster.from_url(url, **options)
-        return aioredis.Redis.from_url(url, **options)
-    except ValueError as e:
-        raise ConfigError(f"working.redis_url is not a Redis URL: {e}") from None
-
-
 class RedisWorkingMemoryStore:
     """Each thread's live context in Redis; see the module docstring for the layout and guarantees."""
 
@@ -101,9 +61,8 @@ class RedisWorkingMemoryStore:
         self._keys = RedisKeys(settings.key_prefix)
         self._ttl_ms = (settings.ttl_seconds or 0) * 1000
         self._index_ttl_ms = self._ttl_ms and self._ttl_ms + _INDEX_GRACE_SECONDS * 1000
-        self._location = redis_location(settings.redis_url.get_secret_value()) if settings.redis_url else "?"
-        # The hard ceiling of one call: every attempt timing out plus every backoff in between.
-        self._deadline = settings.timeout_seconds * (settings.retries + 1) + _BACKOFF_CAP * settings.retries
+        self._location = location_of(settings)
+        self._deadline = call_deadline(settings)
         scripts = resources.files(__package__) / "redis_scripts"
         prelude = (scripts / "_prelude.lua").read_text()
         self._scripts: dict[str, AsyncScript] = {
@@ -122,23 +81,8 @@ class RedisWorkingMemoryStore:
         finally:
             await client.aclose()
 
-    @contextmanager
-    def _errors(self) -> Iterator[None]:
-        """The one place Redis errors become errors the model can read: the address, never the password."""
-        where = f"working memory (Redis) at {self._location}"
-        try:
-            with anyio.fail_after(self._deadline):
-                yield
-        except redis.exceptions.AuthenticationError as e:
-            raise BackendUnavailableError(f"{where} refused our credentials; check working.redis_url") from e
-        except redis.exceptions.ConnectionError as e:
-            raise BackendUnavailableError(
-                f"working memory (Redis) is unreachable at {self._location}; retry later"
-            ) from e
-        except (redis.exceptions.TimeoutError, TimeoutError) as e:
-            raise BackendUnavailableError(f"{where} did not answer in time; retry later") from e
-        except redis.exceptions.RedisError as e:
-            raise BackendUnavailableError(f"{where} failed: {e}") from e
+    def _errors(self) -> AbstractContextManager[None]:
+        return translated_errors("working memory", self._location, self._deadline)
 
     async def _run(self, script: str, keys: Sequence[str], args: Sequence[ScriptArg]) -> Any:
         with self._errors():
