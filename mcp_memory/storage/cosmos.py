@@ -20,7 +20,7 @@ from azure.cosmos.aio import ContainerProxy, DatabaseProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from ..config import CosmosSettings
-from ..errors import ConflictError, EmbeddingMismatchError, InvalidInputError, NotFoundError
+from ..errors import ConflictError, InvalidInputError, NotFoundError
 from ..models import MEMORY_TYPES, Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import rrf
 from . import cosmos_queries as sql
@@ -117,23 +117,17 @@ class CosmosLongTermStore:
                     self._memories, sql.embedding_spec(), "checking the embedding model"
                 )
         stored = found[0]
-        if stored.get("model") != self._spec.model or stored.get("dimension") != self._spec.dimension:
-            raise EmbeddingMismatchError(
-                f"the memories in Cosmos DB database {self._settings.database!r} were embedded with "
-                f"{stored.get('model')} ({stored.get('dimension')} dimensions) but the configured embedder "
-                f"is {self._spec.model} ({self._spec.dimension}); configure the original embedder or use "
-                "another database"
-            )
+        self._spec.check_stored(
+            stored.get("model"),
+            stored.get("dimension"),
+            f"Cosmos DB database {self._settings.database!r}",
+            "another database",
+        )
 
     # -- writes ---------------------------------------------------------------------------------------
 
     async def put(self, memories: Sequence[Memory]) -> None:
-        for memory in memories:
-            if memory.embedding is not None and len(memory.embedding) != self._spec.dimension:
-                raise EmbeddingMismatchError(
-                    f"memory {memory.id} has a {len(memory.embedding)}-dimension vector; the store holds "
-                    f"{self._spec.dimension}"
-                )
+        self._spec.check_vectors(memories)
         calls: list[Callable[[], Awaitable[None]]] = []
         derived: dict[str, list[Memory]] = defaultdict(list)
         for memory in memories:

@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import EmbeddingMismatchError, InvalidInputError, NotFoundError
+from ..errors import InvalidInputError, NotFoundError
 from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import keywords, rrf, score_fusion
 from .base import EmbeddingSpec, QueryVector, resolve_vector
@@ -49,23 +49,15 @@ class SqliteLongTermStore:
                 [("embedding_model", self._spec.model), ("embedding_dimension", str(self._spec.dimension))],
             )
             return
-        if stored.get("embedding_model") != self._spec.model or stored.get("embedding_dimension") != str(
-            self._spec.dimension
-        ):
-            raise EmbeddingMismatchError(
-                f"the memories in {self._db.path} were embedded with {stored.get('embedding_model')} "
-                f"({stored.get('embedding_dimension')} dimensions) but the configured embedder is "
-                f"{self._spec.model} ({self._spec.dimension}); configure the original embedder or use another "
-                "data file"
-            )
+        self._spec.check_stored(
+            stored.get("embedding_model"),
+            stored.get("embedding_dimension"),
+            str(self._db.path),
+            "another data file",
+        )
 
     async def put(self, memories: Sequence[Memory]) -> None:
-        for memory in memories:
-            if memory.embedding is not None and len(memory.embedding) != self._spec.dimension:
-                raise EmbeddingMismatchError(
-                    f"memory {memory.id} has a {len(memory.embedding)}-dimension vector; the store holds "
-                    f"{self._spec.dimension}"
-                )
+        self._spec.check_vectors(memories)
 
         def work(conn: sqlite3.Connection) -> list[int]:
             rowids = []
