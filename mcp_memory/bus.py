@@ -29,6 +29,7 @@ class ReplicaBus:
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         token = object()
         self._listeners[token] = listener
+
         def unsubscribe() -> None:
             self._listeners.pop(token, None)
 

@@ -155,6 +155,7 @@ def export_lines(
             provenance=provenance_of(m),
         )
         for m in memories
+        if m.content  # an empty memory (a profile before any fact) carries nothing to move
     ]
     body += [RevisionLine.model_validate(r.model_dump()) for r in revisions]
     body += [ThreadLine(thread_id=t.thread_id, context_window=t.context_window, data=t.data) for t in threads]

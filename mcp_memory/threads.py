@@ -180,8 +180,19 @@ class ThreadKeeper:
             max_summary = max(32, int(threshold * self.settings.summary.summary_fraction))
             keep = self._kept(memory.messages, threshold, max_summary, keep_recent)
             older = memory.messages[: len(memory.messages) - keep]
-            if not older and not force:
-                return None
+            if not older:
+                if not force:
+                    return None
+                # Nothing old enough to fold in: report the thread as it is, write nothing (an empty
+                # summary must never be stored).
+                return SummarizeResult(
+                    thread_id=thread_id,
+                    summary=memory.summary,
+                    summarized_count=0,
+                    kept_count=len(memory.messages),
+                    tokens_before=memory.token_count,
+                    tokens_after=memory.token_count,
+                )
             # A summary is never longer than what it replaces.
             max_summary = min(max_summary, memory.summary_token_count + sum(m.token_count for m in older))
             if progress:

@@ -227,5 +227,7 @@ async def test_redis_counters_unreachable_is_a_clear_error(private_redis: RedisS
         assert await on_redis.increment("ann", "turns:t1") == 1
         private_redis.stop()
 
-        with pytest.raises(BackendUnavailableError, match=r"learning counters \(Redis\) are unreachable at 127\.0\.0\.1:\d+"):
+        with pytest.raises(
+            BackendUnavailableError, match=r"learning counters \(Redis\) are unreachable at 127\.0\.0\.1:\d+"
+        ):
             await on_redis.increment("ann", "turns:t1")

@@ -20,6 +20,7 @@ import redis.asyncio as aioredis
 from mcp_memory.config import LearningSettings, LongTermSettings, Settings, WorkingSettings
 from mcp_memory.host import open_service
 from mcp_memory.learning import Learning
+from mcp_memory.learning.triggers import turns_key
 from mcp_memory.models import Memory, Scope
 from mcp_memory.service import MemoryService
 from mcp_memory.storage.redis_keys import RedisKeys
@@ -86,14 +87,14 @@ async def test_edit_history_rollback_then_forget_leaves_no_revision_or_counter(
         await service.add_turn(USER, "trip", "user", f"turn {i} about the trip", None, None)
     with anyio.fail_after(20):
         await learning.worker.drain()
-    assert await learning.counters.increment(USER, "turns:trip", by=0) == 3
+    assert await learning.counters.increment(USER, turns_key("trip"), by=0) == 3
     assert await learning.counters.compare_and_set(USER, "extracted:trip", None, "through turn 2")
 
     await service.forget(USER, everything=True)
 
     assert await learning.revisions.forget(Scope(user_id=USER, everything=True), dry_run=True) == 0
     assert await learning.counters.read(USER, "extracted:trip") is None
-    assert await learning.counters.increment(USER, "turns:trip", by=0) == 0  # counts from zero again
+    assert await learning.counters.increment(USER, turns_key("trip"), by=0) == 0  # counts from zero again
 
 
 async def test_forgetting_a_user_on_redis_leaves_no_counter_key(
@@ -109,7 +110,7 @@ async def test_forgetting_a_user_on_redis_leaves_no_counter_key(
     try:
         async with open_service(settings) as opened:
             counters = learning_of(opened).counters
-            await counters.increment(USER, "turns:t1")
+            await counters.increment(USER, turns_key("t1"))
             await counters.compare_and_set(USER, "extracted:t1", None, "m1")
             assert len([k async for k in client.scan_iter(match=keys.learning_counter_pattern(USER))]) == 2
 

@@ -73,6 +73,10 @@ def _bob_attempts(secret: str, ann: dict[str, Any], ann_export: str) -> dict[str
         ],
         "get_working_memory": [{"thread_id": "ann-only"}, {"thread_id": "shared"}],
         "summarize_thread": [{"thread_id": "ann-only"}, {"thread_id": "shared", "keep_recent": 0}],
+        "set_thread_data": [
+            {"thread_id": "ann-only", "data": {"bob": "was here"}},
+            {"thread_id": "shared", "data": {}},
+        ],
         "forget": [
             {"memory_id": turn},
             {"memory_id": ann["summary"]},

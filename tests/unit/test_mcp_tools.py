@@ -236,3 +236,13 @@ async def test_thread_data_is_kept_with_the_thread(client: Client) -> None:
     message = await call_error(client, "set_thread_data", thread_id="d", data={"blob": "x" * 20_000})
     assert ": data is " in message and "bytes of JSON" in message
     assert (await call(client, "get_working_memory", thread_id="d"))["data"] == {"trip": "Hawaii", "step": 3}
+
+
+async def test_summarize_with_nothing_to_fold_in_writes_nothing(client: Client) -> None:
+    await call(client, "add_turn", thread_id="n", role="user", content="one")
+    await call(client, "add_turn", thread_id="n", role="user", content="two")
+    out = await call(client, "summarize_thread", thread_id="n", keep_recent=5)
+    assert out["summarized_count"] == 0 and out["kept_count"] == 2 and out["summary"] == ""
+    assert (await call(client, "search_memory", query="one two", types=["summary"]))["results"] == []
+    exported = await call(client, "export_memories")
+    assert exported["counts"]["memory"] == 2
