@@ -174,8 +174,9 @@ class SqliteLongTermStore:
         rank = f"bm25(memories_fts, 1.0, {float(query.context_weight)!r})"
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT m.rowid, {rank} FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY {rank} LIMIT ?",
+                # Ordered by the selected column: bm25() runs once a row, not twice.
+                f"SELECT m.rowid, {rank} AS score FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid"
+                f" WHERE memories_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
                 (match, *args, pool),
             ).fetchall()
         )
