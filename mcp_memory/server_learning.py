@@ -151,10 +151,8 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
 
     # ---- on demand: extraction and reconciliation ------------------------------------------------
 
-    async def extraction_sample(thread_id: str, ctx: Context[Any, Any]) -> Sample | None:
-        if not in_call_sampling(ctx):
-            return None
-        batch = await learning().prepare_extraction(user(), check.thread_id(thread_id))
+    def sample_of(batch: Any) -> Sample | None:
+        """The sampling request that asks the client's model to answer a prepared batch's prompt."""
         if batch is None:
             return None
         return sample_request(
@@ -163,6 +161,11 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
             max_tokens=settings.learning.max_answer_tokens,
             json_mode=True,
         )
+
+    async def extraction_sample(thread_id: str, ctx: Context[Any, Any]) -> Sample | None:
+        if not in_call_sampling(ctx):
+            return None
+        return sample_of(await learning().prepare_extraction(user(), check.thread_id(thread_id)))
 
     @server.tool(
         annotations=ToolAnnotations(title="Extract memories", read_only_hint=False, destructive_hint=False)
@@ -187,15 +190,7 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
     async def reconcile_sample(ctx: Context[Any, Any]) -> Sample | None:
         if not in_call_sampling(ctx):
             return None
-        batch = await learning().prepare_reconcile(user())
-        if batch is None:
-            return None
-        return sample_request(
-            batch.prompt.system,
-            batch.prompt.user,
-            max_tokens=settings.learning.max_answer_tokens,
-            json_mode=True,
-        )
+        return sample_of(await learning().prepare_reconcile(user()))
 
     @server.tool(
         annotations=ToolAnnotations(title="Reconcile memories", read_only_hint=False, destructive_hint=False)
