@@ -119,15 +119,18 @@ async def open_database(client: CosmosClient, settings: CosmosSettings) -> Datab
     return await client.create_database_if_not_exists(settings.database)
 
 
+def new_container_throughput(settings: CosmosSettings) -> ThroughputProperties | None:
+    """Autoscale up to the configured RU/s, or nothing (serverless accounts take no throughput)."""
+    if settings.throughput == "autoscale":
+        return ThroughputProperties(auto_scale_max_throughput=settings.autoscale_max_ru)
+    return None
+
+
 async def open_container(
     database: DatabaseProxy, name: str, settings: CosmosSettings, embedding: EmbeddingSpec
 ) -> tuple[ContainerProxy, dict[str, Any]]:
     """The container (created with the policies if missing) and its stored properties."""
-    throughput = (
-        ThroughputProperties(auto_scale_max_throughput=settings.autoscale_max_ru)
-        if settings.throughput == "autoscale"
-        else None
-    )
+    throughput = new_container_throughput(settings)
     container = await database.create_container_if_not_exists(
         name,
         partition_key=PartitionKey(path=PARTITION_PATHS, kind="MultiHash"),
@@ -174,11 +177,7 @@ async def open_learning_container(database: DatabaseProxy, settings: CosmosSetti
     """The learning container, created if missing (no vector or full-text policy: nothing searches it);
     an existing one with another partition key or TTL off is a startup error."""
     name = learning_container_name(settings)
-    throughput = (
-        ThroughputProperties(auto_scale_max_throughput=settings.autoscale_max_ru)
-        if settings.throughput == "autoscale"
-        else None
-    )
+    throughput = new_container_throughput(settings)
     container = await database.create_container_if_not_exists(
         name,
         partition_key=PartitionKey(path=LEARNING_PARTITION_PATHS, kind="MultiHash"),
