@@ -40,9 +40,28 @@ def rss_mb() -> float:
     return float("nan")
 
 
+def cpu() -> str:
+    """The CPU's model and its widest vector instructions: the local embedder's speed depends on both."""
+    try:
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    name = next(
+        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), ""
+    )
+    flags = set(
+        next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    )
+    widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
+    return f"{name or platform.machine()} ({widest})"
+
+
 def percentiles(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000  # noqa: E731
+
+    def pick(q: float) -> float:
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
     return {
         "p50_ms": pick(0.50),
         "p95_ms": pick(0.95),
@@ -52,9 +71,9 @@ def percentiles(samples: list[float]) -> dict[str, float]:
 
 
 async def run(
-    sizes: list[int], samples: int, redis_url: str | None, mode: str, locomo_path: str | None
+    sizes: list[int], samples: int, redis_url: str | None, modes: list[str], locomo_path: str | None
 ) -> list[dict[str, Any]]:
-    results = []
+    results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mcp-memory-bench-") as scratch:
         settings = Settings(user_id=USER, data_dir=Path(scratch))
         if redis_url:
@@ -92,11 +111,13 @@ async def run(
                     await service.add_turn(USER, f"probe-{size}", "user", text, None, None)
                     add_times.append(time.perf_counter() - began)
                     stored += 1
-                search_times = []
-                for query in probe:
-                    began = time.perf_counter()
-                    await service.search(USER, query, limit=10, mode=mode)
-                    search_times.append(time.perf_counter() - began)
+                search_times: dict[str, list[float]] = {}
+                for mode in modes:
+                    search_times[mode] = []
+                    for query in probe:
+                        began = time.perf_counter()
+                        await service.search(USER, query, limit=10, mode=mode)
+                        search_times[mode].append(time.perf_counter() - began)
                 get_times = []
                 for i in range(samples):
                     began = time.perf_counter()
@@ -106,7 +127,8 @@ async def run(
                     "memories": stored,
                     "ingest_turns_per_s": ingested / ingest_seconds,
                     "add_turn": percentiles(add_times),
-                    "search_memory": percentiles(search_times),
+                    "search_memory": percentiles(search_times[modes[0]]),
+                    "search_by_mode": {mode: percentiles(times) for mode, times in search_times.items()},
                     "get_working_memory": percentiles(get_times),
                     "rss_mb": rss_mb(),
                 }
@@ -137,26 +159,39 @@ def main() -> None:
     )
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--samples", type=int, default=200, help="timed calls per operation and size")
-    parser.add_argument("--mode", default="hybrid", choices=["hybrid", "vector", "text"])
+    parser.add_argument(
+        "--modes",
+        nargs="+",
+        default=["hybrid"],
+        choices=["hybrid", "vector", "text"],
+        help="search modes to time; the table's search columns show the first, a second table all",
+    )
     parser.add_argument("--redis", default=None, help="Redis URL: working memory on Redis instead of SQLite")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument(
         "--locomo", default=None, help="path to locomo_dev.json: real conversation turns and questions"
     )
     args = parser.parse_args()
-    rows = anyio.run(run, sorted(args.sizes), args.samples, args.redis, args.mode, args.locomo)
+    rows = anyio.run(run, sorted(args.sizes), args.samples, args.redis, args.modes, args.locomo)
     backend = "redis + sqlite" if args.redis else "sqlite (embedded)"
     corpus = "LoCoMo turns and questions" if args.locomo else "synthetic turns and questions"
     print(
-        f"\ncorpus: {corpus}; working memory: {backend}; search mode {args.mode}; {platform.processor() or platform.machine()}, "
+        f"\ncorpus: {corpus}; working memory: {backend}; search mode {args.modes[0]}; {cpu()}, "
         f"{__import__('os').cpu_count()} cores, Python {platform.python_version()}\n"
     )
     print(HEADER)
     for row in rows:
         print_row(row)
+    if len(args.modes) > 1:
+        print("\n| memories | mode | search p50 ms | p95 | p99 |\n|---:|---|---:|---:|---:|")
+        for row in rows:
+            for mode, p in row["search_by_mode"].items():
+                print(
+                    f"| {row['memories']:>7,} | {mode} | {p['p50_ms']:6.2f} | {p['p95_ms']:6.2f} | {p['p99_ms']:6.2f} |"
+                )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"backend": backend, "mode": args.mode, "rows": rows}, indent=2))
+        args.json.write_text(json.dumps({"backend": backend, "modes": args.modes, "rows": rows}, indent=2))
 
 
 if __name__ == "__main__":

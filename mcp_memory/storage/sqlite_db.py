@@ -142,6 +142,10 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (user_id, key)
     );
     """,
+    # 3: which memories are a user's active ones, answerable without reading the rows (text search)
+    """
+    CREATE INDEX memories_active ON memories (user_id, superseded_by, type);
+    """,
 ]
 
 

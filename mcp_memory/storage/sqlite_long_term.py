@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InvalidInputError, NotFoundError
-from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
+from ..models import MEMORY_TYPES, Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import keywords, rrf, score_fusion
 from .base import EmbeddingSpec, QueryVector, resolve_vector
 from .sqlite_codec import pack_vector, parse_ts, ts, unpack_vector
@@ -20,6 +20,7 @@ from .sqlite_db import SqliteDatabase
 from .vector_index import VectorFilter, VectorIndex
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
+RANK_SCAN = 4  # ranked full-text rows read per candidate needed before filtering by user and status
 
 _COLUMNS = (
     "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
@@ -134,14 +135,16 @@ class SqliteLongTermStore:
     async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
         # Quoted phrases filter afterwards; widen the pools so they still leave enough.
         pool = max(query.limit * 4, 50) * (4 if query.phrases else 1)
-        text_hits: list[tuple[int, float]] = []
+        text_hits: list[tuple[int, float]] | None = None
         if query.mode in ("hybrid", "text"):
             # First, while the query's embedding may still be computing on another core.
             text_hits = await self._text_search(query, max(pool, TEXT_CANDIDATES))
         ready = await resolve_vector(vector) if query.mode != "text" else None
         if ready is None:
-            return await self._hits(text_hits, query)
-        index = await self._vector_index(query.user_id)
+            return await self._hits(text_hits or [], query)
+        # The text search already checked whether another process wrote: one trip to SQLite fewer.
+        index = await self._vector_index(query.user_id, checked=text_hits is not None)
+        text_hits = text_hits or []
         where = _vector_filter(query)
         query_vector = np.asarray(ready, dtype=np.float32)
         if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
@@ -165,34 +168,47 @@ class SqliteLongTermStore:
             )
         return await self._hits(scored, query)
 
-    async def _text_search(self, query: SearchQuery, pool: int) -> list[tuple[int, float]]:
+    async def _text_search(self, query: SearchQuery, pool: int) -> list[tuple[int, float]] | None:
+        """BM25's best `pool` (rowid, score), or None when the query has no words to match."""
         match = _fts_query(query)
         if match is None:
-            return []
-        where, args = _filters(query, "m.")
+            return None
         # Column weights: a memory's own words count fully, its context (earlier turns, date) less.
         rank = f"bm25(memories_fts, 1.0, {float(query.context_weight)!r})"
-        rows = await self._db.run(
-            lambda conn: conn.execute(
+        narrowed = query.thread_id is not None or query.since is not None or query.until is not None
+
+        def work(conn: sqlite3.Connection) -> tuple[int, list[tuple[int, float]]]:
+            data_version = _data_version(conn)
+            if not narrowed:
+                ranked = _rank_then_filter(conn, rank, match, query, pool)
+                if ranked is not None:
+                    return data_version, ranked
+            where, args = _filters(query, "m.")
+            return data_version, conn.execute(
                 # Ordered by the selected column: bm25() runs once a row, not twice.
                 f"SELECT m.rowid, {rank} AS score FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid"
                 f" WHERE memories_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
                 (match, *args, pool),
             ).fetchall()
-        )
+
+        data_version, rows = await self._db.run(work)
+        self._note_data_version(data_version)
         return [(r[0], -r[1]) for r in rows]  # bm25() is lower-is-better; report higher-is-better
 
-    async def _vector_index(self, user_id: str) -> VectorIndex:
-        # Another process sharing the file (a second MCP client) may have written since we cached
-        # vectors; SQLite's data_version changes exactly when another connection commits.
-        data_version = await self._db.run(lambda conn: conn.execute("PRAGMA data_version").fetchone()[0])
-        if data_version != self._data_version:
-            self._vectors.clear()
-            self._data_version = data_version
+    async def _vector_index(self, user_id: str, *, checked: bool = False) -> VectorIndex:
+        if not checked:
+            self._note_data_version(await self._db.run(_data_version))
         index = self._vectors.get(user_id)
         if index is None:
             index = await self._load_vectors(user_id)
         return index
+
+    def _note_data_version(self, data_version: int) -> None:
+        # Another process sharing the file (a second MCP client) may have written since we cached
+        # vectors; SQLite's data_version changes exactly when another connection commits.
+        if data_version != self._data_version:
+            self._vectors.clear()
+            self._data_version = data_version
 
     async def _load_vectors(self, user_id: str) -> VectorIndex:
         def work(conn: sqlite3.Connection) -> VectorIndex:
@@ -318,6 +334,45 @@ class SqliteLongTermStore:
             ).fetchall()
         )
         return [_memory(r) for r in rows]
+
+
+def _data_version(conn: sqlite3.Connection) -> int:
+    version: int = conn.execute("PRAGMA data_version").fetchone()[0]
+    return version
+
+
+def _rank_then_filter(
+    conn: sqlite3.Connection, rank: str, match: str, query: SearchQuery, pool: int
+) -> list[tuple[int, float]] | None:
+    """The best `pool` active memories of the user by BM25, or None when this shortcut cannot tell.
+
+    Joining the full-text index to `memories` reads every matching row (~2 KB each, mostly its
+    embedding) just to check its owner, type and whether it is superseded: most of a search's time
+    at 10k memories. Ranking inside the index alone, then checking only the best few through the
+    `memories_active` index (which holds exactly those columns), returns the same rows.
+    """
+    scan = pool * RANK_SCAN
+    ranked = conn.execute(
+        f"SELECT rowid, {rank} AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score LIMIT ?",
+        (match, scan),
+    ).fetchall()
+    # Every type named, even when all are wanted: with all four index columns pinned, SQLite seeks
+    # each rowid in the index instead of scanning all of the user's entries.
+    types = query.types or MEMORY_TYPES
+    active = {
+        r[0]
+        for r in conn.execute(
+            "SELECT rowid FROM memories INDEXED BY memories_active WHERE user_id = ? AND superseded_by IS NULL"
+            f" AND type IN ({','.join('?' * len(types))}) AND rowid IN (SELECT value FROM json_each(?))",
+            (query.user_id, *types, json.dumps([r[0] for r in ranked])),
+        )
+    }
+    kept = [r for r in ranked if r[0] in active][:pool]
+    # Exact when `pool` survived (anything below the scanned rows ranks lower still) or when the
+    # index had no more matches; otherwise other users or superseded memories crowded the scan.
+    if len(kept) == pool or len(ranked) < scan:
+        return kept
+    return None
 
 
 def _vector_filter(query: SearchQuery) -> VectorFilter:

@@ -441,6 +441,25 @@ async def test_search_sees_only_the_users_memories(search_store: LongTermStore, 
     assert await search_store.search(search_query(other, text), embed(text)) == []
 
 
+async def test_text_search_reaches_past_better_matches_it_must_not_return(
+    search_store: LongTermStore, new_user: NewUser
+) -> None:
+    # Hundreds of closer matches that belong to another user, are superseded or are of another
+    # type rank above the user's own: a search must still return the user's, all of them.
+    user, other = new_user(), new_user()
+    crowd = [memory(other, f"o{i}", "bicycle bicycle bicycle") for i in range(300)]
+    crowd += [memory(user, f"s{i}", "bicycle bicycle", superseded_by="x") for i in range(200)]
+    crowd += [memory(user, f"f{i}", "bicycle bicycle", type="fact", thread_id=None) for i in range(200)]
+    await search_store.put(crowd)
+    await seed_search(search_store, user)
+
+    hits = await search_store.search(
+        search_query(user, "bicycle", mode="text", types=["turn", "summary"]), None
+    )
+
+    assert [h.memory.id for h in hits] == ["repair", "bike"]
+
+
 # -- learning (issue 5): find_by_hash and list_active on every backend, similar on search_store ----------
 
 
