@@ -95,14 +95,19 @@ def score_fusion(
     extra: list[tuple[int, float]] = []
     top = max((score for _, score in text_hits), default=0.0)
     if top > 0:
+        # All text hits placed at once: a Python loop of searchsorted calls cost ~1 ms at 10k memories.
+        text_keys = np.fromiter((key for key, _ in text_hits), dtype=np.int64, count=len(text_hits))
+        raw = np.fromiter((score for _, score in text_hits), dtype=np.float64, count=len(text_hits))
+        text_scores = text_weight * raw / top
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
-        for key, score in text_hits:
-            at = int(np.searchsorted(ordered, key))
-            if at < len(ordered) and ordered[at] == key:
-                combined[order[at]] += text_weight * score / top
-            else:
-                extra.append((key, text_weight * score / top))  # a text hit with no vector
+        at = np.searchsorted(ordered, text_keys)
+        found = np.zeros(len(text_keys), dtype=bool)
+        if len(ordered):
+            found = ordered[np.minimum(at, len(ordered) - 1)] == text_keys
+        np.add.at(combined, order[at[found]], text_scores[found])
+        # Text hits with no vector keep their text score alone, in BM25 order.
+        extra = list(zip(text_keys[~found].tolist(), text_scores[~found].tolist(), strict=True))
     k = min(limit, len(combined))
     best = np.argpartition(-combined, k - 1)[:k] if k else np.zeros(0, dtype=np.int64)
     ranked = [(int(keys[i]), float(combined[i])) for i in best]
