@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from pydantic import SecretStr
 
 from mcp_memory.config import CosmosSettings
 from mcp_memory.llm.hash_embedder import HashingEmbedder
+from mcp_memory.models import Memory, MemoryType
 from mcp_memory.storage.base import EmbeddingSpec, LongTermStore
 from tests.services.cosmos_server import CosmosServer
 
@@ -84,3 +86,30 @@ async def search_store(tmp_path: Path) -> AsyncIterator[LongTermStore]:
 def new_user() -> Callable[[], str]:
     """Unique user ids, so a test never depends on what another left in a shared (live) database."""
     return lambda: f"u-{uuid.uuid4().hex[:12]}"
+
+
+T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+
+
+def memory(
+    user_id: str,
+    memory_id: str,
+    content: str,
+    *,
+    thread_id: str | None = "t1",
+    type: MemoryType = "turn",
+    minutes: int = 0,
+    **fields: object,
+) -> Memory:
+    return Memory(
+        id=memory_id,
+        user_id=user_id,
+        thread_id=thread_id,
+        role="user" if type == "turn" else None,
+        type=type,
+        content=content,
+        embedding=embed(content),
+        created_at=T0 + timedelta(minutes=minutes),
+        token_count=len(content.split()),
+        **fields,
+    )

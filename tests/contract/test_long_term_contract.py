@@ -17,43 +17,18 @@ Users are unique per test (`new_user`), so the suite also runs on a shared live 
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
 from mcp_memory.errors import EmbeddingMismatchError, NotFoundError
-from mcp_memory.models import Memory, MemoryType, Scope, SearchQuery, content_hash
+from mcp_memory.models import Memory, Scope, SearchQuery, content_hash
 from mcp_memory.storage.base import LongTermStore
-from tests.contract.conftest_long_term import DIMENSION, embed
+from tests.contract.conftest_long_term import DIMENSION, T0, embed, memory
 
 pytestmark = pytest.mark.anyio
 
-T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
 NewUser = Callable[[], str]
-
-
-def memory(
-    user_id: str,
-    memory_id: str,
-    content: str,
-    *,
-    thread_id: str | None = "t1",
-    type: MemoryType = "turn",
-    minutes: int = 0,
-    **fields: object,
-) -> Memory:
-    return Memory(
-        id=memory_id,
-        user_id=user_id,
-        thread_id=thread_id,
-        role="user" if type == "turn" else None,
-        type=type,
-        content=content,
-        embedding=embed(content),
-        created_at=T0 + timedelta(minutes=minutes),
-        token_count=len(content.split()),
-        **fields,
-    )
 
 
 def conversation(user_id: str, thread_id: str = "t1", n: int = 5, start: int = 0) -> list[Memory]:

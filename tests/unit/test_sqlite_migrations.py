@@ -3,30 +3,15 @@
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
-from mcp_memory.models import Memory, SearchQuery
+from mcp_memory.models import SearchQuery
 from mcp_memory.storage import sqlite_db
-from tests.contract.conftest_long_term import embed, open_sqlite
+from tests.contract.conftest_long_term import memory, open_sqlite
 
 pytestmark = pytest.mark.anyio
-
-
-def turn(user_id: str, memory_id: str, content: str) -> Memory:
-    return Memory(
-        id=memory_id,
-        user_id=user_id,
-        thread_id="t1",
-        role="user",
-        type="turn",
-        content=content,
-        embedding=embed(content),
-        created_at=datetime(2024, 5, 1, tzinfo=UTC),
-        token_count=len(content.split()),
-    )
 
 
 async def test_a_schema_2_file_is_migrated_and_still_searched(
@@ -36,7 +21,9 @@ async def test_a_schema_2_file_is_migrated_and_still_searched(
     with monkeypatch.context() as before:
         before.setattr(sqlite_db, "MIGRATIONS", sqlite_db.MIGRATIONS[:2])  # the release before schema 3
         async with open_sqlite(path) as store:
-            await store.put([turn("u", "bike", "I ride my bicycle to work"), turn("u", "tea", "green tea")])
+            await store.put(
+                [memory("u", "bike", "I ride my bicycle to work"), memory("u", "tea", "green tea")]
+            )
 
     async with open_sqlite(path) as store:
         hits = await store.search(SearchQuery(user_id="u", text="bicycle", mode="text"), None)
