@@ -175,6 +175,7 @@ class SqliteLongTermStore:
             return None
         # Column weights: a memory's own words count fully, its context (earlier turns, date) less.
         rank = f"bm25(memories_fts, 1.0, {float(query.context_weight)!r})"
+        # A thread or time range leaves few of the index's best rows: go straight to the joined query.
         narrowed = query.thread_id is not None or query.since is not None or query.until is not None
 
         def work(conn: sqlite3.Connection) -> tuple[int, list[tuple[int, float]]]:
@@ -356,15 +357,16 @@ def _rank_then_filter(
         f"SELECT rowid, {rank} AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score LIMIT ?",
         (match, scan),
     ).fetchall()
-    # Every type named, even when all are wanted: with all four index columns pinned, SQLite seeks
-    # each rowid in the index instead of scanning all of the user's entries.
-    types = query.types or MEMORY_TYPES
+    # The search's own filters (one list of them, shared with the joined query), every type named
+    # even when all are wanted: with all four index columns pinned, SQLite seeks each rowid in the
+    # index instead of scanning all of the user's entries.
+    where, args = _filters(query.model_copy(update={"types": query.types or list(MEMORY_TYPES)}), "")
     active = {
         r[0]
         for r in conn.execute(
-            "SELECT rowid FROM memories INDEXED BY memories_active WHERE user_id = ? AND superseded_by IS NULL"
-            f" AND type IN ({','.join('?' * len(types))}) AND rowid IN (SELECT value FROM json_each(?))",
-            (query.user_id, *types, json.dumps([r[0] for r in ranked])),
+            f"SELECT rowid FROM memories INDEXED BY memories_active WHERE {where}"
+            " AND rowid IN (SELECT value FROM json_each(?))",
+            (*args, json.dumps([r[0] for r in ranked])),
         )
     }
     kept = [r for r in ranked if r[0] in active][:pool]
