@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from hypothesis import HealthCheck, given, settings
@@ -72,15 +73,25 @@ class PortalClient:
 
     portal: BlockingPortal
     client: Client
+    server: Any
 
     def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         return self.portal.call(self.client.call_tool, name, arguments)
 
     def stored(self) -> list[str]:
-        """Everything the user has, without the export header (it carries the export time)."""
+        """Everything the user has, without the export header (it carries the export time), once the
+        background lane is idle: an earlier accepted call (e.g. a new fact) queues a profile rebuild,
+        which must not land between the two snapshots of a rejected call."""
+        self.portal.call(self._settle)
         result = self.call_tool("export_memories", {})
         assert not result.is_error, result.content[0].text
         return list(result.structured_content["jsonl"].splitlines()[1:])
+
+    async def _settle(self) -> None:
+        learning = self.server.host.service.learning
+        assert learning is not None, "the fuzzed server runs with learning on"
+        with anyio.fail_after(20):
+            await learning.worker.drain()
 
     def tools(self) -> dict[str, Any]:
         return {t.name: t for t in self.portal.call(self.client.list_tools).tools}
@@ -94,7 +105,7 @@ def fuzz_client(fast_settings: Settings) -> Iterator[PortalClient]:
         start_blocking_portal("asyncio") as portal,
         portal.wrap_async_context_manager(Client(server, raise_exceptions=False)) as client,
     ):
-        fuzzed = PortalClient(portal, client)
+        fuzzed = PortalClient(portal, client, server)
         for thread, content in (("t", "stored before fuzzing"), ("other", "another thread")):
             fuzzed.call_tool("add_turn", {"thread_id": thread, "role": "user", "content": content})
         yield fuzzed
