@@ -113,7 +113,11 @@ class EmbeddingSettings(BaseModel):
     azure_endpoint: str | None = Field(default=None, description="Azure OpenAI endpoint (provider azure).")
     api_version: str = Field(default="2024-10-21", description="Azure OpenAI API version.")
     threads: int = Field(default=1, ge=1, description="ONNX intra-op threads for the local model.")
-    batch_size: int = Field(default=32, ge=1, description="Texts per embedding call.")
+    batch_size: int = Field(
+        default=32,
+        ge=1,
+        description="Texts per embedding request (OpenAI; the local model runs one text at a time).",
+    )
     timeout_seconds: float = Field(default=30.0, gt=0, description="Per-call embedding timeout.")
     max_retries: int = Field(default=2, ge=0, description="SDK retries of a failed remote embedding call.")
 

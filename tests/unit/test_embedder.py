@@ -36,7 +36,7 @@ def assert_unit_rows(vectors: np.ndarray, rows: int, dimension: int) -> None:
 
 @pytest.fixture(scope="module")
 def minilm() -> LocalMiniLMEmbedder:
-    return LocalMiniLMEmbedder.load(EmbeddingSettings(batch_size=4))
+    return LocalMiniLMEmbedder.load(EmbeddingSettings())
 
 
 @pytest.mark.anyio
@@ -50,7 +50,7 @@ async def test_local_model_opens_through_the_factory() -> None:
 @pytest.mark.anyio
 async def test_local_paraphrases_are_closer_than_unrelated_sentences(minilm: LocalMiniLMEmbedder) -> None:
     texts = [t for pair in PARAPHRASES for t in pair]
-    vectors = await minilm.embed(texts)  # 6 texts, batch_size 4: two batches
+    vectors = await minilm.embed(texts)
     assert_unit_rows(vectors, 6, 384)
     similarity = vectors @ vectors.T
     for i in range(len(PARAPHRASES)):
