@@ -146,6 +146,10 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memories_active ON memories (user_id, superseded_by, type);
     """,
+    # 4: text search ranks on an in-memory index now (storage/text_index); 3's index is unread
+    """
+    DROP INDEX memories_active;
+    """,
 ]
 
 

@@ -1,4 +1,9 @@
-"""Long-term memory on the embedded SQLite file: FTS5 (BM25) for text, an in-memory matrix for vectors."""
+"""Long-term memory on the embedded SQLite file; search runs on per-user in-memory indexes built from it.
+
+The file holds the memories (and an FTS5 index, used for quoted phrases); each user's first search
+builds a BM25 text index and a vector matrix from them (text_index, vector_index), which writes
+through this store keep current.
+"""
 
 from __future__ import annotations
 
@@ -6,21 +11,24 @@ import json
 import sqlite3
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import anyio
 import numpy as np
 
 from ..errors import InvalidInputError, NotFoundError
-from ..models import MEMORY_TYPES, Hit, Memory, Scope, SearchQuery, ThreadInfo
+from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import keywords, rrf, score_fusion
 from .base import EmbeddingSpec, QueryVector, resolve_vector
+from .memory_rows import RowFilter
 from .sqlite_codec import pack_vector, parse_ts, ts, unpack_vector
 from .sqlite_db import SqliteDatabase
-from .vector_index import VectorFilter, VectorIndex
+from .text_index import Document, TextIndex, query_terms
+from .vector_index import VectorIndex
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
-RANK_SCAN = 4  # ranked full-text rows read per candidate needed before filtering by user and status
 
 _COLUMNS = (
     "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
@@ -28,12 +36,49 @@ _COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class _UserIndex:
+    vectors: VectorIndex  # the memories that have an embedding
+    text: TextIndex  # every memory
+
+    def apply(self, memory: Memory, rowid: int) -> None:
+        """Index a memory just written (new, changed or superseded)."""
+        moment, active = memory.created_at.timestamp(), memory.superseded_by is None
+        self.text.upsert(
+            Document(
+                rowid,
+                memory.content,
+                memory.index_context or "",
+                memory.thread_id,
+                memory.type,
+                moment,
+                active,
+            )
+        )
+        if memory.embedding is None:
+            self.vectors.deactivate(rowid)
+        else:
+            self.vectors.upsert(
+                rowid,
+                np.asarray(memory.embedding, dtype=np.float32),
+                thread_id=memory.thread_id,
+                type=memory.type,
+                created=moment,
+                active=active,
+            )
+
+
 class SqliteLongTermStore:
     def __init__(self, db: SqliteDatabase, embedding: EmbeddingSpec) -> None:
         self._db = db
         self._spec = embedding
-        self._vectors: dict[str, VectorIndex] = {}  # per user, loaded on first vector search
+        self._indexes: dict[str, _UserIndex] = {}  # per user, built on first search
         self._data_version: int | None = None
+        # Users whose index is being built: the memories put meanwhile, applied once it is built (a
+        # build reads the file first, and takes a second at 10k: writes must not wait or be lost).
+        self._building: dict[str, list[tuple[Memory, int]]] = {}
+        self._forgets = 0  # forget() calls so far: a build that spans one is read again
+        self._build_lane = anyio.Lock()  # one build at a time: two searches of a new user build once
 
     @classmethod
     @asynccontextmanager
@@ -82,20 +127,11 @@ class SqliteLongTermStore:
 
         rowids = await self._db.write(work)
         for memory, rowid in zip(memories, rowids, strict=True):
-            index = self._vectors.get(memory.user_id)
-            if index is None:
-                continue
-            if memory.embedding is None:
-                index.deactivate(rowid)
-            else:
-                index.upsert(
-                    rowid,
-                    np.asarray(memory.embedding, dtype=np.float32),
-                    thread_id=memory.thread_id,
-                    type=memory.type,
-                    created=memory.created_at.timestamp(),
-                    active=memory.superseded_by is None,
-                )
+            index = self._indexes.get(memory.user_id)
+            if index is not None:
+                index.apply(memory, rowid)
+            elif memory.user_id in self._building:
+                self._building[memory.user_id].append((memory, rowid))
 
     async def get(self, user_id: str, memory_id: str) -> Memory:
         rows = await self._db.run(
@@ -135,22 +171,21 @@ class SqliteLongTermStore:
     async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
         # Quoted phrases filter afterwards; widen the pools so they still leave enough.
         pool = max(query.limit * 4, 50) * (4 if query.phrases else 1)
+        index = await self._index(query.user_id)
+        where = _row_filter(query)
         text_hits: list[tuple[int, float]] | None = None
         if query.mode in ("hybrid", "text"):
             # First, while the query's embedding may still be computing on another core.
-            text_hits = await self._text_search(query, max(pool, TEXT_CANDIDATES))
+            text_hits = await self._text_search(index.text, query, max(pool, TEXT_CANDIDATES), where)
         ready = await resolve_vector(vector) if query.mode != "text" else None
         if ready is None:
             return await self._hits(text_hits or [], query)
-        # The text search already checked whether another process wrote: one trip to SQLite fewer.
-        index = await self._vector_index(query.user_id, checked=text_hits is not None)
         text_hits = text_hits or []
-        where = _vector_filter(query)
         query_vector = np.asarray(ready, dtype=np.float32)
         if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
-            return await self._hits(index.search(query_vector, pool, where), query)
+            return await self._hits(index.vectors.search(query_vector, pool, where), query)
         if query.fusion == "score":
-            keys, cosines = index.scores(query_vector, where)
+            keys, cosines = index.vectors.scores(query_vector, where)
             scored = score_fusion(
                 text_hits,
                 keys,
@@ -160,7 +195,7 @@ class SqliteLongTermStore:
                 vector_weight=query.vector_weight,
             )
         else:
-            vector_hits = index.search(query_vector, pool, where)
+            vector_hits = index.vectors.search(query_vector, pool, where)
             scored = rrf(
                 [[r for r, _ in text_hits], [r for r, _ in vector_hits]],
                 weights=[query.text_weight, query.vector_weight],
@@ -168,70 +203,78 @@ class SqliteLongTermStore:
             )
         return await self._hits(scored, query)
 
-    async def _text_search(self, query: SearchQuery, pool: int) -> list[tuple[int, float]] | None:
+    async def _text_search(
+        self, index: TextIndex, query: SearchQuery, pool: int, where: RowFilter
+    ) -> list[tuple[int, float]] | None:
         """BM25's best `pool` (rowid, score), or None when the query has no words to match."""
-        match = _fts_query(query)
-        if match is None:
+        # A quoted phrase's words count too (they may all be stopwords: "to be"); the rows must hold it.
+        wanted = query_terms([*keywords(query.text), *query.phrases])
+        if not wanted:
             return None
-        # Column weights: a memory's own words count fully, its context (earlier turns, date) less.
-        rank = f"bm25(memories_fts, 1.0, {float(query.context_weight)!r})"
-        # A thread or time range leaves few of the index's best rows: go straight to the joined query.
-        narrowed = query.thread_id is not None or query.since is not None or query.until is not None
+        only = None
+        if query.phrases:
+            match = " AND ".join(_quote(p) for p in query.phrases)
+            rowids = await self._db.run(
+                lambda conn: [
+                    r[0]
+                    for r in conn.execute(
+                        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (match,)
+                    )
+                ]
+            )
+            only = np.asarray(rowids, dtype=np.int64)
+        # Context weight: a memory's own words count fully, its context (earlier turns, date) less.
+        return index.search(wanted, pool, where, context_weight=query.context_weight, only=only)
 
-        def work(conn: sqlite3.Connection) -> tuple[int, list[tuple[int, float]]]:
-            data_version = _data_version(conn)
-            if not narrowed:
-                ranked = _rank_then_filter(conn, rank, match, query, pool)
-                if ranked is not None:
-                    return data_version, ranked
-            where, args = _filters(query, "m.")
-            return data_version, conn.execute(
-                # Ordered by the selected column: bm25() runs once a row, not twice.
-                f"SELECT m.rowid, {rank} AS score FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid"
-                f" WHERE memories_fts MATCH ? AND {where} ORDER BY score LIMIT ?",
-                (match, *args, pool),
-            ).fetchall()
-
-        data_version, rows = await self._db.run(work)
-        self._note_data_version(data_version)
-        return [(r[0], -r[1]) for r in rows]  # bm25() is lower-is-better; report higher-is-better
-
-    async def _vector_index(self, user_id: str, *, checked: bool = False) -> VectorIndex:
-        if not checked:
-            self._note_data_version(await self._db.run(_data_version))
-        index = self._vectors.get(user_id)
-        if index is None:
-            index = await self._load_vectors(user_id)
-        return index
-
-    def _note_data_version(self, data_version: int) -> None:
-        # Another process sharing the file (a second MCP client) may have written since we cached
-        # vectors; SQLite's data_version changes exactly when another connection commits.
+    async def _index(self, user_id: str) -> _UserIndex:
+        """The user's search indexes, built on first use and dropped when another process writes."""
+        # Another process sharing the file (a second MCP client) may have written since we built
+        # them; SQLite's data_version changes exactly when another connection commits.
+        data_version = await self._db.run(_data_version)
         if data_version != self._data_version:
-            self._vectors.clear()
+            self._indexes.clear()
             self._data_version = data_version
-
-    async def _load_vectors(self, user_id: str) -> VectorIndex:
-        def work(conn: sqlite3.Connection) -> VectorIndex:
-            index = VectorIndex(self._spec.dimension)
-            for rowid, thread_id, kind, created, blob, superseded in conn.execute(
-                "SELECT rowid, thread_id, type, created_at, embedding, superseded_by FROM memories"
-                " WHERE user_id = ? AND embedding IS NOT NULL ORDER BY rowid",
-                (user_id,),
-            ):
-                index.upsert(
-                    rowid,
-                    unpack_vector(blob),  # type: ignore[arg-type]
-                    thread_id=thread_id,
-                    type=kind,
-                    created=parse_ts(created).timestamp(),  # type: ignore[union-attr]
-                    active=superseded is None,
-                )
-            return index
-
-        index = await self._db.run(work)
-        self._vectors[user_id] = index
+        index = self._indexes.get(user_id)
+        if index is None:
+            async with self._build_lane:
+                index = self._indexes.get(user_id) or await self._build(user_id)
         return index
+
+    async def _build(self, user_id: str) -> _UserIndex:
+        index = None
+        while index is None:
+            forgets, self._building[user_id] = self._forgets, []
+            try:
+                rows = await self._db.run(
+                    lambda conn: conn.execute(
+                        "SELECT rowid, thread_id, type, created_at, embedding, superseded_by, content,"
+                        " index_context FROM memories WHERE user_id = ? ORDER BY rowid",
+                        (user_id,),
+                    ).fetchall()
+                )
+                # Built off the database's lane: tokenizing 10k memories takes most of a second.
+                built = await anyio.to_thread.run_sync(self._build_index, rows)
+            finally:
+                put_meanwhile = self._building.pop(user_id)
+            if forgets != self._forgets:
+                continue  # deletions are not replayed: read the file again
+            # Memories put meanwhile, the read may or may not have seen them: applying is idempotent.
+            for memory, rowid in put_meanwhile:
+                built.apply(memory, rowid)
+            index = self._indexes[user_id] = built
+        return index
+
+    def _build_index(self, rows: list[tuple[Any, ...]]) -> _UserIndex:
+        vectors = VectorIndex(self._spec.dimension)
+        documents = []
+        for rowid, thread_id, kind, created, blob, superseded, content, context in rows:
+            moment = parse_ts(created).timestamp()  # type: ignore[union-attr]
+            active = superseded is None
+            vector = unpack_vector(blob)
+            if vector is not None:
+                vectors.upsert(rowid, vector, thread_id=thread_id, type=kind, created=moment, active=active)
+            documents.append(Document(rowid, content, context or "", thread_id, kind, moment, active))
+        return _UserIndex(vectors, TextIndex.of(documents))
 
     async def _hits(self, scored: Sequence[tuple[int, float]], query: SearchQuery) -> list[Hit]:
         if not scored:
@@ -283,7 +326,8 @@ class SqliteLongTermStore:
 
         counts = await self._db.write(work)
         if not dry_run and counts:
-            self._vectors.pop(scope.user_id, None)  # rebuilt on the next vector search
+            self._forgets += 1
+            self._indexes.pop(scope.user_id, None)  # rebuilt on the next search
         return counts
 
     # ---- learning (issue 5) --------------------------------------------------------------------
@@ -308,8 +352,8 @@ class SqliteLongTermStore:
         self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
     ) -> list[Hit]:
         query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)
-        index = await self._vector_index(user_id)
-        ranked = index.search(np.asarray(vector, dtype=np.float32), limit, _vector_filter(query))
+        index = await self._index(user_id)
+        ranked = index.vectors.search(np.asarray(vector, dtype=np.float32), limit, _row_filter(query))
         return await self._hits([(r, s) for r, s in ranked if s >= min_similarity], query)
 
     async def list_active(
@@ -342,43 +386,8 @@ def _data_version(conn: sqlite3.Connection) -> int:
     return version
 
 
-def _rank_then_filter(
-    conn: sqlite3.Connection, rank: str, match: str, query: SearchQuery, pool: int
-) -> list[tuple[int, float]] | None:
-    """The best `pool` active memories of the user by BM25, or None when this shortcut cannot tell.
-
-    Joining the full-text index to `memories` reads every matching row (~2 KB each, mostly its
-    embedding) just to check its owner, type and whether it is superseded: most of a search's time
-    at 10k memories. Ranking inside the index alone, then checking only the best few through the
-    `memories_active` index (which holds exactly those columns), returns the same rows.
-    """
-    scan = pool * RANK_SCAN
-    ranked = conn.execute(
-        f"SELECT rowid, {rank} AS score FROM memories_fts WHERE memories_fts MATCH ? ORDER BY score LIMIT ?",
-        (match, scan),
-    ).fetchall()
-    # The search's own filters (one list of them, shared with the joined query), every type named
-    # even when all are wanted: with all four index columns pinned, SQLite seeks each rowid in the
-    # index instead of scanning all of the user's entries.
-    where, args = _filters(query.model_copy(update={"types": query.types or list(MEMORY_TYPES)}), "")
-    active = {
-        r[0]
-        for r in conn.execute(
-            f"SELECT rowid FROM memories INDEXED BY memories_active WHERE {where}"
-            " AND rowid IN (SELECT value FROM json_each(?))",
-            (*args, json.dumps([r[0] for r in ranked])),
-        )
-    }
-    kept = [r for r in ranked if r[0] in active][:pool]
-    # Exact when `pool` survived (anything below the scanned rows ranks lower still) or when the
-    # index had no more matches; otherwise other users or superseded memories crowded the scan.
-    if len(kept) == pool or len(ranked) < scan:
-        return kept
-    return None
-
-
-def _vector_filter(query: SearchQuery) -> VectorFilter:
-    return VectorFilter(
+def _row_filter(query: SearchQuery) -> RowFilter:
+    return RowFilter(
         thread_id=query.thread_id,
         types=tuple(query.types) if query.types else None,
         since=query.since.timestamp() if query.since else None,
@@ -386,37 +395,9 @@ def _vector_filter(query: SearchQuery) -> VectorFilter:
     )
 
 
-def _fts_query(query: SearchQuery) -> str | None:
-    """An FTS5 MATCH expression: any of the keywords, and every quoted phrase."""
-    terms = [_quote(w) for w in keywords(query.text)]
-    parts = []
-    if terms:
-        parts.append("(" + " OR ".join(terms) + ")")
-    parts.extend(_quote(p) for p in query.phrases)
-    return " AND ".join(parts) if parts else None
-
-
 def _quote(text: str) -> str:
     # An FTS5 string: operators and punctuation inside it are plain text.
     return '"' + text.replace('"', '""') + '"'
-
-
-def _filters(query: SearchQuery, prefix: str) -> tuple[str, list[Any]]:
-    clauses = [f"{prefix}user_id = ?", f"{prefix}superseded_by IS NULL"]
-    args: list[Any] = [query.user_id]
-    if query.thread_id is not None:
-        clauses.append(f"{prefix}thread_id = ?")
-        args.append(query.thread_id)
-    if query.types:
-        clauses.append(f"{prefix}type IN ({','.join('?' * len(query.types))})")
-        args.extend(query.types)
-    if query.since is not None:
-        clauses.append(f"{prefix}created_at >= ?")
-        args.append(ts(query.since))
-    if query.until is not None:
-        clauses.append(f"{prefix}created_at <= ?")
-        args.append(ts(query.until))
-    return " AND ".join(clauses), args
 
 
 def _row(m: Memory) -> tuple[Any, ...]:
