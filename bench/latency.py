@@ -6,8 +6,9 @@ Runs in process through the public service API (what the MCP tools call), on a f
     .venv/bin/python bench/latency.py --sizes 1000 10000 --redis redis://127.0.0.1:6379/0   # Redis working memory
 
 At each size: p50/p95/p99 of 200 add_turn, search_memory and get_working_memory calls, the ingest rate,
-the process's RSS, and the first search of a new process opened on the same data (what a restart or a
-second MCP client pays to build the user's in-memory search indexes).
+the process's RSS, and the first search of a new process opened on the same data, sent as soon as it has
+opened (it waits for the start-up warm-up to build the user's in-memory search indexes: what a restart
+or a second MCP client pays).
 
 Prints a table and writes JSON (--json). Numbers are wall-clock on this machine; nothing here is asserted.
 """
@@ -149,9 +150,9 @@ async def run(
 
 
 def first_search_elsewhere(settings: Settings, query: str, mode: str) -> float:
-    """Seconds the first search of a new process on the same data takes: it builds the user's in-memory
-    search indexes from the file (what a restart or a second MCP client pays). A process of its own, so
-    this one's RSS stays its own."""
+    """Seconds the first search of a new process on the same data takes when sent as soon as the process
+    has opened: it waits for the user's in-memory search indexes, which the start-up warm-up is building
+    (what a restart or a second MCP client pays). A process of its own, so this one's RSS stays its own."""
     env = {**os.environ, "MCP_MEMORY_DATA_DIR": str(settings.data_dir), "MCP_MEMORY_USER_ID": USER}
     if settings.working.redis_url is not None:
         env["MCP_MEMORY_WORKING__REDIS_URL"] = settings.working.redis_url.get_secret_value()

@@ -89,6 +89,11 @@ class LongTermSettings(BaseModel):
         default=None, description="Long-term store; default: cosmos when cosmos.endpoint is set, else sqlite."
     )
     cosmos: CosmosSettings = Field(default_factory=CosmosSettings)
+    warm_on_start: bool = Field(
+        default=True,
+        description="sqlite: build the configured users' search indexes at start-up, in the background"
+        " (else on each user's first search; ~1 s per 10k memories).",
+    )
 
     @property
     def resolved_backend(self) -> Literal["sqlite", "cosmos"]:

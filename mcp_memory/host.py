@@ -15,6 +15,7 @@ from contextlib import AsyncExitStack, asynccontextmanager
 import anyio
 from threadpoolctl import threadpool_limits
 
+from .auth import load_tokens
 from .bus import ReplicaBus
 from .config import Settings
 from .learning import open_learning
@@ -25,6 +26,7 @@ from .service import ChangeListener, MemoryService
 from .storage import open_stores
 from .summarize import build_summarizer
 from .tokens import TokenCounter
+from .warmup import Warmup
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,10 @@ async def open_service(
         )
         embedder = await stack.enter_async_context(open_embedder(settings.embedding))
         stores = await stack.enter_async_context(open_stores(settings, embedder.spec))
+        warmup = None
+        if settings.long_term.warm_on_start:
+            users = [settings.user_id, *(t.user_id for t in load_tokens(settings.security))]
+            warmup = await stack.enter_async_context(Warmup.running(stores.long_term, users))
         chat = await stack.enter_async_context(open_chat_model(settings.llm))
         summarizer = build_summarizer(chat, tokens.count, settings.prompts_dir)
         # Facts, revisions, the profile (issue 5); its background lane closes before the stores do.
@@ -64,6 +70,7 @@ async def open_service(
             summarizer=summarizer,
             on_change=on_change,
             learning=learning,
+            warmup=warmup,
         )
 
 

@@ -47,6 +47,7 @@ from .views import (
     WorkingMemoryUsage,
     WorkingMemoryView,
 )
+from .warmup import Warmup
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +76,7 @@ class MemoryService:
     summarizer: Summarizer
     on_change: ChangeListener | None = None
     learning: LearningHooks | None = None
+    warmup: Warmup | None = None  # the start-up build of the search indexes (long_term.warm_on_start)
     quotas: Quotas = field(init=False)
     threads: ThreadKeeper = field(init=False)
 

@@ -148,6 +148,11 @@ class LongTermStore(Protocol):
         the stored-bytes quota and proving that forgetting left nothing."""
         ...
 
+    async def warm(self, user_id: str) -> None:
+        """Build now whatever the user's first search would build (the embedded store's in-memory
+        indexes); a store whose indexes live in its server does nothing."""
+        ...
+
     # ---- learning (issue 5): write-time dedup, reconciliation and the user profile -------------
 
     async def find_by_hash(self, user_id: str, content_hash: str, *, types: Sequence[str]) -> list[Memory]:

@@ -327,6 +327,9 @@ class CosmosLongTermStore:
         memories = [from_document(d) for d in docs if d.get("type") in MEMORY_TYPES]
         return sorted(memories, key=lambda m: m.created_at)
 
+    async def warm(self, user_id: str) -> None:
+        """Nothing to prepare: Cosmos DB keeps its vector and full-text indexes itself."""
+
     async def _delete(self, user_id: str, container: ContainerProxy, doc: dict[str, Any]) -> None:
         # Already gone (expired by TTL, forgotten concurrently) is what was asked for.
         with cosmos_errors("forgetting memories", self._timeout), suppress(CosmosResourceNotFoundError):

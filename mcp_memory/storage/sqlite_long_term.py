@@ -226,6 +226,9 @@ class SqliteLongTermStore:
         # Context weight: a memory's own words count fully, its context (earlier turns, date) less.
         return index.search(wanted, pool, where, context_weight=query.context_weight, only=only)
 
+    async def warm(self, user_id: str) -> None:
+        await self._index(user_id)
+
     async def _index(self, user_id: str) -> _UserIndex:
         """The user's search indexes, built on first use and dropped when another process writes."""
         # Another process sharing the file (a second MCP client) may have written since we built

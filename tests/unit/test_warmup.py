@@ -1,0 +1,133 @@
+"""Start-up warm-up: the configured users' search indexes are built in the background when the service
+opens (long_term.warm_on_start), so their first search finds them ready, and a failed or interrupted
+warm-up leaves the service working."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import pytest
+
+from mcp_memory.auth import hash_token
+from mcp_memory.config import SecuritySettings, Settings, TokenEntry
+from mcp_memory.errors import BackendUnavailableError
+from mcp_memory.host import open_service
+from mcp_memory.service import MemoryService
+from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+
+pytestmark = pytest.mark.anyio
+
+
+def counted_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record, in order, the user of every index build any SQLite store starts from now on."""
+    build = SqliteLongTermStore._build
+    users: list[str] = []
+
+    async def counting(self: SqliteLongTermStore, user_id: str) -> Any:
+        users.append(user_id)
+        return await build(self, user_id)
+
+    monkeypatch.setattr(SqliteLongTermStore, "_build", counting)
+    return users
+
+
+async def stored_turn(settings: Settings) -> None:
+    async with open_service(settings) as service:
+        await service.add_turn("tester", "t", "user", "I ride my bicycle to work")
+
+
+async def warmed(service: MemoryService) -> None:
+    assert service.warmup is not None
+    with anyio.fail_after(20):
+        await service.warmup.done.wait()
+
+
+async def test_the_first_search_after_start_up_finds_the_index_built(
+    fast_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await stored_turn(fast_settings)
+    builds = counted_builds(monkeypatch)
+    async with open_service(fast_settings) as service:
+        await warmed(service)
+        assert builds == ["tester"]  # before any search
+
+        result = await service.search("tester", "bicycle", mode="text")
+        assert [hit.content for hit in result.results] == ["I ride my bicycle to work"]
+        assert builds == ["tester"]  # the search used the warm index
+
+
+async def test_token_users_are_warmed_too(fast_settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    tokens = [TokenEntry(sha256=hash_token(f"token-{user}"), user_id=user) for user in ("ann", "tester")]
+    settings = fast_settings.model_copy(update={"security": SecuritySettings(tokens=tokens)})
+    builds = counted_builds(monkeypatch)
+    async with open_service(settings) as service:
+        await warmed(service)
+    assert builds == ["tester", "ann"]  # the stdio user first, each user once
+
+
+async def test_with_warm_up_off_the_first_search_builds(
+    fast_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await stored_turn(fast_settings)
+    settings = fast_settings.model_copy(
+        update={"long_term": fast_settings.long_term.model_copy(update={"warm_on_start": False})}
+    )
+    builds = counted_builds(monkeypatch)
+    async with open_service(settings) as service:
+        assert service.warmup is None
+        await service.list_threads("tester")
+        assert builds == []
+
+        result = await service.search("tester", "bicycle", mode="text")
+        assert len(result.results) == 1
+        assert builds == ["tester"]
+
+
+def failing_builds(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def failing(self: SqliteLongTermStore, user_id: str) -> Any:
+        raise BackendUnavailableError("the memory database is locked by another process")
+
+    monkeypatch.setattr(SqliteLongTermStore, "_build", failing)
+
+
+async def test_a_failed_warm_up_is_logged_and_the_first_search_builds(
+    fast_settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    await stored_turn(fast_settings)
+    build = SqliteLongTermStore._build
+    failing_builds(monkeypatch)
+    async with open_service(fast_settings) as service:
+        await warmed(service)
+        assert (
+            "search indexes of tester not prepared at start-up: the memory database is locked" in caplog.text
+        )
+
+        monkeypatch.setattr(SqliteLongTermStore, "_build", build)  # the lock is gone
+        result = await service.search("tester", "bicycle", mode="text")
+        assert len(result.results) == 1
+
+
+async def test_closing_during_the_warm_up_ends_it(
+    fast_settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    await stored_turn(fast_settings)
+    started = anyio.Event()
+    build_index: Callable[..., Any] = SqliteLongTermStore._build_index
+
+    def slow_build_index(self: SqliteLongTermStore, rows: list[Any]) -> Any:
+        anyio.from_thread.run_sync(started.set)
+        time.sleep(0.5)  # the service closes meanwhile
+        return build_index(self, rows)
+
+    monkeypatch.setattr(SqliteLongTermStore, "_build_index", slow_build_index)
+    with caplog.at_level(logging.ERROR):
+        async with open_service(fast_settings) as service:
+            with anyio.fail_after(20):
+                await started.wait()
+            warmup = service.warmup
+        assert warmup is not None and warmup.done.is_set()
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
