@@ -11,6 +11,10 @@ import numpy as np
 
 from .memory_rows import MemoryRows, RowFilter, best, resized
 
+# A gathered row costs ~3.5x a row streamed through the mat-vec (measured at 100k x 384: gathering 99%
+# of the rows took 48 ms, the full mat-vec 14 ms), so gather only below a quarter of the rows.
+GATHER_COST = 4
+
 
 class VectorIndex(MemoryRows):
     def __init__(self, dimension: int) -> None:
@@ -38,8 +42,10 @@ class VectorIndex(MemoryRows):
         if candidates.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         q = query.astype(np.float32, copy=False)
-        # A full mask is the common case (no filters): one mat-vec without gathering rows first.
-        cosines = self._matrix[:n] @ q if candidates.size == n else self._matrix[candidates] @ q
+        if candidates.size * GATHER_COST < n:  # few rows (one thread, a time window): gather them
+            cosines = self._matrix[candidates] @ q
+        else:  # most rows: streaming the whole matrix through one mat-vec beats copying most of it
+            cosines = (self._matrix[:n] @ q)[candidates]
         return self._rowids[candidates], cosines
 
     def search(self, query: np.ndarray, limit: int, where: RowFilter) -> list[tuple[int, float]]:
