@@ -1,7 +1,7 @@
 """An in-memory, brute-force vector index of one user's memories.
 
 Exact cosine over a contiguous float32 matrix: no approximate index to keep consistent. It is ~1 ms at
-10k memories; at 100k the mat-vec reads 150 MB and most of a ~31 ms search goes there (bench/latency.py),
+10k memories; at 100k the mat-vec reads 150 MB, ~14 ms of a ~29 ms hybrid search (bench/latency.py),
 which is where a smaller (float16 or int8) matrix would pay.
 """
 
