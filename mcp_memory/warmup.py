@@ -1,9 +1,10 @@
 """Prepares the configured users' search indexes in the background right after start-up.
 
 The embedded store keeps each user's BM25 postings and vectors in RAM, built from the file on that
-user's first search: ~1 s at 10k memories, ~14 s at 100k. An MCP client usually starts the server
-well before its first question, so building them at start-up hides that wait. Requests are served
-meanwhile; a search that arrives before the build ends waits for it (the store builds once).
+user's first search: ~1 s at 10k memories, ~12 s at 100k (bench/latency.py). An MCP client usually
+starts the server well before its first question, so building them at start-up hides that wait.
+Requests are served meanwhile; a search that arrives before the build ends waits for it (the store
+builds once).
 """
 
 from __future__ import annotations
