@@ -41,6 +41,12 @@ class _UserIndex:
     vectors: VectorIndex  # the memories that have an embedding
     text: TextIndex  # every memory
 
+    def forget(self, rowids: Sequence[int]) -> None:
+        """Drop deleted rows. BM25 statistics count active rows only, so they stay exact."""
+        for rowid in rowids:
+            self.text.deactivate(rowid)
+            self.vectors.deactivate(rowid)
+
     def apply(self, memory: Memory, rowid: int) -> None:
         """Index a memory just written (new, changed or superseded)."""
         moment, active = memory.created_at.timestamp(), memory.superseded_by is None
@@ -317,20 +323,25 @@ class SqliteLongTermStore:
         else:
             raise InvalidInputError("a forget scope names a memory, a thread or everything")
 
-        def work(conn: sqlite3.Connection) -> dict[str, int]:
+        def work(conn: sqlite3.Connection) -> tuple[dict[str, int], list[int]]:
             counts = dict(
                 conn.execute(f"SELECT type, count(*) FROM memories WHERE {where} GROUP BY type", args)
             )
-            if not dry_run:
-                conn.execute(f"DELETE FROM memories WHERE {where}", args)
-                if counts:  # merge the full-text segments, or the forgotten words stay in the old ones
-                    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-            return counts
+            if dry_run or not counts:
+                return counts, []
+            deleted = [
+                r[0] for r in conn.execute(f"DELETE FROM memories WHERE {where} RETURNING rowid", args)
+            ]
+            # Merge the full-text segments, or the forgotten words stay in the old ones.
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+            return counts, deleted
 
-        counts = await self._db.write(work)
-        if not dry_run and counts:
-            self._forgets += 1
-            self._indexes.pop(scope.user_id, None)  # rebuilt on the next search
+        counts, deleted = await self._db.write(work)
+        if deleted:
+            self._forgets += 1  # a build under way read the file before: it reads it again
+            index = self._indexes.get(scope.user_id)
+            if index is not None:  # a built index drops the rows, rather than being rebuilt (12 s at 100k)
+                index.forget(deleted)
         return counts
 
     # ---- learning (issue 5) --------------------------------------------------------------------

@@ -91,6 +91,30 @@ async def test_a_forget_while_the_index_is_built_is_read_again(
         assert await ids(store, text_query("u", "bicycle")) == ["bike"]
 
 
+async def test_a_forget_after_the_build_updates_the_index_without_rebuilding_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with open_sqlite(tmp_path / "memory.db") as store, open_sqlite(tmp_path / "fresh.db") as fresh:
+        assert isinstance(store, SqliteLongTermStore)
+        others = [memory("u", f"other{i}", f"my car number {i}", minutes=i) for i in range(4)]
+        kept = [memory("u", "bike", "I ride my bicycle", minutes=5), *others]
+        gone = memory("u", "old", "an old bicycle, a bicycle", minutes=6)
+        await store.put([*kept, gone])
+        builds = slowed_builds(store, monkeypatch)
+        assert await ids(store, text_query("u", "bicycle")) == ["old", "bike"]
+
+        await store.forget(Scope(user_id="u", memory_id="old"))
+        await store.forget(Scope(user_id="u", thread_id="no-such-thread"))  # deletes nothing
+        hits = await store.search(text_query("u", "bicycle"), None)
+        assert [h.memory.id for h in hits] == ["bike"]
+        assert builds == [6]  # the built index dropped the row: no second build
+
+        # The scores are those of an index that never held the forgotten memory (BM25's statistics).
+        await fresh.put(kept)
+        expected = await fresh.search(text_query("u", "bicycle"), None)
+        assert [h.score for h in hits] == pytest.approx([h.score for h in expected])
+
+
 async def test_a_phrase_of_stopwords_is_matched_verbatim(tmp_path: Path) -> None:
     async with open_sqlite(tmp_path / "memory.db") as store:
         await store.put(
