@@ -91,8 +91,14 @@ class LongTermSettings(BaseModel):
     cosmos: CosmosSettings = Field(default_factory=CosmosSettings)
     warm_on_start: bool = Field(
         default=True,
-        description="sqlite: build the configured users' search indexes at start-up, in the background"
-        " (else on each user's first search; ~1 s per 10k memories).",
+        description="sqlite: load the configured users' search indexes at start-up, in the background"
+        " (else on each user's first search).",
+    )
+    index_memory_mb: int = Field(
+        default=512,
+        ge=16,
+        description="sqlite: memory for the in-memory search indexes of one process, in MB (least"
+        " recently used users' are dropped past it; ~2.3 MB per 1,000 memories).",
     )
 
     @property

@@ -58,7 +58,11 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                 from .sqlite_long_term import SqliteLongTermStore
 
                 assert db is not None
-                long_term = await stack.enter_async_context(SqliteLongTermStore.open(db, embedding))
+                long_term = await stack.enter_async_context(
+                    SqliteLongTermStore.open(
+                        db, embedding, index_memory=settings.long_term.index_memory_mb * 2**20
+                    )
+                )
             case "cosmos":
                 from .cosmos import CosmosLongTermStore  # optional extra: mcp-memory[cosmos]
 

@@ -1,15 +1,20 @@
 """The rows of one user's in-memory search index, with the filters search needs.
 
-The vector index and the text index each keep one row per memory: its SQLite rowid, thread, type,
-time and whether it is active (not superseded). Filters become one boolean mask over those columns.
-Rows grow by doubling capacity, so an append is O(1) amortized.
+The vector index and the text index each keep one row per active memory: its SQLite rowid, thread,
+type and time. Filters become one boolean mask over those columns. Rows grow by doubling capacity, so
+an append is O(1) amortized. A removed or rewritten memory leaves its old position dead (never
+matched); `compacted` copies the live rows into a fresh index, which is how dead rows are reclaimed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Self
 
 import numpy as np
+
+NO_THREAD = " "  # a memory without a thread, in a snapshot's thread list (no thread id has a space)
 
 
 @dataclass(frozen=True)
@@ -33,14 +38,23 @@ class MemoryRows:
         self._type_codes: dict[str, int] = {}
 
     def __len__(self) -> int:
-        return int(self._active[: self._size].sum())
+        return len(self._position)
 
-    def deactivate(self, rowid: int) -> None:
-        position = self._position.get(rowid)
+    def __contains__(self, rowid: int) -> bool:
+        return rowid in self._position
+
+    @property
+    def dead(self) -> int:
+        """Positions left by removed or rewritten memories, reclaimed by `compacted`."""
+        return self._size - len(self._position)
+
+    def remove(self, rowid: int) -> None:
+        """Leave the row's position for good (never matched, no longer found by rowid)."""
+        position = self._position.pop(rowid, None)
         if position is not None:
             self._active[position] = False
 
-    def _place(self, rowid: int, *, thread_id: str | None, type: str, created: float, active: bool) -> int:
+    def _place(self, rowid: int, *, thread_id: str | None, type: str, created: float) -> int:
         """The row's position (a new one for a new rowid), with its columns set."""
         position = self._position.get(rowid)
         if position is None:
@@ -53,14 +67,8 @@ class MemoryRows:
         self._threads[position] = self._thread_codes.setdefault(thread_id, len(self._thread_codes))
         self._types[position] = self._type_codes.setdefault(type, len(self._type_codes))
         self._created[position] = created
-        self._active[position] = active
+        self._active[position] = True
         return position
-
-    def _retire(self, rowid: int) -> None:
-        """Leave the row's position for good (inactive, no longer found by rowid)."""
-        position = self._position.pop(rowid, None)
-        if position is not None:
-            self._active[position] = False
 
     def _mask(self, where: RowFilter) -> np.ndarray:
         """Active rows passing the filter, over positions [0, size)."""
@@ -88,10 +96,73 @@ class MemoryRows:
         self._created = resized(self._created, capacity)
         self._active = resized(self._active, capacity)
 
+    def _rows_nbytes(self) -> int:
+        arrays = (self._rowids, self._threads, self._types, self._created, self._active)
+        return sum(a.nbytes for a in arrays) + 100 * len(self._position)  # ~100 B a dict entry
+
+    # ---- compaction and snapshots: the live rows as plain arrays, and back ----------------------
+
+    def _live(self) -> np.ndarray:
+        """Positions of the live rows, in position order."""
+        return np.flatnonzero(self._active[: self._size])
+
+    def _row_columns(self, live: np.ndarray) -> dict[str, np.ndarray]:
+        threads = [NO_THREAD if t is None else t for t in self._thread_codes]
+        return {
+            "rowids": self._rowids[live],
+            "threads": self._threads[live],
+            "types": self._types[live],
+            "created": self._created[live],
+            "thread_names": packed_names(threads),
+            "type_names": packed_names(self._type_codes),
+        }
+
+    def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
+        rowids = columns["rowids"]
+        n = len(rowids)
+        self._grow(max(16, n))
+        self._size = n
+        self._rowids[:n] = rowids
+        self._threads[:n] = columns["threads"]
+        self._types[:n] = columns["types"]
+        self._created[:n] = columns["created"]
+        self._active[:n] = True
+        self._position = dict(zip(rowids.tolist(), range(n), strict=True))
+        threads = unpacked_names(columns["thread_names"])
+        self._thread_codes = {None if t == NO_THREAD else t: code for code, t in enumerate(threads)}
+        self._type_codes = {t: code for code, t in enumerate(unpacked_names(columns["type_names"]))}
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The live rows as arrays (a snapshot's content); subclasses add their own."""
+        return self._row_columns(self._live())
+
+    @classmethod
+    def from_columns(cls, columns: dict[str, np.ndarray], **init: int) -> Self:
+        index = cls(**init)
+        index._load_row_columns(columns)
+        return index
+
+    def compacted(self) -> Self:
+        """A copy holding only the live rows: dead positions reclaimed."""
+        return type(self).from_columns(self.columns(), **self._init_args())
+
+    def _init_args(self) -> dict[str, int]:
+        return {}
+
+
+def packed_names(names: Iterable[str]) -> np.ndarray:
+    """Names (threads, types, terms: none holds a newline) as one uint8 array, for a snapshot."""
+    return np.frombuffer("\n".join(names).encode(), dtype=np.uint8)
+
+
+def unpacked_names(packed: np.ndarray) -> list[str]:
+    text = packed.tobytes().decode()
+    return text.split("\n") if text else []
+
 
 def resized(array: np.ndarray, capacity: int) -> np.ndarray:
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
-    grown[: len(array)] = array
+    grown[: len(array)] = array[:capacity]
     return grown
 
 

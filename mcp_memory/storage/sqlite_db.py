@@ -1,7 +1,8 @@
 """The embedded database: one SQLite file shared by the working and long-term stores.
 
-One connection, used from worker threads one call at a time (sqlite3 objects are not safe to share
-concurrently); WAL lets other processes read while we write. Schema changes are numbered migrations
+Two connections, each used from worker threads one call at a time (sqlite3 objects are not safe to
+share concurrently): one for writes and working memory, one for search's reads, so a long read never
+holds up a write. WAL lets readers (ours and other processes') read while one writer writes. Schema changes are numbered migrations
 recorded in PRAGMA user_version.
 """
 
@@ -150,41 +151,95 @@ MIGRATIONS: list[str] = [
     """
     DROP INDEX memories_active;
     """,
+    # 5: several processes share the file. Each write of memories takes the next number of a change
+    # clock, so a process's in-memory search indexes catch up on what changed since the number they
+    # reflect (storage/sqlite_indexes), and deletions leave tombstones (no content) for them to read.
+    # The FTS5 index goes: the in-memory BM25 index serves quoted phrases as well.
+    """
+    CREATE TABLE change_clock (seq INTEGER NOT NULL);
+    INSERT INTO change_clock (seq) VALUES (0);
+    ALTER TABLE memories ADD COLUMN change_seq INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX memories_by_change ON memories (user_id, change_seq);
+    -- user_key: a hash of the user id, so a forgotten user's id is not kept with their tombstones.
+    CREATE TABLE memory_tombstones (
+        seq INTEGER NOT NULL,
+        user_key TEXT NOT NULL,
+        row INTEGER NOT NULL,
+        deleted_at REAL NOT NULL
+    );
+    CREATE INDEX memory_tombstones_by_user ON memory_tombstones (user_key, seq);
+    CREATE INDEX memory_tombstones_by_time ON memory_tombstones (deleted_at);
+    INSERT INTO meta (key, value) VALUES ('tombstone_horizon', '0');
+    INSERT INTO meta (key, value) VALUES ('file_id', lower(hex(randomblob(16))));
+    DROP TRIGGER memories_ai;
+    DROP TRIGGER memories_ad;
+    DROP TRIGGER memories_au;
+    DROP TABLE memories_fts;
+    """,
 ]
 
 
 class SqliteDatabase:
-    """The one connection to the data file, and the single lane every query goes through."""
+    """The connections to the data file and their lanes: `run`/`write` for everything, `read` for search."""
 
-    def __init__(self, conn: sqlite3.Connection, path: Path) -> None:
+    def __init__(self, conn: sqlite3.Connection, reader: sqlite3.Connection, path: Path) -> None:
         self._conn = conn
+        self._reader = reader
         self.path = path
         self._lane = anyio.Lock()
+        self._read_lane = anyio.Lock()
 
     @classmethod
     @asynccontextmanager
     async def open(cls, path: Path) -> AsyncIterator[SqliteDatabase]:
         conn = await anyio.to_thread.run_sync(_connect, path)
         try:
-            yield cls(conn, path)
+            reader = await anyio.to_thread.run_sync(_connect_reader, path)
+        except BaseException:
+            await anyio.to_thread.run_sync(conn.close)
+            raise
+        try:
+            yield cls(conn, reader, path)
         finally:
+            await anyio.to_thread.run_sync(reader.close)
             await anyio.to_thread.run_sync(conn.close)
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` on a worker thread, one at a time."""
         async with self._lane:
+            return await self._call(work, self._conn)
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `work(conn)` in one read transaction on a second connection, with a lane of its own.
+
+        For search: reading the rows an index catches up on (all of a user's, on a first build) must
+        not hold up the lane that working memory and writes go through. In WAL mode the whole of
+        `work` sees the file as of its first read, whatever commits meanwhile.
+        """
+
+        def in_transaction(conn: sqlite3.Connection) -> T:
+            conn.execute("BEGIN")
             try:
-                return await anyio.to_thread.run_sync(work, self._conn)
-            except sqlite3.OperationalError as e:
-                if _is_lock(e):
-                    raise BackendUnavailableError(
-                        f"the memory database {self.path} is locked by another process; try again shortly"
-                    ) from e
-                raise BackendUnavailableError(f"the memory database {self.path} failed: {e}") from e
-            except sqlite3.DatabaseError as e:
+                return work(conn)
+            finally:
+                conn.execute("COMMIT")
+
+        async with self._read_lane:
+            return await self._call(in_transaction, self._reader)
+
+    async def _call(self, work: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+        try:
+            return await anyio.to_thread.run_sync(work, conn)
+        except sqlite3.OperationalError as e:
+            if _is_lock(e):
                 raise BackendUnavailableError(
-                    f"the memory database {self.path} is damaged ({e}); restore it from a backup"
+                    f"the memory database {self.path} is locked by another process; try again shortly"
                 ) from e
+            raise BackendUnavailableError(f"the memory database {self.path} failed: {e}") from e
+        except sqlite3.DatabaseError as e:
+            raise BackendUnavailableError(
+                f"the memory database {self.path} is damaged ({e}); restore it from a backup"
+            ) from e
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` inside one IMMEDIATE transaction: all of it happens, or none."""
@@ -236,6 +291,14 @@ def _connect(path: Path) -> sqlite3.Connection:
             f"the memory database {path} is corrupt or not a database ({e}); move it aside to start "
             "afresh, or restore it from a backup"
         ) from e
+    return conn
+
+
+def _connect_reader(path: Path) -> sqlite3.Connection:
+    """The search lane's connection: the file is already open and migrated by `_connect`."""
+    conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA query_only = ON")
     return conn
 
 

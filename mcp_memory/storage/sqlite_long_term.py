@@ -1,34 +1,36 @@
 """Long-term memory on the embedded SQLite file; search runs on per-user in-memory indexes built from it.
 
-The file holds the memories (and an FTS5 index, used for quoted phrases); each user's first search
-builds a BM25 text index and a vector matrix from them (text_index, vector_index), which writes
-through this store keep current.
+The file holds the memories; storage/sqlite_indexes keeps each user's BM25 text index and vector
+matrix true to it, however many processes write to it. Each write here takes the next number of the
+file's change clock and each deletion leaves a tombstone, which is what those indexes catch up from.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-import anyio
+import anyio.to_thread
 import numpy as np
 
 from ..errors import InvalidInputError, NotFoundError
 from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import keywords, rrf, score_fusion
 from .base import EmbeddingSpec, QueryVector, resolve_vector
+from .index_snapshot import user_key
 from .memory_rows import RowFilter
 from .sqlite_codec import pack_vector, parse_ts, ts, unpack_vector
 from .sqlite_db import SqliteDatabase
-from .text_index import Document, TextIndex, query_terms
-from .vector_index import VectorIndex
+from .sqlite_indexes import TOMBSTONE_DAYS, SearchIndexes, UserIndex
+from .text_index import query_terms
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
+DEFAULT_INDEX_MEMORY = 512 * 2**20
 
 _COLUMNS = (
     "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
@@ -36,62 +38,21 @@ _COLUMNS = (
 )
 
 
-@dataclass(frozen=True)
-class _UserIndex:
-    vectors: VectorIndex  # the memories that have an embedding
-    text: TextIndex  # every memory
-
-    def forget(self, rowids: Sequence[int]) -> None:
-        """Drop deleted rows. BM25 statistics count active rows only, so they stay exact."""
-        for rowid in rowids:
-            self.text.deactivate(rowid)
-            self.vectors.deactivate(rowid)
-
-    def apply(self, memory: Memory, rowid: int) -> None:
-        """Index a memory just written (new, changed or superseded)."""
-        moment, active = memory.created_at.timestamp(), memory.superseded_by is None
-        self.text.upsert(
-            Document(
-                rowid,
-                memory.content,
-                memory.index_context or "",
-                memory.thread_id,
-                memory.type,
-                moment,
-                active,
-            )
-        )
-        if memory.embedding is None:
-            self.vectors.deactivate(rowid)
-        else:
-            self.vectors.upsert(
-                rowid,
-                np.asarray(memory.embedding, dtype=np.float32),
-                thread_id=memory.thread_id,
-                type=memory.type,
-                created=moment,
-                active=active,
-            )
-
-
 class SqliteLongTermStore:
-    def __init__(self, db: SqliteDatabase, embedding: EmbeddingSpec) -> None:
+    def __init__(self, db: SqliteDatabase, embedding: EmbeddingSpec, indexes: SearchIndexes) -> None:
         self._db = db
         self._spec = embedding
-        self._indexes: dict[str, _UserIndex] = {}  # per user, built on first search
-        self._data_version: int | None = None
-        # Users whose index is being built: the memories put meanwhile, applied once it is built (a
-        # build reads the file first, and takes a second at 10k: writes must not wait or be lost).
-        self._building: dict[str, list[tuple[Memory, int]]] = {}
-        self._forgets = 0  # forget() calls so far: a build that spans one is read again
-        self._build_lane = anyio.Lock()  # one build at a time: two searches of a new user build once
+        self.indexes = indexes
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, db: SqliteDatabase, embedding: EmbeddingSpec) -> AsyncIterator[SqliteLongTermStore]:
-        store = cls(db, embedding)
-        await db.write(store._check_embedding_spec)
-        yield store
+    async def open(
+        cls, db: SqliteDatabase, embedding: EmbeddingSpec, *, index_memory: int = DEFAULT_INDEX_MEMORY
+    ) -> AsyncIterator[SqliteLongTermStore]:
+        async with SearchIndexes.open(db, embedding, memory_budget=index_memory) as indexes:
+            store = cls(db, embedding, indexes)
+            await db.write(store._check_embedding_spec)
+            yield store
 
     def _check_embedding_spec(self, conn: sqlite3.Connection) -> None:
         stored = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'embedding_%'").fetchall())
@@ -111,33 +72,26 @@ class SqliteLongTermStore:
     async def put(self, memories: Sequence[Memory]) -> None:
         self._spec.check_vectors(memories)
 
-        def work(conn: sqlite3.Connection) -> list[int]:
-            rowids = []
-            for m in memories:
-                row = conn.execute(
-                    "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
-                    " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
-                    " supersede_reason, superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-                    " ON CONFLICT (user_id, id) DO UPDATE SET thread_id = excluded.thread_id,"
-                    " role = excluded.role, type = excluded.type, content = excluded.content,"
-                    " index_context = excluded.index_context, embedding = excluded.embedding,"
-                    " metadata = excluded.metadata, updated_at = excluded.updated_at,"
-                    " token_count = excluded.token_count, content_hash = excluded.content_hash,"
-                    " superseded_by = excluded.superseded_by, supersede_reason = excluded.supersede_reason,"
-                    " superseded_at = excluded.superseded_at"
-                    " RETURNING rowid",
-                    _row(m),
-                ).fetchone()
-                rowids.append(row[0])
-            return rowids
+        def work(conn: sqlite3.Connection) -> None:
+            seq = _tick(conn)
+            conn.executemany(
+                "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
+                " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
+                " supersede_reason, superseded_at, change_seq)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (user_id, id) DO UPDATE SET thread_id = excluded.thread_id,"
+                " role = excluded.role, type = excluded.type, content = excluded.content,"
+                " index_context = excluded.index_context, embedding = excluded.embedding,"
+                " metadata = excluded.metadata, updated_at = excluded.updated_at,"
+                " token_count = excluded.token_count, content_hash = excluded.content_hash,"
+                " superseded_by = excluded.superseded_by, supersede_reason = excluded.supersede_reason,"
+                " superseded_at = excluded.superseded_at, change_seq = excluded.change_seq",
+                [(*_row(m), seq) for m in memories],
+            )
 
-        rowids = await self._db.write(work)
-        for memory, rowid in zip(memories, rowids, strict=True):
-            index = self._indexes.get(memory.user_id)
-            if index is not None:
-                index.apply(memory, rowid)
-            elif memory.user_id in self._building:
-                self._building[memory.user_id].append((memory, rowid))
+        # The indexes are not touched here: the next search of this process, or of any other, catches
+        # up on this write through the change clock, like on every other.
+        await self._db.write(work)
 
     async def get(self, user_id: str, memory_id: str) -> Memory:
         rows = await self._db.run(
@@ -177,113 +131,26 @@ class SqliteLongTermStore:
     async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
         # Quoted phrases filter afterwards; widen the pools so they still leave enough.
         pool = max(query.limit * 4, 50) * (4 if query.phrases else 1)
-        index = await self._index(query.user_id)
         where = _row_filter(query)
-        text_hits: list[tuple[int, float]] | None = None
-        if query.mode in ("hybrid", "text"):
-            # First, while the query's embedding may still be computing on another core.
-            text_hits = await self._text_search(index.text, query, max(pool, TEXT_CANDIDATES), where)
-        ready = await resolve_vector(vector) if query.mode != "text" else None
-        if ready is None:
-            return await self._hits(text_hits or [], query)
-        text_hits = text_hits or []
-        query_vector = np.asarray(ready, dtype=np.float32)
-        if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
-            return await self._hits(index.vectors.search(query_vector, pool, where), query)
-        if query.fusion == "score":
-            keys, cosines = index.vectors.scores(query_vector, where)
-            scored = score_fusion(
-                text_hits,
-                keys,
-                cosines,
-                limit=pool,
-                text_weight=query.text_weight,
-                vector_weight=query.vector_weight,
-            )
-        else:
-            vector_hits = index.vectors.search(query_vector, pool, where)
-            scored = rrf(
-                [[r for r, _ in text_hits], [r for r, _ in vector_hits]],
-                weights=[query.text_weight, query.vector_weight],
-                k=query.rrf_k,
-            )
+        async with self.indexes.current(query.user_id) as index:
+            text_hits: list[tuple[int, float]] | None = None
+            if query.mode in ("hybrid", "text"):
+                # First, while the query's embedding may still be computing on another core.
+                text_hits = await anyio.to_thread.run_sync(
+                    _text_search, index, query, max(pool, TEXT_CANDIDATES), where
+                )
+            ready = await resolve_vector(vector) if query.mode != "text" else None
+            if ready is None:
+                scored = text_hits or []
+            else:
+                query_vector = np.asarray(ready, dtype=np.float32)
+                scored = await anyio.to_thread.run_sync(
+                    _fused, index, query, query_vector, text_hits or [], pool, where
+                )
         return await self._hits(scored, query)
 
-    async def _text_search(
-        self, index: TextIndex, query: SearchQuery, pool: int, where: RowFilter
-    ) -> list[tuple[int, float]] | None:
-        """BM25's best `pool` (rowid, score), or None when the query has no words to match."""
-        # A quoted phrase's words count too (they may all be stopwords: "to be"); the rows must hold it.
-        wanted = query_terms([*keywords(query.text), *query.phrases])
-        if not wanted:
-            return None
-        only = None
-        if query.phrases:
-            match = " AND ".join(_quote(p) for p in query.phrases)
-            rowids = await self._db.run(
-                lambda conn: [
-                    r[0]
-                    for r in conn.execute(
-                        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (match,)
-                    )
-                ]
-            )
-            only = np.asarray(rowids, dtype=np.int64)
-        # Context weight: a memory's own words count fully, its context (earlier turns, date) less.
-        return index.search(wanted, pool, where, context_weight=query.context_weight, only=only)
-
     async def warm(self, user_id: str) -> None:
-        await self._index(user_id)
-
-    async def _index(self, user_id: str) -> _UserIndex:
-        """The user's search indexes, built on first use and dropped when another process writes."""
-        # Another process sharing the file (a second MCP client) may have written since we built
-        # them; SQLite's data_version changes exactly when another connection commits.
-        data_version = await self._db.run(_data_version)
-        if data_version != self._data_version:
-            self._indexes.clear()
-            self._data_version = data_version
-        index = self._indexes.get(user_id)
-        if index is None:
-            async with self._build_lane:
-                index = self._indexes.get(user_id) or await self._build(user_id)
-        return index
-
-    async def _build(self, user_id: str) -> _UserIndex:
-        index = None
-        while index is None:
-            forgets, self._building[user_id] = self._forgets, []
-            try:
-                rows = await self._db.run(
-                    lambda conn: conn.execute(
-                        "SELECT rowid, thread_id, type, created_at, embedding, superseded_by, content,"
-                        " index_context FROM memories WHERE user_id = ? ORDER BY rowid",
-                        (user_id,),
-                    ).fetchall()
-                )
-                # Built off the database's lane: tokenizing 10k memories takes most of a second.
-                built = await anyio.to_thread.run_sync(self._build_index, rows)
-            finally:
-                put_meanwhile = self._building.pop(user_id)
-            if forgets != self._forgets:
-                continue  # deletions are not replayed: read the file again
-            # Memories put meanwhile, the read may or may not have seen them: applying is idempotent.
-            for memory, rowid in put_meanwhile:
-                built.apply(memory, rowid)
-            index = self._indexes[user_id] = built
-        return index
-
-    def _build_index(self, rows: list[tuple[Any, ...]]) -> _UserIndex:
-        vectors = VectorIndex(self._spec.dimension)
-        documents = []
-        for rowid, thread_id, kind, created, blob, superseded, content, context in rows:
-            moment = parse_ts(created).timestamp()  # type: ignore[union-attr]
-            active = superseded is None
-            vector = unpack_vector(blob)
-            if vector is not None:
-                vectors.upsert(rowid, vector, thread_id=thread_id, type=kind, created=moment, active=active)
-            documents.append(Document(rowid, content, context or "", thread_id, kind, moment, active))
-        return _UserIndex(vectors, TextIndex.of(documents))
+        await self.indexes.warm(user_id)
 
     async def _hits(self, scored: Sequence[tuple[int, float]], query: SearchQuery) -> list[Hit]:
         if not scored:
@@ -294,9 +161,11 @@ class SqliteLongTermStore:
         scores = dict(scored)
         rowids = list(scores)
         marks = ",".join("?" * len(rowids))
-        rows = await self._db.run(
+        rows = await self._db.read(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND superseded_by IS NULL", rowids
+                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND user_id = ?"
+                " AND superseded_by IS NULL",
+                (*rowids, query.user_id),
             ).fetchall()
         )
         by_rowid = {r[0]: _memory(r) for r in rows}
@@ -323,25 +192,25 @@ class SqliteLongTermStore:
         else:
             raise InvalidInputError("a forget scope names a memory, a thread or everything")
 
-        def work(conn: sqlite3.Connection) -> tuple[dict[str, int], list[int]]:
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
             counts = dict(
                 conn.execute(f"SELECT type, count(*) FROM memories WHERE {where} GROUP BY type", args)
             )
             if dry_run or not counts:
-                return counts, []
-            deleted = [
-                r[0] for r in conn.execute(f"DELETE FROM memories WHERE {where} RETURNING rowid", args)
-            ]
-            # Merge the full-text segments, or the forgotten words stay in the old ones.
-            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
-            return counts, deleted
+                return counts
+            seq, now = _tick(conn), time.time()
+            conn.execute(
+                f"INSERT INTO memory_tombstones (seq, user_key, row, deleted_at)"
+                f" SELECT ?, ?, rowid, ? FROM memories WHERE {where}",
+                (seq, user_key(scope.user_id), now, *args),
+            )
+            conn.execute(f"DELETE FROM memories WHERE {where}", args)
+            _prune_tombstones(conn, now - TOMBSTONE_DAYS * 86400)
+            return counts
 
-        counts, deleted = await self._db.write(work)
-        if deleted:
-            self._forgets += 1  # a build under way read the file before: it reads it again
-            index = self._indexes.get(scope.user_id)
-            if index is not None:  # a built index drops the rows, rather than being rebuilt (12 s at 100k)
-                index.forget(deleted)
+        counts = await self._db.write(work)
+        if counts and not dry_run:
+            self.indexes.forgotten(scope.user_id)
         return counts
 
     # ---- learning (issue 5) --------------------------------------------------------------------
@@ -366,8 +235,10 @@ class SqliteLongTermStore:
         self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
     ) -> list[Hit]:
         query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)
-        index = await self._index(user_id)
-        ranked = index.vectors.search(np.asarray(vector, dtype=np.float32), limit, _row_filter(query))
+        async with self.indexes.current(user_id) as index:
+            ranked = await anyio.to_thread.run_sync(
+                index.vectors.search, np.asarray(vector, dtype=np.float32), limit, _row_filter(query)
+            )
         return await self._hits([(r, s) for r, s in ranked if s >= min_similarity], query)
 
     async def list_active(
@@ -395,9 +266,65 @@ class SqliteLongTermStore:
         return [_memory(r) for r in rows]
 
 
-def _data_version(conn: sqlite3.Connection) -> int:
-    version: int = conn.execute("PRAGMA data_version").fetchone()[0]
-    return version
+def _tick(conn: sqlite3.Connection) -> int:
+    """The change clock's next number, for the rows this transaction writes or deletes."""
+    seq: int = conn.execute("UPDATE change_clock SET seq = seq + 1 RETURNING seq").fetchone()[0]
+    return seq
+
+
+def _prune_tombstones(conn: sqlite3.Connection, before: float) -> None:
+    """Tombstones older than `before` go; an index that has not caught up past them is rebuilt."""
+    pruned = conn.execute(
+        "DELETE FROM memory_tombstones WHERE deleted_at < ? RETURNING seq", (before,)
+    ).fetchall()
+    if pruned:
+        conn.execute(
+            "UPDATE meta SET value = max(CAST(value AS INTEGER), ?) WHERE key = 'tombstone_horizon'",
+            (max(r[0] for r in pruned),),
+        )
+
+
+def _text_search(
+    index: UserIndex, query: SearchQuery, pool: int, where: RowFilter
+) -> list[tuple[int, float]] | None:
+    """BM25's best `pool` (rowid, score), or None when the query has no words to match (blocking)."""
+    # A quoted phrase's words count too (they may all be stopwords: "to be"), and the rows must hold
+    # them all; the phrase itself is checked on the rows returned (_hits).
+    required = query_terms(query.phrases)
+    wanted = query_terms([*keywords(query.text), *query.phrases])
+    if not wanted:
+        return None
+    # Context weight: a memory's own words count fully, its context (earlier turns, date) less.
+    return index.text.search(wanted, pool, where, context_weight=query.context_weight, required=required)
+
+
+def _fused(
+    index: UserIndex,
+    query: SearchQuery,
+    vector: np.ndarray,
+    text_hits: list[tuple[int, float]],
+    pool: int,
+    where: RowFilter,
+) -> list[tuple[int, float]]:
+    """The vector side, fused with the text hits as the query asks (blocking: the mat-vec is long)."""
+    if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
+        return index.vectors.search(vector, pool, where)
+    if query.fusion == "score":
+        keys, cosines = index.vectors.scores(vector, where)
+        return score_fusion(
+            text_hits,
+            keys,
+            cosines,
+            limit=pool,
+            text_weight=query.text_weight,
+            vector_weight=query.vector_weight,
+        )
+    vector_hits = index.vectors.search(vector, pool, where)
+    return rrf(
+        [[r for r, _ in text_hits], [r for r, _ in vector_hits]],
+        weights=[query.text_weight, query.vector_weight],
+        k=query.rrf_k,
+    )
 
 
 def _row_filter(query: SearchQuery) -> RowFilter:
@@ -407,11 +334,6 @@ def _row_filter(query: SearchQuery) -> RowFilter:
         since=query.since.timestamp() if query.since else None,
         until=query.until.timestamp() if query.until else None,
     )
-
-
-def _quote(text: str) -> str:
-    # An FTS5 string: operators and punctuation inside it are plain text.
-    return '"' + text.replace('"', '""') + '"'
 
 
 def _row(m: Memory) -> tuple[Any, ...]:

@@ -13,8 +13,9 @@ user's active memories only (FTS5 counted every row of the file, other users' an
 and a term counts once even when two of the query's words stem to it (FTS5 counted each).
 
 Words are split like FTS5's `unicode61 remove_diacritics 2` tokenizer and stemmed with the Porter
-stemmer, as the file's FTS5 table is. FTS5 stays the file's text index: quoted phrases are matched
-there. This index is a cache, built from the memories on a user's first search, like the vectors.
+stemmer (as FTS5 with `porter unicode61 remove_diacritics 2` would). It is the only text index: a
+quoted phrase needs its words in a memory's own text here, and is then checked verbatim against the
+rows returned. Like the vectors, it is a cache of the file, kept current by storage/sqlite_indexes.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import NamedTuple
 import numpy as np
 import Stemmer
 
-from .memory_rows import MemoryRows, RowFilter, best, resized
+from .memory_rows import MemoryRows, RowFilter, best, packed_names, resized, unpacked_names
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
@@ -60,7 +61,6 @@ class Document(NamedTuple):
     thread_id: str | None
     type: str
     created: float
-    active: bool
 
 
 class _Postings:
@@ -94,8 +94,8 @@ class TextIndex(MemoryRows):
     def __init__(self) -> None:
         super().__init__()
         self._lengths = np.zeros(len(self._rowids), dtype=np.float32)
-        self._texts: dict[int, int] = {}  # rowid -> hash of the text its postings were built from
         self._postings: dict[str, _Postings] = {}
+        self._posting_count = 0  # entries over every term, dead rows' too (for nbytes)
 
     @classmethod
     def of(cls, documents: Sequence[Document]) -> TextIndex:
@@ -109,10 +109,7 @@ class TextIndex(MemoryRows):
         columns: list[int] = []
         per_row: list[int] = []
         for d in documents:
-            position = index._place(
-                d.rowid, thread_id=d.thread_id, type=d.type, created=d.created, active=d.active
-            )
-            index._texts[d.rowid] = hash((d.content, d.context))
+            position = index._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
             own, around = terms(d.content), terms(d.context)
             index._lengths[position] = len(own) + len(around)
             term_ids += [vocabulary.setdefault(t, len(vocabulary)) for t in own + around]
@@ -133,20 +130,14 @@ class TextIndex(MemoryRows):
             index._postings[names[int(term_of[start])]] = _Postings(
                 position_of[start:end].astype(np.int32), content[start:end].copy(), context[start:end].copy()
             )
+        index._posting_count = len(keys)
         return index
 
     def upsert(self, document: Document) -> None:
+        """Index an active memory; one indexed before is replaced (its old postings stay on a dead row)."""
         d = document
-        text = hash((d.content, d.context))
-        if self._texts.get(d.rowid, text) != text:
-            self._retire(d.rowid)  # its text changed: its old postings stay behind on a dead row
-        known = d.rowid in self._position
-        position = self._place(
-            d.rowid, thread_id=d.thread_id, type=d.type, created=d.created, active=d.active
-        )
-        if known:
-            return
-        self._texts[d.rowid] = text
+        self.remove(d.rowid)
+        position = self._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
         own, around = Counter(terms(d.content)), Counter(terms(d.context))
         self._lengths[position] = own.total() + around.total()
         for term in own.keys() | around.keys():
@@ -154,6 +145,7 @@ class TextIndex(MemoryRows):
             if postings is None:
                 postings = self._postings[term] = _Postings.empty()
             postings.append(position, own[term], around[term])
+            self._posting_count += 1
 
     def search(
         self,
@@ -162,11 +154,12 @@ class TextIndex(MemoryRows):
         where: RowFilter,
         *,
         context_weight: float,
-        only: np.ndarray | None = None,
+        required: Sequence[str] = (),
     ) -> list[tuple[int, float]]:
         """(rowid, BM25) of the best `limit` active rows passing the filter that hold a query term.
 
-        `query` is already terms (query_terms); `only`, when given, limits the rows to those rowids.
+        `query` is already terms (query_terms); rows must also hold every `required` term in their own
+        text (a quoted phrase's words: the phrase itself is checked on the rows returned).
         """
         n = self._size
         active = self._active[:n]
@@ -190,11 +183,69 @@ class TextIndex(MemoryRows):
             scores[positions] += idf * w * (K1 + 1) / (w + norm)
             matched[positions] = True
         matched &= self._mask(where)
-        if only is not None:
-            matched &= np.isin(self._rowids[:n], only)
+        for term in required:
+            matched &= self._in_content(term)
         top = best(scores, np.flatnonzero(matched), limit)
         return list(zip(self._rowids[top].tolist(), scores[top].tolist(), strict=True))
+
+    def _in_content(self, term: str) -> np.ndarray:
+        """Positions whose own text (not their context) holds the term."""
+        holds = np.zeros(self._size, dtype=bool)
+        postings = self._postings.get(term)
+        if postings is not None:
+            own = postings.content[: postings.size] > 0
+            holds[postings.positions[: postings.size][own]] = True
+        return holds
+
+    def nbytes(self) -> int:
+        """An estimate of the memory this index holds: its arrays, postings and dict entries."""
+        per_term = 300  # the _Postings object, its three array headers and the dict entry
+        postings = self._posting_count * 12 * 3 // 2  # 12 B an entry, capacity grows by doubling
+        return self._rows_nbytes() + self._lengths.nbytes + postings + per_term * len(self._postings)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The live rows and their postings (as one array each, cut by `offsets`), for a snapshot."""
+        live = self._live()
+        new_position = np.full(self._size, -1, dtype=np.int64)
+        new_position[live] = np.arange(live.size)
+        names, offsets = [], [0]
+        positions, content, context = [], [], []
+        for term, postings in self._postings.items():
+            old = postings.positions[: postings.size]
+            moved = new_position[old]
+            kept = moved >= 0
+            if not kept.any():
+                continue
+            names.append(term)
+            positions.append(moved[kept].astype(np.int32))
+            content.append(postings.content[: postings.size][kept])
+            context.append(postings.context[: postings.size][kept])
+            offsets.append(offsets[-1] + int(kept.sum()))
+        return {
+            **self._row_columns(live),
+            "lengths": self._lengths[live],
+            "terms": packed_names(names),
+            "offsets": np.asarray(offsets, dtype=np.int64),
+            "positions": _joined(positions, np.int32),
+            "content": _joined(content, np.float32),
+            "context": _joined(context, np.float32),
+        }
+
+    def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
+        super()._load_row_columns(columns)
+        self._lengths[: self._size] = columns["lengths"]
+        offsets = columns["offsets"].tolist()
+        positions, content, context = columns["positions"], columns["content"], columns["context"]
+        for term, start, end in zip(unpacked_names(columns["terms"]), offsets, offsets[1:], strict=False):
+            # Views of the loaded arrays: no copy. A view is full (size == len), so its first append
+            # moves the term to an array of its own instead of writing over its neighbour's entries.
+            self._postings[term] = _Postings(positions[start:end], content[start:end], context[start:end])
+        self._posting_count = len(positions)
 
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)
         self._lengths = resized(self._lengths, capacity)
+
+
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)

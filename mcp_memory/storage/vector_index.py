@@ -1,8 +1,8 @@
 """An in-memory, brute-force vector index of one user's memories.
 
-Exact cosine over a contiguous float32 matrix: no approximate index to keep consistent. It is ~1 ms at
-10k memories; at 100k the mat-vec reads 150 MB, ~14 ms of a ~29 ms hybrid search (bench/latency.py),
-which is where a smaller (float16 or int8) matrix would pay.
+Exact cosine over a contiguous float32 matrix: no approximate index to keep consistent. At 100k
+memories the mat-vec reads the whole matrix, which is where most of a hybrid search's time goes (the
+README's benchmarks); a smaller (float16 or int8) matrix would pay there.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import numpy as np
 
 from .memory_rows import MemoryRows, RowFilter, best, resized
 
-# A gathered row costs ~3.5x a row streamed through the mat-vec (measured at 100k x 384: gathering 99%
-# of the rows took 48 ms, the full mat-vec 14 ms), so gather only below a quarter of the rows.
+# Gathering a row costs several times streaming it through the mat-vec (bench/latency.py), so the
+# candidates are gathered only when they are under a quarter of the rows.
 GATHER_COST = 4
 
 
@@ -23,16 +23,10 @@ class VectorIndex(MemoryRows):
         self._matrix = np.zeros((len(self._rowids), dimension), dtype=np.float32)
 
     def upsert(
-        self,
-        rowid: int,
-        vector: np.ndarray,
-        *,
-        thread_id: str | None,
-        type: str,
-        created: float,
-        active: bool,
+        self, rowid: int, vector: np.ndarray, *, thread_id: str | None, type: str, created: float
     ) -> None:
-        position = self._place(rowid, thread_id=thread_id, type=type, created=created, active=active)
+        """Add or rewrite an active memory's row (in place: a vector leaves no dead row behind)."""
+        position = self._place(rowid, thread_id=thread_id, type=type, created=created)
         self._matrix[position] = vector
 
     def scores(self, query: np.ndarray, where: RowFilter) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +47,23 @@ class VectorIndex(MemoryRows):
         rowids, cosines = self.scores(query, where)
         top = best(cosines, np.arange(rowids.size), limit)
         return [(int(rowids[i]), float(cosines[i])) for i in top]
+
+    def nbytes(self) -> int:
+        return self._rows_nbytes() + self._matrix.nbytes
+
+    def columns(self) -> dict[str, np.ndarray]:
+        live = self._live()
+        return {**self._row_columns(live), "matrix": self._matrix[live]}
+
+    def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
+        super()._load_row_columns(columns)
+        matrix = columns["matrix"]
+        if matrix.shape[1:] != (self.dimension,):
+            raise ValueError(f"vectors of size {matrix.shape[1:]}, not {self.dimension}")
+        self._matrix[: len(matrix)] = matrix
+
+    def _init_args(self) -> dict[str, int]:
+        return {"dimension": self.dimension}
 
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)

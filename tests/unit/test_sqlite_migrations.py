@@ -7,36 +7,58 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.models import SearchQuery
+from mcp_memory.models import Memory, SearchQuery
 from mcp_memory.storage import sqlite_db
+from mcp_memory.storage.sqlite_long_term import _row
 from tests.contract.conftest_long_term import memory, open_sqlite
 
 pytestmark = pytest.mark.anyio
 
 
-async def test_a_schema_2_file_is_migrated_and_still_searched(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def old_file(path: Path, schema: int, memories: list[Memory]) -> None:
+    """A data file as the release with `schema` migrations wrote it, holding these memories."""
+    with pytest.MonkeyPatch.context() as before:
+        before.setattr(sqlite_db, "MIGRATIONS", sqlite_db.MIGRATIONS[:schema])
+        conn = sqlite_db._connect(path)
+    try:
+        conn.executemany(
+            "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
+            " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
+            " supersede_reason, superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [_row(m) for m in memories],
+        )
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("schema", [2, 4])
+async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, schema: int) -> None:
     path = tmp_path / "memory.db"
-    with monkeypatch.context() as before:
-        before.setattr(sqlite_db, "MIGRATIONS", sqlite_db.MIGRATIONS[:2])  # the release before schema 3
-        async with open_sqlite(path) as store:
-            await store.put(
-                [memory("u", "bike", "I ride my bicycle to work"), memory("u", "tea", "green tea")]
-            )
+    old_file(
+        path, schema, [memory("u", "bike", "I ride my bicycle to work"), memory("u", "tea", "green tea")]
+    )
 
     async with open_sqlite(path) as store:
         hits = await store.search(SearchQuery(user_id="u", text="bicycle", mode="text"), None)
+        phrase = await store.search(
+            SearchQuery(user_id="u", text='"green tea"', phrases=["green tea"], mode="text"), None
+        )
+        await store.put([memory("u", "car", "my bicycle is faster than the car")])
+        after_write = await store.search(SearchQuery(user_id="u", text="bicycle", mode="text"), None)
 
     assert [h.memory.id for h in hits] == ["bike"]
+    assert [h.memory.id for h in phrase] == ["tea"]
+    assert {h.memory.id for h in after_write} == {"bike", "car"}
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 4
-        assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 2
-        # Schema 3 added memories_active, schema 4 dropped it (unread since text search moved to memory).
-        index = conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'memories_active'"
-        )
-        assert index.fetchone() is None
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 5
+        assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+        # Schema 3 added memories_active, schema 4 dropped it (unread since text search moved to memory);
+        # schema 5 dropped the FTS5 index and its triggers, and added the change clock and tombstones.
+        assert "memories_active" not in names
+        assert not {n for n in names if n.startswith("memories_fts") or n.startswith("memories_a")}
+        assert {"change_clock", "memory_tombstones", "memories_by_change"} <= names
+        assert conn.execute("SELECT seq FROM change_clock").fetchone()[0] == 1  # the one write since
     finally:
         conn.close()

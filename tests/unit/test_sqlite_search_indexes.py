@@ -1,33 +1,94 @@
-"""The SQLite store's in-memory search indexes stay true to the file: other processes' writes, writes
-that land while an index is being built, and quoted phrases (matched by FTS5, ranked in memory)."""
+"""The SQLite store's in-memory search indexes stay true to a file that other processes write: they
+catch up on exactly what changed (never rebuilding for it), a build that overlaps a commit cannot leave
+them stale, other users' writes and working memory cost them nothing, snapshots let a new process load
+instead of build, memory stays within its budget, and search runs off the event loop.
+
+Two stores opened on one path have two connections each, like two processes: SQLite tells them apart
+only by connection.
+"""
 
 from __future__ import annotations
 
-import time
+import threading
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
+import anyio.from_thread
 import pytest
 
-from mcp_memory.models import Scope, SearchQuery
+from mcp_memory.models import Message, Scope, SearchQuery
+from mcp_memory.storage.index_snapshot import SnapshotFolder
+from mcp_memory.storage.sqlite_db import SqliteDatabase
+from mcp_memory.storage.sqlite_indexes import SearchIndexes
 from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
-from tests.contract.conftest_long_term import embed, memory, open_sqlite
+from mcp_memory.storage.sqlite_working import SqliteWorkingMemoryStore
+from mcp_memory.storage.text_index import TextIndex
+from tests.contract.conftest_long_term import EMBEDDING, embed, memory
 
 pytestmark = pytest.mark.anyio
+
+
+@asynccontextmanager
+async def opened(path: Path, **options: Any) -> AsyncIterator[SqliteLongTermStore]:
+    async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, EMBEDDING, **options) as store:
+        yield store
 
 
 def text_query(user: str, text: str, **fields: object) -> SearchQuery:
     return SearchQuery.model_validate({"user_id": user, "text": text, "mode": "text", **fields})
 
 
-async def ids(store: object, query: SearchQuery) -> list[str]:
-    hits = await store.search(query, None)  # type: ignore[attr-defined]
-    return [h.memory.id for h in hits]
+async def ids(store: SqliteLongTermStore, query: SearchQuery) -> list[str]:
+    return [h.memory.id for h in await store.search(query, None)]
 
 
-async def test_writes_through_another_connection_are_searched(tmp_path: Path) -> None:
+async def vector_ids(store: SqliteLongTermStore, user: str, text: str) -> list[str]:
+    query = SearchQuery(user_id=user, text=text, mode="vector")
+    return [h.memory.id for h in await store.search(query, embed(text))]
+
+
+async def snapshots_written(store: SqliteLongTermStore) -> None:
+    """Wait until the background snapshot writes started so far have finished."""
+    with anyio.fail_after(20):
+        await store.indexes.saved()
+
+
+class Gate:
+    """Holds a worker thread at a point of the test's choosing: `reached` is set when it gets there,
+    and it waits there until `release()`."""
+
+    def __init__(self) -> None:
+        self.reached = anyio.Event()
+        self._go = threading.Event()
+
+    def wait_here(self) -> None:  # on the worker thread
+        anyio.from_thread.run_sync(self.reached.set)
+        assert self._go.wait(30), "the test never released the gate"
+
+    def release(self) -> None:
+        self._go.set()
+
+
+def gated(monkeypatch: pytest.MonkeyPatch, owner: type, name: str, gate: Gate) -> None:
+    """Make `owner.name` (a function run on a worker thread) wait at the gate first, once."""
+    original: Callable[..., Any] = getattr(owner, name)
+    used: list[bool] = []
+
+    def waiting(*args: Any, **kwargs: Any) -> Any:
+        if not used:
+            used.append(True)
+            gate.wait_here()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, waiting)
+
+
+async def test_writes_and_forgets_through_another_process_are_searched(tmp_path: Path) -> None:
     path = tmp_path / "memory.db"
-    async with open_sqlite(path) as mine, open_sqlite(path) as theirs:
+    async with opened(path) as mine, opened(path) as theirs:
         await mine.put([memory("u", "bike", "I ride my bicycle")])
         assert await ids(mine, text_query("u", "bicycle")) == ["bike"]  # builds this store's index
 
@@ -36,87 +97,193 @@ async def test_writes_through_another_connection_are_searched(tmp_path: Path) ->
 
         await theirs.forget(Scope(user_id="u", memory_id="repair"))
         assert await ids(mine, text_query("u", "bicycle")) == ["bike"]
-        vector_hits = await mine.search(
-            SearchQuery(user_id="u", text="bicycle", mode="vector"), embed("bicycle")
-        )
-        assert [h.memory.id for h in vector_hits] == ["bike"]
+        assert await vector_ids(mine, "u", "bicycle") == ["bike"]
+
+        # A rewrite and a supersession elsewhere: the old text is not found, the superseded row not at all.
+        await theirs.put([memory("u", "bike", "I ride my tandem")])
+        assert await ids(mine, text_query("u", "bicycle")) == []
+        assert await ids(mine, text_query("u", "tandem")) == ["bike"]
+        await theirs.put([memory("u", "bike", "I ride my tandem", superseded_by="other")])
+        assert await ids(mine, text_query("u", "tandem")) == []
+        assert await vector_ids(mine, "u", "tandem") == []
+
+        stats = mine.indexes.stats
+        assert (stats.builds, stats.loads) == (1, 0)  # all of it caught up, never rebuilt
+        assert stats.rows_applied == 4  # one row for each of the four foreign writes
 
 
-def slowed_builds(store: SqliteLongTermStore, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Make every index build take 0.3 s on its worker thread; returns the list that counts them."""
-    build = store._build_index
-    builds: list[int] = []
-
-    def slow_build(rows: list[tuple[object, ...]]) -> object:
-        builds.append(len(rows))
-        time.sleep(0.3)  # writes land meanwhile
-        return build(rows)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(store, "_build_index", slow_build)
-    return builds
-
-
-async def test_a_write_that_lands_while_the_index_is_built_is_not_lost(
+async def test_a_build_that_overlaps_a_foreign_commit_cannot_leave_a_stale_index(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with open_sqlite(tmp_path / "memory.db") as store:
-        assert isinstance(store, SqliteLongTermStore)
+    path = tmp_path / "memory.db"
+    async with opened(path) as mine, opened(path) as theirs:
+        await mine.put([memory("u", "bike", "I ride my bicycle")])
+        gate = Gate()
+        gated(monkeypatch, SearchIndexes, "_index_from_rows", gate)  # the first build has read the file
+        second: list[str] = []
+
+        async def second_search() -> None:
+            second.extend(await ids(mine, text_query("u", "bicycle")))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ids, mine, text_query("u", "bicycle"))
+            await gate.reached.wait()
+            await theirs.put([memory("u", "repair", "the bicycle needs a chain")])  # acknowledged
+            tg.start_soon(second_search)  # starts after the commit, while the first build still runs
+            await anyio.wait_all_tasks_blocked()
+            gate.release()
+
+        assert sorted(second) == ["bike", "repair"]
+        assert sorted(await ids(mine, text_query("u", "bicycle"))) == ["bike", "repair"]
+        assert mine.indexes.stats.builds == 1  # one build, then caught up
+
+
+async def test_other_users_writes_and_working_memory_cost_this_users_index_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    async with (
+        opened(path) as mine,
+        SqliteDatabase.open(path) as db,
+        SqliteLongTermStore.open(db, EMBEDDING) as theirs,
+    ):
+        await mine.put([memory("u", "bike", "I ride my bicycle")])
+        assert await ids(mine, text_query("u", "bicycle")) == ["bike"]
+        stats = mine.indexes.stats
+        before = (stats.builds, stats.loads, stats.rows_applied)
+
+        working = SqliteWorkingMemoryStore(db)
+        await theirs.put([memory("v", "bike", "Vera rides a bicycle too")])
+        await theirs.put([memory("v", "car", "Vera's bicycle rack")])
+        await theirs.forget(Scope(user_id="v", memory_id="bike"))
+        await working.append("u", "t1", Message(id="m1", role="user", content="a bicycle in working memory"))
+        await working.set_data("u", "t1", {"k": "v"})
+        assert await working.try_lock("u", "t1", "someone", 30)
+
+        assert await ids(mine, text_query("u", "bicycle")) == ["bike"]
+        assert (stats.builds, stats.loads, stats.rows_applied) == before
+
+        await theirs.put([memory("u", "car", "a bicycle rack for the car")])  # this user's: one row
+        assert sorted(await ids(mine, text_query("u", "bicycle"))) == ["bike", "car"]
+        assert (stats.builds, stats.loads, stats.rows_applied) == (before[0], before[1], before[2] + 1)
+
+
+async def test_a_new_process_loads_the_snapshot_and_catches_up_from_it(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    async with opened(path) as first:
+        await first.put([memory("u", f"m{i}", f"my bicycle number {i}", minutes=i) for i in range(5)])
+        assert len(await ids(first, text_query("u", "bicycle"))) == 5
+        await snapshots_written(first)
+        assert first.indexes.stats.saves == 1
+        await first.put([memory("u", "late", "a bicycle bought after the snapshot", minutes=9)])
+        await first.forget(Scope(user_id="u", memory_id="m0"))
+        assert not SnapshotFolder.beside(path).file_of("u").exists()  # it held m0: gone with it
+
+    async with opened(path) as second:
+        found = await ids(second, text_query("u", "bicycle"))
+        assert sorted(found) == ["late", "m1", "m2", "m3", "m4"]
+        assert (second.indexes.stats.builds, second.indexes.stats.loads) == (1, 0)  # no snapshot: built
+        await snapshots_written(second)
+
+    async with opened(path) as third:
+        await third.put([memory("u", "newest", "a bicycle bell", minutes=10)])
+        assert sorted(await ids(third, text_query("u", "bicycle"))) == sorted([*found, "newest"])
+        stats = third.indexes.stats
+        assert (stats.builds, stats.loads, stats.rows_applied) == (0, 1, 1)
+
+
+async def test_a_snapshot_renamed_into_place_after_a_forget_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "memory.db"
+    async with opened(path) as mine, opened(path) as theirs:
+        await mine.put([memory("u", "bike", "I ride my bicycle"), memory("u", "old", "an old bicycle")])
+        gate = Gate()
+        gated(monkeypatch, SnapshotFolder, "save", gate)
+        await ids(mine, text_query("u", "bicycle"))  # builds, and starts writing a snapshot
+        await gate.reached.wait()  # the snapshot holds "old" and is not in place yet
+        await theirs.forget(Scope(user_id="u", memory_id="old"))  # finds no snapshot to remove
+        gate.release()
+        await snapshots_written(mine)
+        assert not SnapshotFolder.beside(path).file_of("u").exists()
+        assert mine.indexes.stats.saves == 0
+
+
+async def test_a_snapshot_of_another_data_file_is_ignored(tmp_path: Path) -> None:
+    async with opened(tmp_path / "a" / "memory.db") as a:
+        await a.put([memory("u", "bike", "I ride my bicycle")])
+        await ids(a, text_query("u", "bicycle"))
+        await snapshots_written(a)
+    async with opened(tmp_path / "b" / "memory.db") as b:
+        await b.put([memory("u", "tea", "green tea")])
+    (tmp_path / "b" / "memory.db-index").mkdir(exist_ok=True)
+    SnapshotFolder.beside(tmp_path / "a" / "memory.db").file_of("u").rename(
+        SnapshotFolder.beside(tmp_path / "b" / "memory.db").file_of("u")
+    )
+    async with opened(tmp_path / "b" / "memory.db") as b:
+        assert await ids(b, text_query("u", "bicycle")) == []
+        assert await ids(b, text_query("u", "tea")) == ["tea"]
+        assert (b.indexes.stats.builds, b.indexes.stats.loads) == (1, 0)
+
+
+async def test_indexes_stay_within_the_memory_budget_least_recently_used_first(tmp_path: Path) -> None:
+    async with opened(tmp_path / "memory.db", index_memory=1) as store:
+        for user in ("ann", "bob", "cy"):
+            await store.put([memory(user, f"{user}-bike", f"{user} rides a bicycle")])
+            assert await ids(store, text_query(user, "bicycle")) == [f"{user}-bike"]
+            await snapshots_written(store)
+        assert list(store.indexes._users) == ["cy"]  # the one in use is always kept
+        assert store.indexes.stats.evictions == 2
+
+        assert await ids(store, text_query("ann", "bicycle")) == ["ann-bike"]
+        assert store.indexes.stats.loads == 1  # back from its snapshot, not rebuilt
+
+
+async def test_dead_rows_are_reclaimed(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    async with opened(path) as mine, opened(path) as theirs:
+        await mine.put([memory("u", "note", "version 0 of my note")])
+        await ids(mine, text_query("u", "note"))
+        for version in range(1, 2500):  # each rewrite leaves the old text on a dead row
+            await theirs.put([memory("u", "note", f"version {version} of my note")])
+            if version % 500 == 0:
+                await ids(mine, text_query("u", "note"))
+        assert await ids(mine, text_query("u", '"version 2499"', phrases=["version 2499"])) == ["note"]
+        assert await ids(mine, text_query("u", '"version 2498"', phrases=["version 2498"])) == []
+        await snapshots_written(mine)
+        index = mine.indexes._users["u"]
+        assert len(index.text) == 1
+        assert index.text.dead <= 1000  # reclaimed as they piled up
+
+
+async def test_a_search_runs_off_the_event_loop_and_off_the_write_lane(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "memory.db"
+    async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, EMBEDDING) as store:
+        working = SqliteWorkingMemoryStore(db)
         await store.put([memory("u", "bike", "I ride my bicycle")])
-        builds = slowed_builds(store, monkeypatch)
+        await ids(store, text_query("u", "bicycle"))
+        gate = Gate()
+        gated(monkeypatch, TextIndex, "search", gate)
+        found: list[str] = []
+
+        async def search() -> None:
+            found.extend(await ids(store, text_query("u", "bicycle")))
+
         async with anyio.create_task_group() as tg:
-            tg.start_soon(ids, store, text_query("u", "bicycle"))
-            tg.start_soon(ids, store, text_query("u", "bicycle"))  # a second first search: no second build
-            await anyio.sleep(0.1)
-            await store.put([memory("u", "repair", "the bicycle needs a chain")])
-
-        # One build, from a read that missed the write: the write was applied to it afterwards, so a
-        # steady stream of writes cannot keep a first search rebuilding forever.
-        assert builds == [1]
-        assert sorted(await ids(store, text_query("u", "bicycle"))) == ["bike", "repair"]
-
-
-async def test_a_forget_while_the_index_is_built_is_read_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    async with open_sqlite(tmp_path / "memory.db") as store:
-        assert isinstance(store, SqliteLongTermStore)
-        await store.put([memory("u", "bike", "I ride my bicycle"), memory("u", "old", "an old bicycle")])
-        builds = slowed_builds(store, monkeypatch)
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(ids, store, text_query("u", "bicycle"))
-            await anyio.sleep(0.1)
-            await store.forget(Scope(user_id="u", memory_id="old"))
-
-        assert builds == [2, 1]  # the first read still held the forgotten memory
-        assert await ids(store, text_query("u", "bicycle")) == ["bike"]
-
-
-async def test_a_forget_after_the_build_updates_the_index_without_rebuilding_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    async with open_sqlite(tmp_path / "memory.db") as store, open_sqlite(tmp_path / "fresh.db") as fresh:
-        assert isinstance(store, SqliteLongTermStore)
-        others = [memory("u", f"other{i}", f"my car number {i}", minutes=i) for i in range(4)]
-        kept = [memory("u", "bike", "I ride my bicycle", minutes=5), *others]
-        gone = memory("u", "old", "an old bicycle, a bicycle", minutes=6)
-        await store.put([*kept, gone])
-        builds = slowed_builds(store, monkeypatch)
-        assert await ids(store, text_query("u", "bicycle")) == ["old", "bike"]
-
-        await store.forget(Scope(user_id="u", memory_id="old"))
-        await store.forget(Scope(user_id="u", thread_id="no-such-thread"))  # deletes nothing
-        hits = await store.search(text_query("u", "bicycle"), None)
-        assert [h.memory.id for h in hits] == ["bike"]
-        assert builds == [6]  # the built index dropped the row: no second build
-
-        # The scores are those of an index that never held the forgotten memory (BM25's statistics).
-        await fresh.put(kept)
-        expected = await fresh.search(text_query("u", "bicycle"), None)
-        assert [h.score for h in hits] == pytest.approx([h.score for h in expected])
+            tg.start_soon(search)
+            await gate.reached.wait()  # BM25 is scoring on a worker thread, held there
+            # Meanwhile the loop and the database serve other sessions: a write and working memory.
+            with anyio.fail_after(10):
+                await store.put([memory("u", "car", "a car")])
+                await working.append("u", "t1", Message(id="m1", role="user", content="hello"))
+                assert (await working.get("u", "t1")) is not None
+            assert found == []
+            gate.release()
+        assert found == ["bike"]
 
 
 async def test_a_phrase_of_stopwords_is_matched_verbatim(tmp_path: Path) -> None:
-    async with open_sqlite(tmp_path / "memory.db") as store:
+    async with opened(tmp_path / "memory.db") as store:
         await store.put(
             [
                 memory("u", "hamlet", "to be or not to be", minutes=1),

@@ -1,10 +1,10 @@
-"""The in-memory BM25 index (storage/text_index): FTS5's formula, kept current by upserts, filtered."""
+"""The in-memory BM25 index (storage/text_index): FTS5's formula, kept current by upserts and removals,
+filtered, compacted and saved as arrays without changing a score."""
 
 from __future__ import annotations
 
 import sqlite3
 
-import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -21,7 +21,7 @@ queries = st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)
 
 
 def doc(rowid: int, content: str, context: str = "", **fields: object) -> Document:
-    values = {"thread_id": "t", "type": "turn", "created": 0.0, "active": True} | fields
+    values = {"thread_id": "t", "type": "turn", "created": 0.0} | fields
     return Document(rowid, content, context, **values)  # type: ignore[arg-type]
 
 
@@ -77,7 +77,7 @@ def test_a_changed_text_is_found_by_its_new_words_only() -> None:
     search = index.search
     assert search(["green"], 10, EVERYTHING, context_weight=0.4) == []
     assert [r for r, _ in search(["infus"], 10, EVERYTHING, context_weight=0.4)] == [1]
-    index.upsert(doc(1, "herbal infusion"))  # the same text again: nothing changes
+    index.upsert(doc(1, "herbal infusion"))  # the same text again: still one row for it
     assert len(index) == 2
     assert {r for r, _ in search(["coffe", "infus"], 10, EVERYTHING, context_weight=0.4)} == {1, 2}
 
@@ -85,29 +85,57 @@ def test_a_changed_text_is_found_by_its_new_words_only() -> None:
 def test_superseded_memories_neither_match_nor_count_in_the_statistics() -> None:
     index = TextIndex.of([doc(1, "tea"), doc(2, "tea time"), doc(3, "coffee"), doc(4, "water")])
     before = dict(index.search(["tea"], 10, EVERYTHING, context_weight=0.4))
-    index.upsert(doc(1, "tea", active=False))
+    index.remove(1)
     after = dict(index.search(["tea"], 10, EVERYTHING, context_weight=0.4))
     assert list(after) == [2]
     assert after[2] != before[2]  # N and the term's frequency changed with the superseded row gone
     assert len(index) == 3
 
 
-def test_filters_and_an_allowed_rowid_set_narrow_the_rows() -> None:
+def test_filters_and_required_terms_narrow_the_rows() -> None:
     index = TextIndex.of(
         [
             doc(1, "tea", thread_id="a", type="turn", created=10.0),
             doc(2, "tea", thread_id="b", type="fact", created=20.0),
-            doc(3, "tea", thread_id="a", type="fact", created=30.0),
+            doc(3, "tea green", thread_id="a", type="fact", created=30.0),
+            doc(4, "tea", "green", thread_id="a", type="fact", created=30.0),
         ]
     )
 
-    def rowids(where: RowFilter, only: np.ndarray | None = None) -> set[int]:
-        return {r for r, _ in index.search(["tea"], 10, where, context_weight=0.4, only=only)}
+    def rowids(where: RowFilter, required: tuple[str, ...] = ()) -> set[int]:
+        return {r for r, _ in index.search(["tea"], 10, where, context_weight=0.4, required=required)}
 
-    assert rowids(RowFilter(thread_id="a")) == {1, 3}
+    assert rowids(RowFilter(thread_id="a")) == {1, 3, 4}
     assert rowids(RowFilter(thread_id="nobody")) == set()
-    assert rowids(RowFilter(types=("fact",))) == {2, 3}
+    assert rowids(RowFilter(types=("fact",))) == {2, 3, 4}
     assert rowids(RowFilter(since=15.0, until=25.0)) == {2}
-    assert rowids(EVERYTHING, only=np.array([3, 99])) == {3}
+    assert rowids(EVERYTHING, required=("green",)) == {3}  # in the memory's own words, not its context
+    assert rowids(EVERYTHING, required=("green", "absent")) == set()
     assert index.search(["tea"], 0, EVERYTHING, context_weight=0.4) == []
     assert TextIndex().search(["tea"], 10, EVERYTHING, context_weight=0.4) == []
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=documents,
+    edits=st.lists(st.tuples(st.integers(1, 25), st.one_of(st.none(), texts)), max_size=30),
+    query=queries,
+)
+def test_compacting_or_saving_as_arrays_keeps_every_score(
+    rows: list[tuple[str, str]], edits: list[tuple[int, str | None]], query: list[str]
+) -> None:
+    index = TextIndex.of([doc(i + 1, a, b) for i, (a, b) in enumerate(rows)])
+    for rowid, text in edits:  # rewrites and removals leave dead rows behind
+        if text is None:
+            index.remove(rowid)
+        else:
+            index.upsert(doc(rowid, text, "green tea"))
+    wanted = query_terms(query)
+    expected = index.search(wanted, 1000, EVERYTHING, context_weight=0.4)
+    for copy in (index.compacted(), TextIndex.from_columns(index.columns())):
+        assert copy.dead == 0 and len(copy) == len(index)
+        found = copy.search(wanted, 1000, EVERYTHING, context_weight=0.4)
+        assert [r for r, _ in found] == [r for r, _ in expected]
+        assert [s for _, s in found] == pytest.approx([s for _, s in expected])
+        copy.upsert(doc(99, " ".join(query)))  # and it keeps growing like any index
+        assert 99 in {r for r, _ in copy.search(wanted, 1000, EVERYTHING, context_weight=0.4)}

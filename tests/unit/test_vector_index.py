@@ -1,6 +1,7 @@
 """The in-memory vector index returns exactly the brute-force answer: the best cosines among active rows
 passing the filter, whether it streams the whole matrix (most rows pass: no filter, or a common thread)
-or gathers the few that do (a rare thread)."""
+or gathers the few that do (a rare thread), and after its dead rows are reclaimed or it is saved as
+arrays and loaded back."""
 
 from __future__ import annotations
 
@@ -26,8 +27,16 @@ def indexes(draw: st.DrawFn) -> tuple[VectorIndex, list[tuple[int, np.ndarray, s
         thread = draw(st.sampled_from(THREADS))
         active = draw(st.booleans()) if draw(st.booleans()) else True  # often most rows are active
         rowid = 10 + 3 * i
-        index.upsert(rowid, vectors[i], thread_id=thread, type="turn", created=float(i), active=active)
+        index.upsert(rowid, vectors[i], thread_id=thread, type="turn", created=float(i))
+        if not active:
+            index.remove(rowid)
         rows.append((rowid, vectors[i], thread, active))
+    if draw(st.booleans()):  # the same rows, dead ones reclaimed
+        index = (
+            index.compacted()
+            if draw(st.booleans())
+            else VectorIndex.from_columns(index.columns(), dimension=DIMENSION)
+        )
     return index, rows
 
 

@@ -17,21 +17,22 @@ from mcp_memory.config import SecuritySettings, Settings, TokenEntry
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.host import open_service
 from mcp_memory.service import MemoryService
-from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+from mcp_memory.storage.index_snapshot import SnapshotFolder
+from mcp_memory.storage.sqlite_indexes import SearchIndexes
 
 pytestmark = pytest.mark.anyio
 
 
 def counted_builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record, in order, the user of every index build any SQLite store starts from now on."""
-    build = SqliteLongTermStore._build
+    """Record, in order, the user of every index any SQLite store opens (loads or builds) from now on."""
+    open_index = SearchIndexes._open_index
     users: list[str] = []
 
-    async def counting(self: SqliteLongTermStore, user_id: str) -> Any:
+    async def counting(self: SearchIndexes, user_id: str) -> Any:
         users.append(user_id)
-        return await build(self, user_id)
+        return await open_index(self, user_id)
 
-    monkeypatch.setattr(SqliteLongTermStore, "_build", counting)
+    monkeypatch.setattr(SearchIndexes, "_open_index", counting)
     return users
 
 
@@ -88,17 +89,17 @@ async def test_with_warm_up_off_the_first_search_builds(
 
 
 def failing_builds(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def failing(self: SqliteLongTermStore, user_id: str) -> Any:
+    async def failing(self: SearchIndexes, user_id: str) -> Any:
         raise BackendUnavailableError("the memory database is locked by another process")
 
-    monkeypatch.setattr(SqliteLongTermStore, "_build", failing)
+    monkeypatch.setattr(SearchIndexes, "_open_index", failing)
 
 
 async def test_a_failed_warm_up_is_logged_and_the_first_search_builds(
     fast_settings: Settings, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     await stored_turn(fast_settings)
-    build = SqliteLongTermStore._build
+    open_index = SearchIndexes._open_index
     failing_builds(monkeypatch)
     async with open_service(fast_settings) as service:
         await warmed(service)
@@ -106,7 +107,7 @@ async def test_a_failed_warm_up_is_logged_and_the_first_search_builds(
             "search indexes of tester not prepared at start-up: the memory database is locked" in caplog.text
         )
 
-        monkeypatch.setattr(SqliteLongTermStore, "_build", build)  # the lock is gone
+        monkeypatch.setattr(SearchIndexes, "_open_index", open_index)  # the lock is gone
         result = await service.search("tester", "bicycle", mode="text")
         assert len(result.results) == 1
 
@@ -116,14 +117,15 @@ async def test_closing_during_the_warm_up_ends_it(
 ) -> None:
     await stored_turn(fast_settings)
     started = anyio.Event()
-    build_index: Callable[..., Any] = SqliteLongTermStore._build_index
+    build_index: Callable[..., Any] = SearchIndexes._index_from_rows
 
-    def slow_build_index(self: SqliteLongTermStore, rows: list[Any]) -> Any:
+    def slow_build_index(self: SearchIndexes, *args: Any) -> Any:
         anyio.from_thread.run_sync(started.set)
         time.sleep(0.5)  # the service closes meanwhile
-        return build_index(self, rows)
+        return build_index(self, *args)
 
-    monkeypatch.setattr(SqliteLongTermStore, "_build_index", slow_build_index)
+    monkeypatch.setattr(SearchIndexes, "_index_from_rows", slow_build_index)
+    monkeypatch.setattr(SnapshotFolder, "load", lambda self, user_id: None)  # built, not loaded
     with caplog.at_level(logging.ERROR):
         async with open_service(fast_settings) as service:
             with anyio.fail_after(20):

@@ -1,0 +1,110 @@
+"""A user's search indexes saved beside the data file, so a new process loads them instead of building.
+
+Building a user's indexes means tokenizing and stemming every memory, which grows with the store
+(the README's benchmarks); loading saved arrays does not. Each snapshot is one uncompressed .npz in
+`<data file>-index/`, named by a hash of the user id, holding the live rows of the text and vector
+indexes (their `columns()`) and a stamp: which data file (its `file_id`), which point of its change
+clock, which embedding model. A snapshot is a cache: one that does not match the file is ignored and
+removed, and the indexes are built from the file instead.
+
+Written to a temporary name and renamed, so a reader sees a whole snapshot or none; several processes
+may write the same user's, the last rename wins, and each is true to the point it names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import uuid
+import zipfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1  # raised whenever the arrays' meaning changes: an older snapshot is then rebuilt
+
+
+@dataclass(frozen=True)
+class Stamp:
+    file_id: str
+    seq: int  # the change clock's number the indexes reflect
+    model: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    stamp: Stamp
+    text: dict[str, np.ndarray]
+    vectors: dict[str, np.ndarray]
+
+
+def user_key(user_id: str) -> str:
+    """The user's name in snapshot files and tombstones: a hash, so neither keeps the user id."""
+    return hashlib.sha256(user_id.encode()).hexdigest()[:32]
+
+
+class SnapshotFolder:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    @classmethod
+    def beside(cls, data_file: Path) -> SnapshotFolder:
+        return cls(data_file.with_name(data_file.name + "-index"))
+
+    def file_of(self, user_id: str) -> Path:
+        return self.path / f"{user_key(user_id)}.npz"
+
+    def save(self, user_id: str, snapshot: Snapshot) -> None:
+        """Write the snapshot (blocking: call from a worker thread). Failing to write only costs speed."""
+        arrays = {
+            "stamp": np.frombuffer(
+                json.dumps({"format": FORMAT, **asdict(snapshot.stamp)}).encode(), np.uint8
+            ),
+            **{f"text.{k}": v for k, v in snapshot.text.items()},
+            **{f"vectors.{k}": v for k, v in snapshot.vectors.items()},
+        }
+        target = self.file_of(user_id)
+        temporary = target.with_name(f"{target.stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            self.path.mkdir(mode=0o700, exist_ok=True)
+            with temporary.open("wb") as out:
+                np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stub types allow_pickle here
+            os.replace(temporary, target)
+        except OSError as e:
+            log.warning("search index snapshot not written to %s: %s", self.path, e)
+            with contextlib.suppress(OSError):
+                temporary.unlink()
+
+    def load(self, user_id: str) -> Snapshot | None:
+        """The user's snapshot, or None when there is none or it cannot be read (blocking)."""
+        path = self.file_of(user_id)
+        try:
+            with np.load(path, allow_pickle=False) as data:
+                arrays = {name: data[name] for name in data.files}
+            stamp = json.loads(arrays.pop("stamp").tobytes())
+            if stamp.pop("format", None) != FORMAT:
+                raise ValueError("written by another version")
+            return Snapshot(
+                stamp=Stamp(**stamp),
+                text={k.removeprefix("text."): v for k, v in arrays.items() if k.startswith("text.")},
+                vectors={
+                    k.removeprefix("vectors."): v for k, v in arrays.items() if k.startswith("vectors.")
+                },
+            )
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as e:
+            log.warning("search index snapshot %s ignored (%s); the index is built from the file", path, e)
+            self.remove(user_id)
+            return None
+
+    def remove(self, user_id: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.file_of(user_id).unlink()

@@ -1,0 +1,339 @@
+"""Each user's in-memory search indexes for the embedded store, kept true to a file many processes share.
+
+Claude Desktop, an IDE agent and a command-line agent each run their own `mcp-memory serve` on the
+same data file. Every write of memories takes the next number of the file's change clock (the rows
+carry it as `change_seq`) and every deletion leaves a tombstone, so an index that reflects clock
+number S is brought up to date by reading only what changed after S, in one read transaction with
+the clock itself: no window in which a commit can be missed, noticing another process's write costs
+the rows it changed, and writes to another user's memories, to working memory, leases or counters
+cost a user's index nothing.
+
+An index not in memory is loaded from its snapshot beside the file (storage/index_snapshot) and
+caught up from there; only without a usable snapshot is it built from the file. Indexes live within
+a memory budget: the least recently used users' are dropped first (they reload from their snapshot).
+Dead rows (rewritten or removed memories) are reclaimed when they pile up and whenever a snapshot is
+written. All the heavy work runs on worker threads, one user's index under that user's lock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sqlite3
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from .base import EmbeddingSpec
+from .index_snapshot import Snapshot, SnapshotFolder, Stamp, user_key
+from .sqlite_codec import parse_ts, unpack_vector
+from .sqlite_db import SqliteDatabase
+from .text_index import Document, TextIndex
+from .vector_index import VectorIndex
+
+log = logging.getLogger(__name__)
+
+# What an index reads of a memory. Row order: rowid, thread, type, created, vector, superseded_by,
+# content, context.
+INDEXED_COLUMNS = "rowid, thread_id, type, created_at, embedding, superseded_by, content, index_context"
+SAVE_AFTER_CHANGES = 1000  # a snapshot is rewritten once this many changes (or 5% of rows) were applied
+TOMBSTONE_DAYS = 30  # an index idle for longer than this is rebuilt, not caught up
+
+
+@dataclass(frozen=True)
+class Changes:
+    seq: int  # the clock's number they bring an index to
+    rows: list[tuple[Any, ...]]  # INDEXED_COLUMNS of rows written since
+    removed: list[int]  # rowids deleted since
+
+
+@dataclass
+class IndexStats:
+    """What the indexes cost so far, for tests and benchmarks."""
+
+    builds: int = 0  # from the whole file
+    loads: int = 0  # from a snapshot
+    saves: int = 0
+    rows_applied: int = 0  # rows and tombstones applied while catching up
+    evictions: int = 0
+
+
+@dataclass(eq=False)
+class UserIndex:
+    user_id: str
+    text: TextIndex
+    vectors: VectorIndex
+    seq: int  # the point of the file's change clock this index reflects
+    unsaved: int = 0  # changes applied since the snapshot was written
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+
+    def apply(self, changes: Changes) -> None:
+        """Bring the index to `changes.seq` (blocking: a worker thread, under the lock).
+
+        Removals first: a rowid SQLite handed out again after a deletion arrives as a new row.
+        """
+        for rowid in changes.removed:
+            self.text.remove(rowid)
+            self.vectors.remove(rowid)
+        for rowid, thread_id, kind, created, blob, superseded, content, context in changes.rows:
+            if superseded is not None:  # a superseded memory is kept in the file but never searched
+                self.text.remove(rowid)
+                self.vectors.remove(rowid)
+                continue
+            moment = parse_ts(created).timestamp()  # type: ignore[union-attr]
+            self.text.upsert(Document(rowid, content, context or "", thread_id, kind, moment))
+            vector = unpack_vector(blob)
+            if vector is None:
+                self.vectors.remove(rowid)
+            else:
+                self.vectors.upsert(rowid, vector, thread_id=thread_id, type=kind, created=moment)
+        self.seq = changes.seq
+        self.unsaved += len(changes.rows) + len(changes.removed)
+        if self.text.dead > max(1000, len(self.text) // 4):
+            self.text = self.text.compacted()
+        if self.vectors.dead > max(1000, len(self.vectors) // 4):
+            self.vectors = self.vectors.compacted()
+
+    def nbytes(self) -> int:
+        return self.text.nbytes() + self.vectors.nbytes()
+
+
+class SearchIndexes:
+    def __init__(
+        self, db: SqliteDatabase, embedding: EmbeddingSpec, *, memory_budget: int, snapshots: bool = True
+    ) -> None:
+        self._db = db
+        self._spec = embedding
+        self._budget = memory_budget
+        self._snapshots = SnapshotFolder.beside(db.path) if snapshots else None
+        self._file_id = ""
+        self._users: OrderedDict[str, UserIndex] = OrderedDict()  # least recently used first
+        self._open_lane = anyio.Lock()  # one load or build at a time: two first searches open once
+        self._saving: set[asyncio.Task[None]] = set()
+        self.stats = IndexStats()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls, db: SqliteDatabase, embedding: EmbeddingSpec, *, memory_budget: int, snapshots: bool = True
+    ) -> AsyncIterator[SearchIndexes]:
+        indexes = cls(db, embedding, memory_budget=memory_budget, snapshots=snapshots)
+        indexes._file_id = await db.read(_file_id)
+        try:
+            yield indexes
+        finally:
+            with anyio.CancelScope(shield=True):  # a snapshot being written finishes, never half-renamed
+                await indexes.saved()
+
+    async def saved(self) -> None:
+        """Wait for the snapshot writes under way."""
+        while self._saving:
+            await asyncio.wait(set(self._saving))
+
+    @property
+    def snapshot_folder(self) -> Path | None:
+        return self._snapshots.path if self._snapshots else None
+
+    @asynccontextmanager
+    async def current(self, user_id: str) -> AsyncIterator[UserIndex]:
+        """The user's indexes, up to date with every commit made to the file before this call, held
+        (for this user) until the block ends."""
+        index = await self._index_of(user_id)
+        async with index.lock:
+            await self._catch_up(index)
+            yield index
+        self._save_if_due(index)
+        self._evict(keep=index)
+
+    async def warm(self, user_id: str) -> None:
+        """Load or build the user's indexes now, if they fit the budget beside those already held."""
+        if user_id not in self._users and self.memory_bytes() >= self._budget:
+            log.info("search indexes of %s not prepared ahead: the index memory budget is in use", user_id)
+            return
+        async with self.current(user_id):
+            pass
+
+    def memory_bytes(self) -> int:
+        """An estimate of what the indexes held in memory take."""
+        return sum(index.nbytes() for index in self._users.values())
+
+    def forgotten(self, user_id: str) -> None:
+        """Memories of the user were deleted: their snapshot, which still holds them, goes now."""
+        if self._snapshots is not None:
+            self._snapshots.remove(user_id)
+
+    # ---- opening: a snapshot, else the whole file ---------------------------------------------
+
+    async def _index_of(self, user_id: str) -> UserIndex:
+        index = self._users.get(user_id)
+        if index is None:
+            async with self._open_lane:
+                index = self._users.get(user_id)
+                if index is None:
+                    index = self._users[user_id] = await self._open_index(user_id)
+        self._users.move_to_end(user_id)
+        return index
+
+    async def _open_index(self, user_id: str) -> UserIndex:
+        return await self._load(user_id) or await self._build(user_id)
+
+    async def _load(self, user_id: str) -> UserIndex | None:
+        if self._snapshots is None:
+            return None
+        snapshot = await anyio.to_thread.run_sync(self._snapshots.load, user_id)
+        if snapshot is None:
+            return None
+        stamp = snapshot.stamp
+        if (stamp.file_id, stamp.model, stamp.dimension) != (self._file_id, *self._spec_key()):
+            log.info("search index snapshot of another data file or model ignored")
+            self._snapshots.remove(user_id)
+            return None
+
+        def indexes() -> UserIndex:
+            text = TextIndex.from_columns(snapshot.text)
+            vectors = VectorIndex.from_columns(snapshot.vectors, dimension=self._spec.dimension)
+            return UserIndex(user_id, text, vectors, stamp.seq)
+
+        index = await anyio.to_thread.run_sync(indexes)
+        self.stats.loads += 1
+        return index
+
+    async def _build(self, user_id: str) -> UserIndex:
+        started = time.perf_counter()
+        seq, rows = await self._db.read(lambda conn: _read_all(conn, user_id))
+        # Off the database's lanes: tokenizing and stemming every memory is the long part.
+        index = await anyio.to_thread.run_sync(self._index_from_rows, user_id, seq, rows)
+        self.stats.builds += 1
+        log.info(
+            "search indexes of %s built from the file: %d memories in %.2f s",
+            user_id,
+            len(index.text),
+            time.perf_counter() - started,
+        )
+        index.unsaved = max(SAVE_AFTER_CHANGES, len(index.text))  # worth a snapshot right away
+        return index
+
+    def _index_from_rows(self, user_id: str, seq: int, rows: Sequence[tuple[Any, ...]]) -> UserIndex:
+        vectors = VectorIndex(self._spec.dimension)
+        documents = []
+        for rowid, thread_id, kind, created, blob, _, content, context in rows:
+            moment = parse_ts(created).timestamp()  # type: ignore[union-attr]
+            vector = unpack_vector(blob)
+            if vector is not None:
+                vectors.upsert(rowid, vector, thread_id=thread_id, type=kind, created=moment)
+            documents.append(Document(rowid, content, context or "", thread_id, kind, moment))
+        return UserIndex(user_id, TextIndex.of(documents), vectors, seq)
+
+    # ---- catching up ---------------------------------------------------------------------------
+
+    async def _catch_up(self, index: UserIndex) -> None:
+        changes = await self._db.read(lambda conn: _read_changes(conn, index.user_id, index.seq))
+        if changes is None:  # the file went back (a restored backup) or the tombstones were pruned
+            fresh = await self._build(index.user_id)
+            index.text, index.vectors, index.seq = fresh.text, fresh.vectors, fresh.seq
+            index.unsaved = fresh.unsaved
+        elif changes.rows or changes.removed:
+            await anyio.to_thread.run_sync(index.apply, changes)
+            self.stats.rows_applied += len(changes.rows) + len(changes.removed)
+        else:
+            index.seq = changes.seq  # others' writes: nothing of this user's to apply
+
+    # ---- snapshots and the memory budget -------------------------------------------------------
+
+    def _save_if_due(self, index: UserIndex) -> None:
+        due = max(SAVE_AFTER_CHANGES, len(index.text) // 20)
+        if self._snapshots is None or index.unsaved < due or index.lock.locked():
+            return
+        index.unsaved = 0
+        task = asyncio.get_running_loop().create_task(self._save(index))
+        self._saving.add(task)
+        task.add_done_callback(self._saving.discard)
+
+    async def _save(self, index: UserIndex) -> None:
+        assert self._snapshots is not None
+        async with index.lock:
+            stamp = Stamp(self._file_id, index.seq, *self._spec_key())
+
+            def compact() -> Snapshot:
+                # The live rows, which the index itself continues from: dead rows reclaimed. The arrays
+                # are not written to by the index afterwards, so they are saved outside the lock.
+                snapshot = Snapshot(stamp, index.text.columns(), index.vectors.columns())
+                index.text = TextIndex.from_columns(snapshot.text)
+                index.vectors = VectorIndex.from_columns(snapshot.vectors, dimension=self._spec.dimension)
+                return snapshot
+
+            snapshot = await anyio.to_thread.run_sync(compact)
+        await anyio.to_thread.run_sync(self._snapshots.save, index.user_id, snapshot)
+        # A forget committed after `stamp.seq` may have removed the snapshot before the rename above
+        # put this one, which still holds what it deleted, in its place.
+        if await self._db.read(lambda conn: _removed_since(conn, index.user_id, stamp.seq)):
+            self._snapshots.remove(index.user_id)
+        else:
+            self.stats.saves += 1
+
+    def _evict(self, keep: UserIndex) -> None:
+        total = self.memory_bytes()
+        for user_id, index in list(self._users.items()):
+            if total <= self._budget:
+                break
+            if index is keep or index.lock.locked():
+                continue
+            del self._users[user_id]
+            total -= index.nbytes()
+            self.stats.evictions += 1
+            log.info("search indexes of %s dropped from memory (index memory budget)", user_id)
+
+    def _spec_key(self) -> tuple[str, int]:
+        return self._spec.model, self._spec.dimension
+
+
+def _file_id(conn: sqlite3.Connection) -> str:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'file_id'").fetchone()
+    return str(row[0])
+
+
+def _clock(conn: sqlite3.Connection) -> int:
+    seq: int = conn.execute("SELECT seq FROM change_clock").fetchone()[0]
+    return seq
+
+
+def _read_all(conn: sqlite3.Connection, user_id: str) -> tuple[int, list[tuple[Any, ...]]]:
+    rows = conn.execute(
+        f"SELECT {INDEXED_COLUMNS} FROM memories WHERE user_id = ? AND superseded_by IS NULL ORDER BY rowid",
+        (user_id,),
+    ).fetchall()
+    return _clock(conn), rows
+
+
+def _read_changes(conn: sqlite3.Connection, user_id: str, since: int) -> Changes | None:
+    """What changed for the user after clock number `since`; None if that cannot be told any more."""
+    seq = _clock(conn)
+    if seq == since:
+        return Changes(seq, [], [])
+    horizon = int(conn.execute("SELECT value FROM meta WHERE key = 'tombstone_horizon'").fetchone()[0])
+    if since > seq or since < horizon:
+        return None
+    removed = [
+        r[0]
+        for r in conn.execute(
+            "SELECT row FROM memory_tombstones WHERE user_key = ? AND seq > ?", (user_key(user_id), since)
+        )
+    ]
+    rows = conn.execute(
+        f"SELECT {INDEXED_COLUMNS} FROM memories WHERE user_id = ? AND change_seq > ?", (user_id, since)
+    ).fetchall()
+    return Changes(seq, rows, removed)
+
+
+def _removed_since(conn: sqlite3.Connection, user_id: str, since: int) -> bool:
+    row = conn.execute(
+        "SELECT 1 FROM memory_tombstones WHERE user_key = ? AND seq > ? LIMIT 1", (user_key(user_id), since)
+    ).fetchone()
+    return row is not None
