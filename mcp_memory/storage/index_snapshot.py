@@ -7,8 +7,10 @@ indexes (their `columns()`) and a stamp: which data file (its `file_id`), which 
 clock, which embedding model. A snapshot is a cache: one that does not match the file is ignored and
 removed, and the indexes are built from the file instead.
 
-Written to a temporary name and renamed, so a reader sees a whole snapshot or none; several processes
-may write the same user's, the last rename wins, and each is true to the point it names.
+Written to a temporary name, flushed to disk and renamed, so a reader sees a whole snapshot or none;
+several processes may write the same user's, the last rename wins, and each is true to the point it
+names. A reader maps the arrays (copy-on-write) rather than reading them: at 100k memories the vectors
+alone are 150 MB, and the first search touches them anyway.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
+import struct
 import uuid
 import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -76,6 +81,8 @@ class SnapshotFolder:
             self.path.mkdir(mode=0o700, exist_ok=True)
             with temporary.open("wb") as out:
                 np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stub types allow_pickle here
+                out.flush()
+                os.fsync(out.fileno())  # on disk before the rename: a crash leaves the old one or this
             os.replace(temporary, target)
         except OSError as e:
             log.warning("search index snapshot not written to %s: %s", self.path, e)
@@ -86,8 +93,7 @@ class SnapshotFolder:
         """The user's snapshot, or None when there is none or it cannot be read (blocking)."""
         path = self.file_of(user_id)
         try:
-            with np.load(path, allow_pickle=False) as data:
-                arrays = {name: data[name] for name in data.files}
+            arrays = _mapped(path)
             stamp = json.loads(arrays.pop("stamp").tobytes())
             if stamp.pop("format", None) != FORMAT:
                 raise ValueError("written by another version")
@@ -100,7 +106,7 @@ class SnapshotFolder:
             )
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, KeyError, TypeError, zipfile.BadZipFile) as e:
+        except (OSError, ValueError, KeyError, TypeError, struct.error, zipfile.BadZipFile) as e:
             log.warning("search index snapshot %s ignored (%s); the index is built from the file", path, e)
             self.remove(user_id)
             return None
@@ -108,3 +114,37 @@ class SnapshotFolder:
     def remove(self, user_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.file_of(user_id).unlink()
+
+
+def _mapped(path: Path) -> dict[str, np.ndarray]:
+    """The arrays of an uncompressed .npz (what np.savez writes), mapped copy-on-write, not read.
+
+    Each member of the zip is a .npy file stored as is: its data starts after the zip's local header
+    and the .npy header, so it can be mapped where it lies.
+    """
+    with zipfile.ZipFile(path) as archive:
+        members = archive.infolist()
+    arrays = {}
+    with path.open("rb") as file:
+        for member in members:
+            if member.compress_type != zipfile.ZIP_STORED:
+                raise ValueError(f"{member.filename} is compressed")
+            file.seek(member.header_offset + 26)  # the local header's name and extra-field lengths
+            name_length, extra_length = struct.unpack("<HH", file.read(4))
+            file.seek(member.header_offset + 30 + name_length + extra_length)
+            version = np.lib.format.read_magic(file)
+            if version == (1, 0):
+                shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
+            else:
+                shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
+            name = member.filename.removesuffix(".npy")
+            if dtype.hasobject:
+                raise ValueError(f"{name} holds Python objects")
+            if math.prod(shape) == 0:
+                arrays[name] = np.zeros(shape, dtype=dtype)
+                continue
+            order: Literal["F", "C"] = "F" if fortran else "C"
+            arrays[name] = np.memmap(
+                path, dtype=dtype, mode="c", offset=file.tell(), shape=shape, order=order
+            )
+    return arrays

@@ -59,7 +59,8 @@ class MemoryRows:
         position = self._position.get(rowid)
         if position is None:
             if self._size == len(self._rowids):
-                self._grow(len(self._rowids) * 2)
+                # By a quarter, not double: at 100k memories the vectors alone are 150 MB.
+                self._grow(len(self._rowids) + max(16, len(self._rowids) // 4))
             position = self._size
             self._size += 1
             self._position[rowid] = position
@@ -146,6 +147,21 @@ class MemoryRows:
         """A copy holding only the live rows: dead positions reclaimed."""
         return type(self).from_columns(self.columns(), **self._init_args())
 
+    def frozen(self) -> Self:
+        """A copy, cheap to take, whose `columns()` stay what they are now while this index changes.
+
+        Rows are only ever appended (a rewritten memory's text gets a new position), so the copy
+        shares the arrays and keeps its own row count and activity flags; subclasses freeze what
+        else they change in place.
+        """
+        copy = type(self)(**self._init_args())
+        copy.__dict__.update(self.__dict__)
+        copy._active = self._active.copy()
+        copy._position = dict(self._position)
+        copy._thread_codes = dict(self._thread_codes)
+        copy._type_codes = dict(self._type_codes)
+        return copy
+
     def _init_args(self) -> dict[str, int]:
         return {}
 
@@ -161,6 +177,8 @@ def unpacked_names(packed: np.ndarray) -> list[str]:
 
 
 def resized(array: np.ndarray, capacity: int) -> np.ndarray:
+    if capacity == len(array):
+        return array
     grown = np.zeros((capacity, *array.shape[1:]), dtype=array.dtype)
     grown[: len(array)] = array[:capacity]
     return grown

@@ -11,8 +11,8 @@ cost a user's index nothing.
 An index not in memory is loaded from its snapshot beside the file (storage/index_snapshot) and
 caught up from there; only without a usable snapshot is it built from the file. Indexes live within
 a memory budget: the least recently used users' are dropped first (they reload from their snapshot).
-Dead rows (rewritten or removed memories) are reclaimed when they pile up and whenever a snapshot is
-written. All the heavy work runs on worker threads, one user's index under that user's lock.
+Dead rows (rewritten or removed memories) are reclaimed when they pile up (a snapshot holds live rows
+only). All the heavy work runs on worker threads, one user's index under that user's lock.
 """
 
 from __future__ import annotations
@@ -258,19 +258,17 @@ class SearchIndexes:
 
     async def _save(self, index: UserIndex) -> None:
         assert self._snapshots is not None
-        async with index.lock:
+        async with index.lock:  # a moment's copy; the arrays are gathered and written without the lock
             stamp = Stamp(self._file_id, index.seq, *self._spec_key())
+            text, vectors = await anyio.to_thread.run_sync(
+                lambda: (index.text.frozen(), index.vectors.frozen())
+            )
 
-            def compact() -> Snapshot:
-                # The live rows, which the index itself continues from: dead rows reclaimed. The arrays
-                # are not written to by the index afterwards, so they are saved outside the lock.
-                snapshot = Snapshot(stamp, index.text.columns(), index.vectors.columns())
-                index.text = TextIndex.from_columns(snapshot.text)
-                index.vectors = VectorIndex.from_columns(snapshot.vectors, dimension=self._spec.dimension)
-                return snapshot
+        def write() -> None:
+            snapshot = Snapshot(stamp, text.columns(), vectors.columns())
+            self._snapshots.save(index.user_id, snapshot)  # type: ignore[union-attr]
 
-            snapshot = await anyio.to_thread.run_sync(compact)
-        await anyio.to_thread.run_sync(self._snapshots.save, index.user_id, snapshot)
+        await anyio.to_thread.run_sync(write)
         # A forget committed after `stamp.seq` may have removed the snapshot before the rename above
         # put this one, which still holds what it deleted, in its place.
         if await self._db.read(lambda conn: _removed_since(conn, index.user_id, stamp.seq)):

@@ -163,7 +163,8 @@ class SqliteLongTermStore:
         marks = ",".join("?" * len(rowids))
         rows = await self._db.read(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND user_id = ?"
+                # `+user_id`: a check on the rows found by rowid, not an index to scan the user's rows by.
+                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND +user_id = ?"
                 " AND superseded_by IS NULL",
                 (*rowids, query.user_id),
             ).fetchall()

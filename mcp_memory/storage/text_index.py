@@ -188,6 +188,15 @@ class TextIndex(MemoryRows):
         top = best(scores, np.flatnonzero(matched), limit)
         return list(zip(self._rowids[top].tolist(), scores[top].tolist(), strict=True))
 
+    def frozen(self) -> TextIndex:
+        copy = super().frozen()
+        # Postings are appended to in place: the copy keeps each term's entries as they are now.
+        copy._postings = {
+            term: _Postings(p.positions[: p.size], p.content[: p.size], p.context[: p.size])
+            for term, p in self._postings.items()
+        }
+        return copy
+
     def _in_content(self, term: str) -> np.ndarray:
         """Positions whose own text (not their context) holds the term."""
         holds = np.zeros(self._size, dtype=bool)

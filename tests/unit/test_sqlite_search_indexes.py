@@ -224,6 +224,22 @@ async def test_a_snapshot_of_another_data_file_is_ignored(tmp_path: Path) -> Non
         assert (b.indexes.stats.builds, b.indexes.stats.loads) == (1, 0)
 
 
+@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+async def test_a_damaged_snapshot_is_ignored_and_the_index_built(tmp_path: Path, damage: str) -> None:
+    path = tmp_path / "memory.db"
+    async with opened(path) as first:
+        await first.put([memory("u", f"m{i}", f"my bicycle number {i}", minutes=i) for i in range(20)])
+        await ids(first, text_query("u", "bicycle"))
+        await snapshots_written(first)
+    snapshot = SnapshotFolder.beside(path).file_of("u")
+    whole = snapshot.read_bytes()
+    snapshot.write_bytes(whole[: len(whole) * 2 // 3] if damage == "truncated" else b"PK" + whole[40:])
+
+    async with opened(path) as second:
+        assert len(await ids(second, text_query("u", "bicycle", limit=50))) == 20
+        assert (second.indexes.stats.builds, second.indexes.stats.loads) == (1, 0)
+
+
 async def test_indexes_stay_within_the_memory_budget_least_recently_used_first(tmp_path: Path) -> None:
     async with opened(tmp_path / "memory.db", index_memory=1) as store:
         for user in ("ann", "bob", "cy"):

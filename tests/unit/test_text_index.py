@@ -139,3 +139,26 @@ def test_compacting_or_saving_as_arrays_keeps_every_score(
         assert [s for _, s in found] == pytest.approx([s for _, s in expected])
         copy.upsert(doc(99, " ".join(query)))  # and it keeps growing like any index
         assert 99 in {r for r, _ in copy.search(wanted, 1000, EVERYTHING, context_weight=0.4)}
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    rows=documents,
+    edits=st.lists(st.tuples(st.integers(1, 30), st.one_of(st.none(), texts)), max_size=30),
+    query=queries,
+)
+def test_a_frozen_copy_keeps_what_it_held_while_the_index_changes(
+    rows: list[tuple[str, str]], edits: list[tuple[int, str | None]], query: list[str]
+) -> None:
+    index = TextIndex.of([doc(i + 1, a, b) for i, (a, b) in enumerate(rows)])
+    wanted = query_terms(query)
+    expected = index.search(wanted, 1000, EVERYTHING, context_weight=0.4)
+    frozen = index.frozen()
+    for rowid, text in edits:  # appends, rewrites and removals in the live index, growing its arrays
+        if text is None:
+            index.remove(rowid)
+        else:
+            index.upsert(doc(rowid, text, "green tea"))
+    found = TextIndex.from_columns(frozen.columns()).search(wanted, 1000, EVERYTHING, context_weight=0.4)
+    assert [r for r, _ in found] == [r for r, _ in expected]
+    assert [s for _, s in found] == pytest.approx([s for _, s in expected])
