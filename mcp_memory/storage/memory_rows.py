@@ -48,6 +48,11 @@ class MemoryRows:
         """Positions left by removed or rewritten memories, reclaimed by `compacted`."""
         return self._size - len(self._position)
 
+    def reserve(self, rows: int) -> None:
+        """Make room for `rows` rows in all, so a bulk build does not grow the arrays step by step."""
+        if rows > len(self._rowids):
+            self._grow(rows)
+
     def remove(self, rowid: int) -> None:
         """Leave the row's position for good (never matched, no longer found by rowid)."""
         position = self._position.pop(rowid, None)

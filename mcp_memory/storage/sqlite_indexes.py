@@ -164,6 +164,13 @@ class SearchIndexes:
         """An estimate of what the indexes held in memory take."""
         return sum(index.nbytes() for index in self._users.values())
 
+    async def snapshot(self, user_id: str) -> None:
+        """Write the user's snapshot now (it is otherwise written after a build and every so many
+        changes), if their indexes are in memory."""
+        index = self._users.get(user_id)
+        if index is not None and self._snapshots is not None:
+            await self._save(index)
+
     def forgotten(self, user_id: str) -> None:
         """Memories of the user were deleted: their snapshot, which still holds them, goes now."""
         if self._snapshots is not None:
@@ -222,6 +229,7 @@ class SearchIndexes:
 
     def _index_from_rows(self, user_id: str, seq: int, rows: Sequence[tuple[Any, ...]]) -> UserIndex:
         vectors = VectorIndex(self._spec.dimension)
+        vectors.reserve(len(rows))
         documents = []
         for rowid, thread_id, kind, created, blob, _, content, context in rows:
             moment = parse_ts(created).timestamp()  # type: ignore[union-attr]

@@ -1,6 +1,7 @@
-"""forget(everything=True) leaves nothing of the user in any store: every SQLite table (shadow tables of
-the full-text index included) and every Redis key is scanned for the user's id and words, before (the
-scan finds them) and after (it finds nothing), while another user's memories stay."""
+"""forget(everything=True) leaves nothing of the user in any store: every SQLite table, the raw file and
+its write-ahead log, the search-index snapshots beside it, and every Redis key are scanned for the
+user's id and words, before (the scan finds them) and after (it finds nothing), while another user's
+memories stay."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from mcp import Client
 from mcp_memory.config import Settings
 from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
+from mcp_memory.storage.index_snapshot import SnapshotFolder
+from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
 from tests.services.mcp_client import call
 from tests.services.redis_server import delete_prefix, redis_settings
 
@@ -40,8 +43,10 @@ def _sqlite_findings(path: Path, needles: list[str]) -> list[str]:
                         found.append(f"{table}.{column}")
     finally:
         conn.close()
-    # Below the tables: free pages and the write-ahead log must not keep the bytes either.
-    for file in (path, path.with_name(path.name + "-wal")):
+    # Below the tables: free pages and the write-ahead log must not keep the bytes either, nor the
+    # search indexes' snapshots kept beside the file.
+    snapshots = SnapshotFolder.beside(path).path
+    for file in (path, path.with_name(path.name + "-wal"), *sorted(snapshots.glob("*"))):
         if file.exists() and any(n.encode() in file.read_bytes() for n in needles):
             found.append(f"file {file.name}")
     return sorted(set(found))
@@ -110,7 +115,13 @@ async def test_forget_everything_leaves_nothing_of_the_user_in_any_store(backend
         await _fill(client, service, user, secret)
         await service.add_turn(other, "t1", "user", f"{kept} stays")
 
-        def findings(needles: list[str]) -> list[str]:
+        long_term = service.stores.long_term
+        assert isinstance(long_term, SqliteLongTermStore)
+        await call(client, "search_memory", query=secret, mode="text")  # its index in memory
+        await long_term.indexes.snapshot(user)  # and on disk
+
+        async def findings(needles: list[str]) -> list[str]:
+            await long_term.indexes.saved()
             found = _sqlite_findings(settings.sqlite_path, needles)
             if settings.working.resolved_backend == "redis":
                 assert settings.working.redis_url is not None
@@ -118,10 +129,12 @@ async def test_forget_everything_leaves_nothing_of_the_user_in_any_store(backend
                 found += _redis_findings(url, settings.working.key_prefix, needles)
             return found
 
-        assert findings([user, secret]), "the scan must see the user's data before forgetting"
+        before = await findings([user, secret])
+        assert before, "the scan must see the user's data before forgetting"
+        assert any(f.startswith("file ") and f.endswith(".npz") for f in before), "and the index snapshot"
         dry = await call(client, "forget", everything=True, dry_run=True)
         assert dry["dry_run"] and dry["long_term"]["memories"] >= 8
-        assert findings([user, secret]), "a dry run deletes nothing"
+        assert await findings([user, secret]), "a dry run deletes nothing"
 
         receipt = await call(client, "forget", everything=True)
         assert receipt["scope"] == "everything" and receipt["dry_run"] is False
@@ -130,8 +143,8 @@ async def test_forget_everything_leaves_nothing_of_the_user_in_any_store(backend
         assert set(receipt["stores"]) == set(dry["stores"]) and len(receipt["stores"]) >= 2
         assert receipt["forgotten_at"]
 
-        assert findings([user, secret]) == []
-        assert findings([kept]), "another user's memories stay"
+        assert await findings([user, secret]) == []
+        assert await findings([kept]), "another user's memories stay"
         assert (await call(client, "search_memory", query=secret, mode="text"))["results"] == []
         again = await call(client, "forget", everything=True, dry_run=True)
         assert again["long_term"]["memories"] == 0 and again["working_memory"]["messages"] == 0

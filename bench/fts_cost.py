@@ -1,0 +1,157 @@
+"""What the FTS5 full-text table cost on every write, and what a quoted phrase costs without it.
+
+Schema 5 dropped the FTS5 table (and its three triggers) that schema 1 kept beside the memories: the
+in-memory BM25 index ranks every text search, and FTS5 served only quoted phrases. This measures both
+layouts on the same rows, with SQL alone (the same INSERT and DELETE the store runs, one memory per
+transaction as add_turn writes it):
+
+    .venv/bin/python bench/fts_cost.py --locomo ../shared/data/locomo/locomo_dev.json --size 10000
+
+Reports p50/p95 of one insert and of one forget (schema 4 also merged the FTS segments on each
+forget), the file size, and p50/p95 of a quoted-phrase search_memory on the current store.
+Numbers are wall-clock on this machine; nothing here is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _corpus import locomo, turns
+from latency import cpu, percentiles
+
+from mcp_memory.models import Memory, SearchQuery
+from mcp_memory.storage import sqlite_db
+from mcp_memory.storage.base import EmbeddingSpec
+from mcp_memory.storage.sqlite_db import SqliteDatabase
+from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore, _row
+
+DIMENSION = 384
+INSERT = (
+    "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding, metadata,"
+    " created_at, updated_at, token_count, content_hash, superseded_by, supersede_reason, superseded_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def memories(texts: list[str], count: int) -> list[Memory]:
+    rng = np.random.default_rng(3)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    out = []
+    for i in range(count):
+        vector = rng.standard_normal(DIMENSION).astype(np.float32)
+        out.append(
+            Memory(
+                id=f"m{i}",
+                user_id="bench",
+                thread_id=f"t{i // 100}",
+                role="user",
+                type="turn",
+                content=texts[i % len(texts)],
+                index_context=f"{texts[(i - 1) % len(texts)]} {texts[(i - 2) % len(texts)]}",
+                embedding=(vector / np.linalg.norm(vector)).tolist(),
+                created_at=start + timedelta(minutes=i),
+                token_count=20,
+            )
+        )
+    return out
+
+
+def layout(path: Path, schema: int, rows: list[Memory], probes: list[Memory]) -> dict[str, object]:
+    """Fill a file of the given schema with `rows`, then time one-row inserts and forgets."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite_db, "MIGRATIONS", sqlite_db.MIGRATIONS[:schema])
+        conn = sqlite_db._connect(path)
+    fts = schema < 5
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.executemany(INSERT, [_row(m) for m in rows])
+        conn.execute("COMMIT")
+        inserts, forgets = [], []
+        for m in probes:
+            began = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
+            if not fts:
+                conn.execute("UPDATE change_clock SET seq = seq + 1")
+            conn.execute(INSERT, _row(m))
+            conn.execute("COMMIT")
+            inserts.append(time.perf_counter() - began)
+        for m in probes:
+            began = time.perf_counter()
+            conn.execute("BEGIN IMMEDIATE")
+            if fts:
+                conn.execute("DELETE FROM memories WHERE user_id = ? AND id = ?", (m.user_id, m.id))
+                conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+            else:
+                conn.execute("UPDATE change_clock SET seq = seq + 1")
+                conn.execute(
+                    "INSERT INTO memory_tombstones (seq, user_key, row, deleted_at)"
+                    " SELECT 1, 'k', rowid, 0 FROM memories WHERE user_id = ? AND id = ?",
+                    (m.user_id, m.id),
+                )
+                conn.execute("DELETE FROM memories WHERE user_id = ? AND id = ?", (m.user_id, m.id))
+            conn.execute("COMMIT")
+            forgets.append(time.perf_counter() - began)
+        conn.execute("VACUUM")
+    finally:
+        conn.close()
+    return {
+        "schema": schema,
+        "insert": percentiles(inserts),
+        "forget": percentiles(forgets),
+        "file_mb": path.stat().st_size / 2**20,
+    }
+
+
+async def phrase_searches(path: Path, phrases: list[str]) -> dict[str, float]:
+    spec = EmbeddingSpec(model="bench", dimension=DIMENSION)
+    async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, spec) as store:
+        times = []
+        for phrase in [phrases[0], *phrases]:  # the first builds the index: not timed
+            query = SearchQuery(user_id="bench", text=f'"{phrase}"', phrases=[phrase], mode="text")
+            began = time.perf_counter()
+            await store.search(query, None)
+            times.append(time.perf_counter() - began)
+    return percentiles(times[1:])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--probes", type=int, default=300)
+    parser.add_argument("--locomo", help="path to locomo_dev.json (real text); default: a generated corpus")
+    args = parser.parse_args()
+    texts = locomo(args.locomo)[0] if args.locomo else turns(5000)
+    rows = memories(texts, args.size + args.probes)
+    base, probes = rows[: args.size], rows[args.size :]
+    print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu()}, {args.size:,} memories")
+    print("| layout | insert p50 / p95 ms | forget p50 / p95 ms | file MB |\n|---|---|---|---:|")
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-fts-") as scratch:
+        for schema, name in ((4, "FTS5 table + triggers (schema 4)"), (5, "no FTS5 (schema 5)")):
+            r = layout(Path(scratch) / f"schema{schema}.db", schema, base, probes)
+            i, f = r["insert"], r["forget"]
+            print(
+                f"| {name} | {i['p50_ms']:.2f} / {i['p95_ms']:.2f} | {f['p50_ms']:.2f} / {f['p95_ms']:.2f}"  # type: ignore[index]
+                f" | {r['file_mb']:.1f} |"
+            )
+        words = [t.split(": ", 1)[-1].split() for t in texts[:400]]
+        phrases = [" ".join(w[2:4]) for w in words if len(w) >= 4][:100]
+        p = asyncio.run(phrase_searches(Path(scratch) / "schema5.db", phrases))
+        print(
+            f"\nquoted-phrase search_memory (store, mode text), no FTS5: p50 {p['p50_ms']:.2f} / p95 {p['p95_ms']:.2f} ms"
+        )
+
+
+if __name__ == "__main__":
+    main()
