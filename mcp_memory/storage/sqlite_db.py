@@ -307,21 +307,27 @@ def _is_lock(error: sqlite3.OperationalError) -> bool:
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > len(MIGRATIONS):
-        raise ConfigError(
-            f"the memory database was written by a newer mcp-memory (schema {version}); upgrade mcp-memory"
-        )
-    for number in range(version, len(MIGRATIONS)):
+    while True:
+        # The version is read inside the write transaction: two clients starting at once on a new
+        # file must not both run migration 1 (the second would find its tables already there).
         conn.execute("BEGIN IMMEDIATE")
         try:
-            _run_script(conn, MIGRATIONS[number])
-            conn.execute(f"PRAGMA user_version = {number + 1}")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > len(MIGRATIONS):
+                raise ConfigError(
+                    f"the memory database was written by a newer mcp-memory (schema {version});"
+                    " upgrade mcp-memory"
+                )
+            if version == len(MIGRATIONS):
+                conn.execute("COMMIT")
+                return
+            _run_script(conn, MIGRATIONS[version])
+            conn.execute(f"PRAGMA user_version = {version + 1}")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
         conn.execute("COMMIT")
-        log.info("memory database migrated to schema %d", number + 1)
+        log.info("memory database migrated to schema %d", version + 1)
 
 
 def _run_script(conn: sqlite3.Connection, script: str) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sqlite3
 import time
 from collections import OrderedDict
@@ -185,6 +186,7 @@ class SearchIndexes:
                 index = self._users.get(user_id)
                 if index is None:
                     index = self._users[user_id] = await self._open_index(user_id)
+                    self._log_memory(f"search indexes of {user_id} ready: {len(index.text)} memories")
         self._users.move_to_end(user_id)
         return index
 
@@ -294,7 +296,16 @@ class SearchIndexes:
             del self._users[user_id]
             total -= index.nbytes()
             self.stats.evictions += 1
-            log.info("search indexes of %s dropped from memory (index memory budget)", user_id)
+            self._log_memory(f"search indexes of {user_id} dropped from memory (index memory budget)")
+
+    def _log_memory(self, event: str) -> None:
+        log.info(
+            "%s; indexes in memory %.0f of %.0f MB; process RSS %s",
+            event,
+            self.memory_bytes() / 2**20,
+            self._budget / 2**20,
+            _rss(),
+        )
 
     def _spec_key(self) -> tuple[str, int]:
         return self._spec.model, self._spec.dimension
@@ -343,3 +354,12 @@ def _removed_since(conn: sqlite3.Connection, user_id: str, since: int) -> bool:
         "SELECT 1 FROM memory_tombstones WHERE user_key = ? AND seq > ? LIMIT 1", (user_key(user_id), since)
     ).fetchone()
     return row is not None
+
+
+def _rss() -> str:
+    """The process's resident memory, where the system tells it cheaply (Linux)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return "unknown"
+    return f"{pages * os.sysconf('SC_PAGE_SIZE') / 2**20:.0f} MB"

@@ -2,8 +2,9 @@
 CLI agent of the same user run them: each keeps its own in-memory search indexes, and each must find
 what the others wrote, and stop finding what they forgot or corrected, on its very next search.
 
-Every write carries a made-up token (letters and digits the Porter stemmer leaves alone) among
-ordinary words, so a text search for it names exactly one memory. A seeded random interleaving of
+Every write carries a made-up token of its own (letters and digits the Porter stemmer leaves alone)
+among ordinary words, so exactly one memory's content says it, plus a marker token all of them share,
+so a search for the marker must return exactly the live memories. A seeded random interleaving of
 writes and searches, each on a randomly chosen process, is checked against a model of what must be
 findable; the seed is in every failure message (SHARED_FILE_SEED=<seed> replays another one). No
 thread is ever summarized (huge context window, few turns a thread), so assertions stay by memory id.
@@ -40,6 +41,7 @@ LIMIT = 20  # a turn's token also finds the two turns after it (their indexed co
 WORDS_PER_TEXT = 6
 HISTORY_SHOWN = 12
 TYPES = ["turn", "fact"]
+MAX_LIMIT = 100  # search_memory's largest limit
 QUOTED_SHARE = 0.2  # of the interleaving's searches: the token as a "quoted phrase"
 
 # Ordinary words, none a stopword, a month or a weekday (a turn's indexed context holds its date).
@@ -61,7 +63,7 @@ Process = int
 
 @dataclass
 class Written:
-    """A memory the test wrote, and the one token its content carries."""
+    """A memory the test wrote, and the token of its own its content carries."""
 
     id: str
     kind: Literal["turn", "fact"]
@@ -80,11 +82,13 @@ class Gone:
 
 
 class Texts:
-    """Unique tokens and texts around them, from the seeded generator."""
+    """Unique tokens and texts around them, from the seeded generator. Every text also carries one
+    marker token, shared by all of them: a search for it must return exactly the live memories."""
 
     def __init__(self, rng: random.Random) -> None:
         self.rng = rng
         self.used: set[str] = set()
+        self.marker = self.token()
 
     def token(self) -> str:
         while True:
@@ -95,16 +99,19 @@ class Texts:
 
     def text(self, token: str) -> str:
         words = self.rng.sample(WORDS, WORDS_PER_TEXT)
-        words.insert(self.rng.randrange(1, len(words) + 1), token)  # never first: it stays lower case
+        for made_up in (token, self.marker):  # never first: they stay lower case
+            words.insert(self.rng.randrange(1, len(words) + 1), made_up)
         return " ".join(words).capitalize() + "."
 
 
-async def search(client: Client, token: str, *, quoted: bool = False) -> list[dict[str, Any]]:
+async def search(
+    client: Client, token: str, *, quoted: bool = False, limit: int = LIMIT
+) -> list[dict[str, Any]]:
     """A text search for the token (as a "quoted phrase": only memories whose own content says it).
     Not in the user profile (user_summary): a background job rebuilds it from the facts after a
     forget, so it may or may not hold a fact's words at any given moment."""
     query = f'"{token}"' if quoted else token
-    found = await call(client, "search_memory", query=query, mode="text", types=TYPES, limit=LIMIT)
+    found = await call(client, "search_memory", query=query, mode="text", types=TYPES, limit=limit)
     assert found["mode"] == "text"
     hits: list[dict[str, Any]] = found["results"]
     return hits
@@ -212,6 +219,25 @@ class SharedFile:
         assert not stale, (
             f"process {process} returns {stale} with the content {gone.why} ({gone.token}); {self.where()}"
         )
+
+    async def expect_exactly_live(self, process: Process) -> None:
+        """The marker, with the number of live memories as the limit, returns every one of them.
+
+        A forgotten row an index still holds takes one of those places (the rows are read from the
+        file only after ranking) and leaves one live memory out."""
+        if not self.live or len(self.live) > MAX_LIMIT:
+            return
+        hits = await search(self.clients[process], self.texts.marker, limit=len(self.live))
+        self.searches += 1
+        found = {hit["id"]: hit["content"] for hit in hits}
+        missing = sorted(set(self.live) - set(found))
+        extra = sorted(set(found) - set(self.live))
+        assert not missing and not extra, (
+            f"process {process}: the marker {self.texts.marker} (limit {len(self.live)}) misses {missing} "
+            f"and returns {extra}, which is not live; {self.where()}"
+        )
+        changed = [m for m, content in found.items() if content != self.live[m].content]
+        assert not changed, f"process {process} returns {changed} with old content; {self.where()}"
 
     def verifiers(self, writer: Process) -> list[Process]:
         """Another process than the writer; sometimes all of them."""
@@ -337,8 +363,11 @@ class SharedFile:
             for verifier in self.verifiers(process):
                 for old in olds:
                     await self.expect_gone(verifier, old)
-        else:  # a search on its own: a live token, or one that must find nothing any more
-            if self.gone and self.rng.random() < 0.3:
+        else:  # a search on its own: a live token, one that must find nothing any more, or the marker
+            if self.rng.random() < 0.25:
+                self.note(process, f"search_memory {self.texts.marker} (the marker: every live memory)")
+                await self.expect_exactly_live(process)
+            elif self.gone and self.rng.random() < 0.3:
                 gone = self.rng.choice(self.gone)
                 self.note(process, f"search_memory {gone.token} (gone: {gone.id})")
                 await self.expect_gone(process, gone)
@@ -351,6 +380,7 @@ class SharedFile:
         """Every live token on every process finds its memory; every gone one finds nothing."""
         self.note(-1, "final check of every token on every process")
         for process in range(len(self.clients)):
+            await self.expect_exactly_live(process)
             for memory in sorted(self.live.values(), key=lambda m: m.id):
                 await self.expect_found(process, memory, quoting=False)
             for gone in self.gone:
@@ -412,5 +442,6 @@ async def test_a_process_that_just_searched_sees_the_next_write_of_another(
                     await shared.expect_found(reader, victim)
                     old = await shared.forget_memory(writer, victim)
                     await shared.expect_gone(reader, old)
+                    await shared.expect_exactly_live(reader)
         await shared.check_everything()
     assert "Traceback" not in shared_stdio.stderr()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -60,5 +61,30 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
         assert not {n for n in names if n.startswith("memories_fts") or n.startswith("memories_a")}
         assert {"change_clock", "memory_tombstones", "memories_by_change"} <= names
         assert conn.execute("SELECT seq FROM change_clock").fetchone()[0] == 1  # the one write since
+    finally:
+        conn.close()
+
+
+def test_clients_starting_at_once_on_a_new_file_all_open_it(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    start = threading.Barrier(6)
+    errors: list[BaseException] = []
+
+    def client() -> None:
+        start.wait()
+        try:
+            sqlite_db._connect(path).close()
+        except BaseException as e:  # recorded for the assertion below
+            errors.append(e)
+
+    threads = [threading.Thread(target=client) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS)
     finally:
         conn.close()
