@@ -122,8 +122,7 @@ async def processes(server: StdioServer, count: int) -> AsyncIterator[list[Clien
     """`count` client connections held open together: `count` server processes on one data dir.
 
     Each connection lives in a task of its own, so the processes start (seconds of imports each) and
-    stop side by side. The first one starts alone: it creates the file, and creating a fresh file
-    from two processes at once is not what this module tests."""
+    stop side by side: all at once on a new file, as clients launched together do."""
     clients: dict[int, Client] = {}
     connected = [anyio.Event() for _ in range(count)]
     finished = anyio.Event()
@@ -135,9 +134,7 @@ async def processes(server: StdioServer, count: int) -> AsyncIterator[list[Clien
             await finished.wait()
 
     async with anyio.create_task_group() as group:
-        group.start_soon(hold, 0)
-        await connected[0].wait()
-        for number in range(1, count):
+        for number in range(count):
             group.start_soon(hold, number)
         for event in connected:
             await event.wait()
