@@ -98,7 +98,7 @@ class LongTermSettings(BaseModel):
         default=512,
         ge=16,
         description="sqlite: memory for the in-memory search indexes of one process, in MB (least"
-        " recently used users' are dropped past it; ~2.3 MB per 1,000 memories).",
+        " recently used users' are dropped past it; ~3 MB per 1,000 memories).",
     )
 
     @property
