@@ -9,6 +9,7 @@ only by connection.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -309,3 +310,30 @@ async def test_a_phrase_of_stopwords_is_matched_verbatim(tmp_path: Path) -> None
         )
         assert await ids(store, text_query("u", '"to be"', phrases=["to be"])) == ["hamlet"]
         assert await ids(store, text_query("u", 'point "to the"', phrases=["to the"])) == ["words"]
+
+
+async def test_an_index_behind_pruned_tombstones_is_rebuilt_not_caught_up(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    async with opened(path) as mine, opened(path) as theirs:
+        await mine.put([memory("u", "bike", "I ride my bicycle"), memory("u", "old", "an old bicycle")])
+        await ids(mine, text_query("u", "bicycle"))
+        await theirs.forget(Scope(user_id="u", memory_id="old"))
+        # A month later (the tombstone's time moved back), the next forget prunes it.
+        conn = sqlite3.connect(path)
+        with conn:
+            conn.execute("UPDATE memory_tombstones SET deleted_at = deleted_at - 31 * 86400")
+        conn.close()
+        await theirs.put([memory("u", "x", "something else")])
+        await theirs.forget(Scope(user_id="u", memory_id="x"))
+
+        assert await ids(mine, text_query("u", "bicycle")) == ["bike"]  # the pruned deletion is not missed
+        assert mine.indexes.stats.builds == 2
+
+
+async def test_warming_stops_at_the_memory_budget(tmp_path: Path) -> None:
+    async with opened(tmp_path / "memory.db", index_memory=1) as store:
+        await store.put([memory("ann", "a", "ann's bicycle"), memory("bob", "b", "bob's bicycle")])
+        await store.warm("ann")
+        await store.warm("bob")  # the budget is spent: left to bob's first search
+        assert list(store.indexes._users) == ["ann"]
+        assert await ids(store, text_query("bob", "bicycle")) == ["b"]
