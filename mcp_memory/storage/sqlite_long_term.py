@@ -152,6 +152,10 @@ class SqliteLongTermStore:
     async def warm(self, user_id: str) -> None:
         await self.indexes.warm(user_id)
 
+    def index_memory_bytes(self) -> int:
+        """What the in-memory search indexes of this process hold (an estimate), for operations."""
+        return self.indexes.memory_bytes()
+
     async def _hits(self, scored: Sequence[tuple[int, float]], query: SearchQuery) -> list[Hit]:
         if not scored:
             return []
