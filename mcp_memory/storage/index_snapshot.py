@@ -32,6 +32,7 @@ import numpy as np
 
 log = logging.getLogger(__name__)
 
+MAP_AT_LEAST = 2**20  # bytes: smaller arrays are read
 FORMAT = 1  # raised whenever the arrays' meaning changes: an older snapshot is then rebuilt
 
 
@@ -144,7 +145,7 @@ def _mapped(path: Path) -> dict[str, np.ndarray]:
                 arrays[name] = np.zeros(shape, dtype=dtype)
                 continue
             order: Literal["F", "C"] = "F" if fortran else "C"
-            arrays[name] = np.memmap(
-                path, dtype=dtype, mode="c", offset=file.tell(), shape=shape, order=order
-            )
+            array = np.memmap(path, dtype=dtype, mode="c", offset=file.tell(), shape=shape, order=order)
+            # Only the large arrays stay mapped: each map holds a file descriptor.
+            arrays[name] = array if array.nbytes >= MAP_AT_LEAST else np.array(array)
     return arrays

@@ -126,6 +126,8 @@ class MemoryRows:
     def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
         rowids = columns["rowids"]
         n = len(rowids)
+        if any(len(columns[name]) != n for name in ("threads", "types", "created")):
+            raise ValueError("row columns of different lengths")
         self._grow(max(16, n))
         self._size = n
         self._rowids[:n] = rowids

@@ -205,12 +205,21 @@ class SearchIndexes:
             self._snapshots.remove(user_id)
             return None
 
-        def indexes() -> UserIndex:
-            text = TextIndex.from_columns(snapshot.text)
-            vectors = VectorIndex.from_columns(snapshot.vectors, dimension=self._spec.dimension)
+        def indexes() -> UserIndex | None:
+            try:
+                text = TextIndex.from_columns(snapshot.text)
+                vectors = VectorIndex.from_columns(snapshot.vectors, dimension=self._spec.dimension)
+            except (KeyError, IndexError, ValueError, TypeError) as e:  # arrays that do not fit together
+                log.warning(
+                    "search index snapshot of %s ignored (%s); the index is built from the file", user_id, e
+                )
+                return None
             return UserIndex(user_id, text, vectors, stamp.seq)
 
         index = await anyio.to_thread.run_sync(indexes)
+        if index is None:
+            self._snapshots.remove(user_id)
+            return None
         self.stats.loads += 1
         return index
 

@@ -25,6 +25,7 @@ import re
 import unicodedata
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
@@ -245,7 +246,17 @@ class TextIndex(MemoryRows):
         self._lengths[: self._size] = columns["lengths"]
         offsets = columns["offsets"].tolist()
         positions, content, context = columns["positions"], columns["content"], columns["context"]
-        for term, start, end in zip(unpacked_names(columns["terms"]), offsets, offsets[1:], strict=False):
+        names = unpacked_names(columns["terms"])
+        fits = (
+            len(offsets) == len(names) + 1
+            and offsets[0] == 0
+            and offsets[-1] == len(positions) == len(content) == len(context)
+            and all(a <= b for a, b in pairwise(offsets))
+            and (len(positions) == 0 or 0 <= int(positions.min()) <= int(positions.max()) < self._size)
+        )
+        if not fits:
+            raise ValueError("postings that do not fit their rows")
+        for term, start, end in zip(names, offsets, offsets[1:], strict=False):
             # Views of the loaded arrays: no copy. A view is full (size == len), so its first append
             # moves the term to an array of its own instead of writing over its neighbour's entries.
             self._postings[term] = _Postings(positions[start:end], content[start:end], context[start:end])

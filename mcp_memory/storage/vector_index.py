@@ -65,8 +65,10 @@ class VectorIndex(MemoryRows):
 
     def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
         matrix = columns["matrix"]
-        if matrix.shape[1:] != (self.dimension,):
-            raise ValueError(f"vectors of size {matrix.shape[1:]}, not {self.dimension}")
+        if matrix.shape != (len(columns["rowids"]), self.dimension):
+            raise ValueError(
+                f"a {matrix.shape} matrix for {len(columns['rowids'])} vectors of {self.dimension}"
+            )
         # Adopted, not copied (150 MB at 100k memories): the index grows it into a new array anyway.
         self._matrix = np.require(matrix, dtype=np.float32, requirements=["C", "W"])
         super()._load_row_columns(columns)

@@ -21,7 +21,7 @@ import anyio.from_thread
 import pytest
 
 from mcp_memory.models import Message, Scope, SearchQuery
-from mcp_memory.storage.index_snapshot import SnapshotFolder
+from mcp_memory.storage.index_snapshot import Snapshot, SnapshotFolder
 from mcp_memory.storage.sqlite_db import SqliteDatabase
 from mcp_memory.storage.sqlite_indexes import SearchIndexes
 from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
@@ -225,16 +225,23 @@ async def test_a_snapshot_of_another_data_file_is_ignored(tmp_path: Path) -> Non
         assert (b.indexes.stats.builds, b.indexes.stats.loads) == (1, 0)
 
 
-@pytest.mark.parametrize("damage", ["truncated", "garbage"])
+@pytest.mark.parametrize("damage", ["truncated", "garbage", "mismatched"])
 async def test_a_damaged_snapshot_is_ignored_and_the_index_built(tmp_path: Path, damage: str) -> None:
     path = tmp_path / "memory.db"
     async with opened(path) as first:
         await first.put([memory("u", f"m{i}", f"my bicycle number {i}", minutes=i) for i in range(20)])
         await ids(first, text_query("u", "bicycle"))
         await snapshots_written(first)
-    snapshot = SnapshotFolder.beside(path).file_of("u")
+    folder = SnapshotFolder.beside(path)
+    snapshot = folder.file_of("u")
     whole = snapshot.read_bytes()
-    snapshot.write_bytes(whole[: len(whole) * 2 // 3] if damage == "truncated" else b"PK" + whole[40:])
+    if damage == "mismatched":  # a well-formed file whose arrays do not fit together
+        saved = folder.load("u")
+        assert saved is not None
+        text = {**saved.text, "offsets": saved.text["offsets"] + 10**6}
+        folder.save("u", Snapshot(saved.stamp, text, saved.vectors))
+    else:
+        snapshot.write_bytes(whole[: len(whole) * 2 // 3] if damage == "truncated" else b"PK" + whole[40:])
 
     async with opened(path) as second:
         assert len(await ids(second, text_query("u", "bicycle", limit=50))) == 20
