@@ -7,7 +7,7 @@ Runs in process through the public service API (what the MCP tools call), on a f
 
 At each size: p50/p95/p99 of 200 add_turn, search_memory and get_working_memory calls, the ingest rate,
 the process's RSS, and the first search of a new process opened on the same data, sent as soon as it has
-opened (it waits for the start-up warm-up to build the user's in-memory search indexes: what a restart
+opened (it waits for the start-up warm-up to prepare the user's in-memory search indexes: what a restart
 or a second MCP client pays).
 
 Prints a table and writes JSON (--json). Numbers are wall-clock on this machine; nothing here is asserted.
@@ -151,7 +151,7 @@ async def run(
 
 def first_search_elsewhere(settings: Settings, query: str, mode: str) -> float:
     """Seconds the first search of a new process on the same data takes when sent as soon as the process
-    has opened: it waits for the user's in-memory search indexes, which the start-up warm-up is building
+    has opened: it waits for the user's in-memory search indexes, which the start-up warm-up is preparing
     (what a restart or a second MCP client pays). A process of its own, so this one's RSS stays its own."""
     env = {**os.environ, "MCP_MEMORY_DATA_DIR": str(settings.data_dir), "MCP_MEMORY_USER_ID": USER}
     if settings.working.redis_url is not None:

@@ -29,7 +29,7 @@ Phases (--phases, default all; the seeding each needs always runs):
    and first-search time apart), twice in a row; a second run may load what the first left.
 4. rss: --users users of --per-user memories each in one dir; a new process opens the service, searches
    every user round robin a few times, then reports its VmRSS (and the store's index memory if the
-   store reports it).
+   store reports it); then a second new process does the same (a restart: it finds what the first left).
 5. http: `mcp-memory serve --transport http` on the largest seeded dir: get_working_memory latency while
    4 other clients loop search_memory, and with nobody searching (baseline), for --seconds each.
 
@@ -767,7 +767,7 @@ def wanted(args: argparse.Namespace) -> dict[str, Any]:
         "seed": [],
         "foreign": [],
         "first": [],
-        "rss": None,
+        "rss": [],
         "http": None,
     }
     with tempfile.TemporaryDirectory(prefix="mcp-memory-shared-bench-") as scratch:
@@ -801,27 +801,34 @@ def wanted(args: argparse.Namespace) -> dict[str, Any]:
             out["seed"].append(row)
             print(f"seeded {row}", file=sys.stderr)
             questions = [corpus.questions[i * 13 % len(corpus.questions)] for i in range(97)]
-            started_load = load()
-            answer = run_child(
-                "rss",
-                data_dir,
-                workdir,
-                [
-                    *("--child-users", *users),
-                    *("--child-rounds", str(args.rss_rounds)),
-                    *("--child-questions", json.dumps(questions)),
-                ],
-                user=users[0],  # the one its start-up warm-up builds, as a server's configured user
-            )
-            out["rss"] = {
-                "users": args.users,
-                "per_user": args.per_user,
-                "load": started_load,
-                "load_end": load(),
-                "at": datetime.now().isoformat(timespec="seconds"),
-                **answer,
-            }
-            print(f"rss: {out['rss']}", file=sys.stderr)
+            out["rss"] = []
+            # Twice: the first process builds every user's indexes from the file, the second (a restart)
+            # finds what the first left beside it, if the store keeps anything there.
+            for start in (1, 2):
+                started_load = load()
+                answer = run_child(
+                    "rss",
+                    data_dir,
+                    workdir,
+                    [
+                        *("--child-users", *users),
+                        *("--child-rounds", str(args.rss_rounds)),
+                        *("--child-questions", json.dumps(questions)),
+                    ],
+                    user=users[0],  # the one its start-up warm-up builds, as a server's configured user
+                )
+                out["rss"].append(
+                    {
+                        "start": start,
+                        "users": args.users,
+                        "per_user": args.per_user,
+                        "load": started_load,
+                        "load_end": load(),
+                        "at": datetime.now().isoformat(timespec="seconds"),
+                        **answer,
+                    }
+                )
+                print(f"rss: {out['rss'][-1]}", file=sys.stderr)
         if "http" in phases and largest is not None:
             server = HttpServer(largest, workdir)
             try:
@@ -894,23 +901,23 @@ def report(out: dict[str, Any]) -> None:
                 f"| {r['rss_mb']:.0f} | {clock(r)} | {r['load']} |"
             )
     if out["rss"]:
-        r = out["rss"]
-        rounds = r["round_ms"]
-        first_round = percentiles([t / 1000 for t in rounds[0]])
-        later = percentiles([t / 1000 for rnd in rounds[1:] for t in rnd])
-        index = "n/a" if r["index_memory_bytes"] is None else f"{r['index_memory_bytes'] / 2**20:.0f}"
-        print("\nOne process searching many users round robin\n")
+        print("\nOne process searching many users round robin (started twice on the same data)\n")
         print(
-            "| users x memories | rounds | RSS after open MB | RSS after searches MB | index memory MB "
+            "| users x memories | start | rounds | RSS after open MB | RSS after searches MB | index memory MB "
             "| 1st round search p50 ms | max | later rounds p50 ms | max | open s | time | load 1/5/15 |\n"
-            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|"
         )
-        print(
-            f"| {r['users']} x {r['per_user']:,} | {len(rounds)} | {r['rss_after_open_mb']:.0f} "
-            f"| {r['rss_mb']:.0f} | {index} | {ms(first_round['p50_ms'])} | {ms(first_round['max_ms'])} "
-            f"| {ms(later['p50_ms'])} | {ms(later['max_ms'])} | {r['open_s']:.1f} "
-            f"| {clock(r)} | {r['load']} -> {r['load_end']} |"
-        )
+        for r in out["rss"]:
+            rounds = r["round_ms"]
+            first_round = percentiles([t / 1000 for t in rounds[0]])
+            later = percentiles([t / 1000 for rnd in rounds[1:] for t in rnd])
+            index = "n/a" if r["index_memory_bytes"] is None else f"{r['index_memory_bytes'] / 2**20:.0f}"
+            print(
+                f"| {r['users']} x {r['per_user']:,} | {r['start']} | {len(rounds)} | {r['rss_after_open_mb']:.0f} "
+                f"| {r['rss_mb']:.0f} | {index} | {ms(first_round['p50_ms'])} | {ms(first_round['max_ms'])} "
+                f"| {ms(later['p50_ms'])} | {ms(later['max_ms'])} | {r['open_s']:.1f} "
+                f"| {clock(r)} | {r['load']} -> {r['load_end']} |"
+            )
     if out["http"]:
         h = out["http"]
         print(

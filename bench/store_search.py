@@ -1,0 +1,103 @@
+"""The embedded store's own search time, without the query embedding: an A/B harness for two checkouts.
+
+Seeds a fresh data file through `SqliteLongTermStore.put` (LoCoMo turn texts, each with its two previous
+turns as context, random unit vectors: the store's work does not depend on what the vectors mean), then
+times 200 searches with LoCoMo questions and precomputed query vectors, one BLAS thread (as the server):
+
+    .venv/bin/python bench/store_search.py --locomo ../shared/data/locomo/locomo_dev.json --size 100000
+    PYTHONPATH=/path/to/other/checkout .venv/bin/python bench/store_search.py ...   # the other side
+
+Prints which mcp_memory ran, then p50 / p95. Numbers are wall-clock on this machine; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _corpus import locomo
+from latency import percentiles
+
+import mcp_memory
+from mcp_memory.models import Memory, SearchQuery
+from mcp_memory.storage.base import EmbeddingSpec
+from mcp_memory.storage.sqlite_db import SqliteDatabase
+from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+
+DIMENSION = 384
+SEARCHES = 200
+
+
+async def run(size: int, mode: str, texts: list[str], questions: list[str]) -> dict[str, float]:
+    rng = np.random.default_rng(1)
+
+    def vector() -> list[float]:
+        v = rng.standard_normal(DIMENSION).astype(np.float32)
+        return (v / np.linalg.norm(v)).tolist()  # type: ignore[no-any-return]
+
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    spec = EmbeddingSpec(model="bench", dimension=DIMENSION)
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-store-search-") as scratch:
+        path = Path(scratch) / "memory.db"
+        async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, spec) as store:
+            for first in range(0, size, 1000):
+                await store.put(
+                    [
+                        Memory(
+                            id=f"m{i}",
+                            user_id="bench",
+                            thread_id=f"t{i // 100}",
+                            role="user",
+                            type="turn",
+                            content=texts[i % len(texts)],
+                            index_context=f"{texts[(i - 1) % len(texts)]} {texts[(i - 2) % len(texts)]}",
+                            embedding=vector(),
+                            created_at=start + timedelta(minutes=i),
+                            token_count=20,
+                        )
+                        for i in range(first, min(size, first + 1000))
+                    ]
+                )
+            vectors = [vector() for _ in range(SEARCHES)]
+            first_query = SearchQuery(user_id="bench", text=questions[0], mode=mode)  # type: ignore[arg-type]
+            await store.search(first_query, vectors[0])  # builds the indexes: not timed
+            saved = getattr(getattr(store, "indexes", None), "saved", None)
+            if saved is not None:  # let a background snapshot write finish first
+                await saved()
+            times = []
+            for k in range(SEARCHES):
+                query = SearchQuery(user_id="bench", text=questions[k * 7 % len(questions)], mode=mode)  # type: ignore[arg-type]
+                began = time.perf_counter()
+                await store.search(query, vectors[k] if mode != "text" else None)
+                times.append(time.perf_counter() - began)
+    return percentiles(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--locomo", required=True, help="path to locomo_dev.json")
+    parser.add_argument("--size", type=int, default=10000)
+    parser.add_argument("--mode", choices=["hybrid", "text", "vector"], default="hybrid")
+    args = parser.parse_args()
+    texts, questions = locomo(args.locomo)
+    threadpool_limits(1)
+    result = asyncio.run(run(args.size, args.mode, texts, questions))
+    print(
+        f"{mcp_memory.__file__}: {args.size:,} memories, {args.mode}: "
+        f"p50 {result['p50_ms']:.2f} / p95 {result['p95_ms']:.2f} ms"
+    )
+
+
+if __name__ == "__main__":
+    main()
