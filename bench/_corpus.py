@@ -1,8 +1,15 @@
-"""A deterministic synthetic conversation corpus for latency benchmarks (no data files needed)."""
+"""Benchmark corpora: a deterministic synthetic conversation (no data files needed), LoCoMo's real text
+(read where it is), and turns ready to write straight into a store."""
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+
+import numpy as np
+
+from mcp_memory.models import Memory
 
 NAMES = ["Maya", "Ravi", "Priya", "Tom", "Lena", "Omar", "Sofia", "Kenji", "Ada", "Luis", "Noor", "Ivan"]
 PLACES = ["Lisbon", "Kyoto", "Seattle", "Nairobi", "Oslo", "Lima", "Hanoi", "Denver", "Porto", "Cairo"]
@@ -81,3 +88,25 @@ def locomo(path: str) -> tuple[list[str], list[str]]:
             session += 1
         questions += [qa["question"] for qa in sample["qa"]]
     return turns_out, questions
+
+
+def stored_turns(texts: list[str], count: int, *, dimension: int = 384, seed: int = 1) -> Iterator[Memory]:
+    """`count` turns of user "bench" for `store.put`: the texts in order (repeated), each with its two
+    previous texts as context, 100 to a thread, a minute apart, random unit vectors (a store's work does
+    not depend on what the vectors mean)."""
+    rng = np.random.default_rng(seed)
+    start = datetime(2024, 1, 1, tzinfo=UTC)
+    for i in range(count):
+        vector = rng.standard_normal(dimension).astype(np.float32)
+        yield Memory(
+            id=f"m{i}",
+            user_id="bench",
+            thread_id=f"t{i // 100}",
+            role="user",
+            type="turn",
+            content=texts[i % len(texts)],
+            index_context=f"{texts[(i - 1) % len(texts)]} {texts[(i - 2) % len(texts)]}",
+            embedding=(vector / np.linalg.norm(vector)).tolist(),
+            created_at=start + timedelta(minutes=i),
+            token_count=20,
+        )

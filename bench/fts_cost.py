@@ -19,14 +19,12 @@ import asyncio
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, turns
+from _corpus import locomo, stored_turns, turns
 from latency import cpu, percentiles
 
 from mcp_memory.models import Memory, SearchQuery
@@ -41,29 +39,6 @@ INSERT = (
     " created_at, updated_at, token_count, content_hash, superseded_by, supersede_reason, superseded_at)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-def memories(texts: list[str], count: int) -> list[Memory]:
-    rng = np.random.default_rng(3)
-    start = datetime(2024, 1, 1, tzinfo=UTC)
-    out = []
-    for i in range(count):
-        vector = rng.standard_normal(DIMENSION).astype(np.float32)
-        out.append(
-            Memory(
-                id=f"m{i}",
-                user_id="bench",
-                thread_id=f"t{i // 100}",
-                role="user",
-                type="turn",
-                content=texts[i % len(texts)],
-                index_context=f"{texts[(i - 1) % len(texts)]} {texts[(i - 2) % len(texts)]}",
-                embedding=(vector / np.linalg.norm(vector)).tolist(),
-                created_at=start + timedelta(minutes=i),
-                token_count=20,
-            )
-        )
-    return out
 
 
 def layout(path: Path, schema: int, rows: list[Memory], probes: list[Memory]) -> dict[str, object]:
@@ -133,7 +108,7 @@ def main() -> None:
     parser.add_argument("--locomo", help="path to locomo_dev.json (real text); default: a generated corpus")
     args = parser.parse_args()
     texts = locomo(args.locomo)[0] if args.locomo else turns(5000)
-    rows = memories(texts, args.size + args.probes)
+    rows = list(stored_turns(texts, args.size + args.probes, dimension=DIMENSION))
     base, probes = rows[: args.size], rows[args.size :]
     print(f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {cpu()}, {args.size:,} memories")
     print("| layout | insert p50 / p95 ms | forget p50 / p95 ms | file MB |\n|---|---|---|---:|")

@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,10 @@ def cpu() -> str:
     return f"{name or platform.machine()} ({widest})"
 
 
-def percentiles(samples: list[float]) -> dict[str, float]:
+def percentiles(samples: Sequence[float]) -> dict[str, float]:
+    """p50/p95/p99/max/mean in ms of samples in seconds (nan when there are none)."""
+    if not samples:
+        return {k: float("nan") for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")}
     ordered = sorted(samples)
 
     def pick(q: float) -> float:
@@ -73,6 +77,7 @@ def percentiles(samples: list[float]) -> dict[str, float]:
         "p50_ms": pick(0.50),
         "p95_ms": pick(0.95),
         "p99_ms": pick(0.99),
+        "max_ms": ordered[-1] * 1000,
         "mean_ms": statistics.mean(ordered) * 1000,
     }
 

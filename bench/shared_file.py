@@ -47,7 +47,6 @@ import platform
 import random
 import socket
 import sqlite3
-import statistics
 import string
 import subprocess
 import sys
@@ -55,7 +54,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import AsyncExitStack
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -67,6 +66,7 @@ from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import locomo
+from latency import cpu, percentiles, rss_mb
 
 from mcp_memory import safety
 from mcp_memory import validation as check
@@ -90,29 +90,6 @@ INDEX_MEMORY_ENV = "MCP_MEMORY_LONG_TERM__INDEX_MEMORY_MB"
 
 
 # ---- the machine and the code under test ------------------------------------------------------------
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def cpu() -> str:
-    """The CPU's model and its widest vector instructions: the local embedder's speed depends on both."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or platform.machine()
-    name = next(
-        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), ""
-    )
-    flags = set(
-        next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    )
-    widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    return f"{name or platform.machine()} ({widest})"
 
 
 def load() -> str:
@@ -148,24 +125,6 @@ def code_under_test() -> dict[str, str]:
     except (OSError, subprocess.SubprocessError):
         pass
     return where
-
-
-def percentiles(samples: Sequence[float]) -> dict[str, float]:
-    """p50/p95/p99/max/mean in ms (nan when there are no samples)."""
-    if not samples:
-        return {k: float("nan") for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")}
-    ordered = sorted(samples)
-
-    def pick(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    return {
-        "p50_ms": pick(0.50),
-        "p95_ms": pick(0.95),
-        "p99_ms": pick(0.99),
-        "max_ms": ordered[-1] * 1000,
-        "mean_ms": statistics.mean(ordered) * 1000,
-    }
 
 
 # ---- processes ----------------------------------------------------------------------------------------

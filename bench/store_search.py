@@ -17,18 +17,18 @@ import asyncio
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime, timedelta
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo
+from _corpus import locomo, stored_turns
 from latency import percentiles
 
 import mcp_memory
-from mcp_memory.models import Memory, SearchQuery
+from mcp_memory.models import SearchQuery
 from mcp_memory.storage.base import EmbeddingSpec
 from mcp_memory.storage.sqlite_db import SqliteDatabase
 from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
@@ -44,29 +44,13 @@ async def run(size: int, mode: str, texts: list[str], questions: list[str]) -> d
         v = rng.standard_normal(DIMENSION).astype(np.float32)
         return (v / np.linalg.norm(v)).tolist()  # type: ignore[no-any-return]
 
-    start = datetime(2024, 1, 1, tzinfo=UTC)
     spec = EmbeddingSpec(model="bench", dimension=DIMENSION)
     with tempfile.TemporaryDirectory(prefix="mcp-memory-store-search-") as scratch:
         path = Path(scratch) / "memory.db"
         async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, spec) as store:
-            for first in range(0, size, 1000):
-                await store.put(
-                    [
-                        Memory(
-                            id=f"m{i}",
-                            user_id="bench",
-                            thread_id=f"t{i // 100}",
-                            role="user",
-                            type="turn",
-                            content=texts[i % len(texts)],
-                            index_context=f"{texts[(i - 1) % len(texts)]} {texts[(i - 2) % len(texts)]}",
-                            embedding=vector(),
-                            created_at=start + timedelta(minutes=i),
-                            token_count=20,
-                        )
-                        for i in range(first, min(size, first + 1000))
-                    ]
-                )
+            turns = stored_turns(texts, size, dimension=DIMENSION, seed=2)
+            while batch := list(islice(turns, 1000)):
+                await store.put(batch)
             vectors = [vector() for _ in range(SEARCHES)]
             first_query = SearchQuery(user_id="bench", text=questions[0], mode=mode)  # type: ignore[arg-type]
             await store.search(first_query, vectors[0])  # builds the indexes: not timed

@@ -25,6 +25,15 @@ def doc(rowid: int, content: str, context: str = "", **fields: object) -> Docume
     return Document(rowid, content, context, **values)  # type: ignore[arg-type]
 
 
+def edit(index: TextIndex, edits: list[tuple[int, str | None]]) -> None:
+    """Rewrite (a text) or remove (None) the rows the edits name."""
+    for rowid, text in edits:
+        if text is None:
+            index.remove(rowid)
+        else:
+            index.upsert(doc(rowid, text, "green tea"))
+
+
 def fts5_scores(rows: list[tuple[str, str]], query: list[str], context_weight: float) -> dict[int, float]:
     """SQLite's own bm25() over the same rows, tokenized as the data file's FTS5 table is."""
     conn = sqlite3.connect(":memory:")
@@ -125,11 +134,7 @@ def test_compacting_or_saving_as_arrays_keeps_every_score(
     rows: list[tuple[str, str]], edits: list[tuple[int, str | None]], query: list[str]
 ) -> None:
     index = TextIndex.of([doc(i + 1, a, b) for i, (a, b) in enumerate(rows)])
-    for rowid, text in edits:  # rewrites and removals leave dead rows behind
-        if text is None:
-            index.remove(rowid)
-        else:
-            index.upsert(doc(rowid, text, "green tea"))
+    edit(index, edits)  # rewrites and removals leave dead rows behind
     wanted = query_terms(query)
     expected = index.search(wanted, 1000, EVERYTHING, context_weight=0.4)
     for copy in (index.compacted(), TextIndex.from_columns(index.columns())):
@@ -154,11 +159,7 @@ def test_a_frozen_copy_keeps_what_it_held_while_the_index_changes(
     wanted = query_terms(query)
     expected = index.search(wanted, 1000, EVERYTHING, context_weight=0.4)
     frozen = index.frozen()
-    for rowid, text in edits:  # appends, rewrites and removals in the live index, growing its arrays
-        if text is None:
-            index.remove(rowid)
-        else:
-            index.upsert(doc(rowid, text, "green tea"))
+    edit(index, edits)  # appends, rewrites and removals in the live index, growing its arrays
     found = TextIndex.from_columns(frozen.columns()).search(wanted, 1000, EVERYTHING, context_weight=0.4)
     assert [r for r, _ in found] == [r for r, _ in expected]
     assert [s for _, s in found] == pytest.approx([s for _, s in expected])
