@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -188,6 +189,10 @@ class SqliteDatabase:
         self.path = path
         self._lane = anyio.Lock()
         self._read_lane = anyio.Lock()
+        # Held on the worker thread while a connection is used, and by close: a call whose awaiting
+        # task was cancelled (asyncio does not wait for the thread) must finish before its connection
+        # closes under it; closing SQLite under a running statement crashes the process.
+        self._in_use = {id(conn): threading.Lock(), id(reader): threading.Lock()}
 
     @classmethod
     @asynccontextmanager
@@ -198,11 +203,17 @@ class SqliteDatabase:
         except BaseException:
             await anyio.to_thread.run_sync(conn.close)
             raise
+        db = cls(conn, reader, path)
         try:
-            yield cls(conn, reader, path)
+            yield db
         finally:
-            await anyio.to_thread.run_sync(reader.close)
-            await anyio.to_thread.run_sync(conn.close)
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(db._close, reader)
+                await anyio.to_thread.run_sync(db._close, conn)
+
+    def _close(self, conn: sqlite3.Connection) -> None:
+        with self._in_use[id(conn)]:
+            conn.close()
 
     async def run(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """Run `work(conn)` on a worker thread, one at a time."""
@@ -228,8 +239,14 @@ class SqliteDatabase:
             return await self._call(in_transaction, self._reader)
 
     async def _call(self, work: Callable[[sqlite3.Connection], T], conn: sqlite3.Connection) -> T:
+        def guarded() -> T:
+            with self._in_use[id(conn)]:
+                return work(conn)
+
         try:
-            return await anyio.to_thread.run_sync(work, conn)
+            return await anyio.to_thread.run_sync(guarded)
+        except sqlite3.ProgrammingError as e:  # used after close: a call left running at shutdown
+            raise BackendUnavailableError(f"the memory database {self.path} is closed") from e
         except sqlite3.OperationalError as e:
             if _is_lock(e):
                 raise BackendUnavailableError(

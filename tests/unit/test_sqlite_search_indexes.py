@@ -9,6 +9,7 @@ only by connection.
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -344,3 +345,31 @@ async def test_warming_stops_at_the_memory_budget(tmp_path: Path) -> None:
         await store.warm("bob")  # the budget is spent: left to bob's first search
         assert list(store.indexes._users) == ["ann"]
         assert await ids(store, text_query("bob", "bicycle")) == ["b"]
+
+
+async def test_closing_the_file_waits_for_a_read_whose_task_was_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """asyncio does not wait for a worker thread when the task awaiting it is cancelled (a warm-up at
+    shutdown); closing the connection under the statement it still runs crashed the process."""
+    gate = Gate()
+    close = SqliteDatabase._close
+
+    def closing(self: SqliteDatabase, conn: sqlite3.Connection) -> None:
+        gate.release()  # the read goes on now, while the connection is being closed
+        close(self, conn)
+
+    monkeypatch.setattr(SqliteDatabase, "_close", closing)
+
+    def long_read(conn: sqlite3.Connection) -> int:
+        gate.wait_here()
+        count = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000000)"
+        return int(conn.execute(f"{count} SELECT count(*) FROM n").fetchone()[0])
+
+    async with SqliteDatabase.open(tmp_path / "memory.db") as db:
+        task = asyncio.get_running_loop().create_task(db.read(long_read))
+        await gate.reached.wait()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+    # Reaching this line is the test: the process did not crash, and the read ran to its end first.
