@@ -32,6 +32,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from ..errors import BackendUnavailableError
 from .base import EmbeddingSpec
 from .index_snapshot import Snapshot, SnapshotFolder, Stamp, user_key
 from .sqlite_codec import parse_ts, unpack_vector
@@ -273,7 +274,13 @@ class SearchIndexes:
         index.unsaved = 0
         task = asyncio.get_running_loop().create_task(self._save(index))
         self._saving.add(task)
-        task.add_done_callback(self._saving.discard)
+        task.add_done_callback(self._saved)
+
+    def _saved(self, task: asyncio.Task[None]) -> None:
+        self._saving.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            # A snapshot is a cache: failing to write one costs the next process a build, nothing else.
+            log.warning("search index snapshot not written: %s", task.exception())
 
     async def _save(self, index: UserIndex) -> None:
         assert self._snapshots is not None
@@ -290,7 +297,11 @@ class SearchIndexes:
         await anyio.to_thread.run_sync(write)
         # A forget committed after `stamp.seq` may have removed the snapshot before the rename above
         # put this one, which still holds what it deleted, in its place.
-        if await self._db.read(lambda conn: _removed_since(conn, index.user_id, stamp.seq)):
+        try:
+            removed = await self._db.read(lambda conn: _removed_since(conn, index.user_id, stamp.seq))
+        except BackendUnavailableError:
+            removed = True  # unchecked, it may hold what a forget deleted: it goes
+        if removed:
             self._snapshots.remove(index.user_id)
         else:
             self.stats.saves += 1
