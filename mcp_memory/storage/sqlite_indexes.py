@@ -31,6 +31,7 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
+import numpy as np
 
 from ..errors import BackendUnavailableError
 from .base import EmbeddingSpec
@@ -84,18 +85,17 @@ class UserIndex:
         for rowid in changes.removed:
             self.text.remove(rowid)
             self.vectors.remove(rowid)
-        for rowid, thread_id, kind, created, blob, superseded, content, context in changes.rows:
-            if superseded is not None:  # a superseded memory is kept in the file but never searched
-                self.text.remove(rowid)
-                self.vectors.remove(rowid)
+        for row in changes.rows:
+            document, vector = _decoded(row)
+            if document is None:  # a superseded memory is kept in the file but never searched
+                self.text.remove(row[0])
+                self.vectors.remove(row[0])
                 continue
-            moment = parse_ts(created).timestamp()  # type: ignore[union-attr]
-            self.text.upsert(Document(rowid, content, context or "", thread_id, kind, moment))
-            vector = unpack_vector(blob)
+            self.text.upsert(document)
             if vector is None:
-                self.vectors.remove(rowid)
+                self.vectors.remove(document.rowid)
             else:
-                self.vectors.upsert(rowid, vector, thread_id=thread_id, type=kind, created=moment)
+                self.vectors.upsert(document.rowid, vector, **_columns(document))
         self.seq = changes.seq
         self.unsaved += len(changes.rows) + len(changes.removed)
         if self.text.dead > max(1000, len(self.text) // 4):
@@ -108,13 +108,11 @@ class UserIndex:
 
 
 class SearchIndexes:
-    def __init__(
-        self, db: SqliteDatabase, embedding: EmbeddingSpec, *, memory_budget: int, snapshots: bool = True
-    ) -> None:
+    def __init__(self, db: SqliteDatabase, embedding: EmbeddingSpec, *, memory_budget: int) -> None:
         self._db = db
         self._spec = embedding
         self._budget = memory_budget
-        self._snapshots = SnapshotFolder.beside(db.path) if snapshots else None
+        self._snapshots = SnapshotFolder.beside(db.path)
         self._file_id = ""
         self._users: OrderedDict[str, UserIndex] = OrderedDict()  # least recently used first
         self._open_lane = anyio.Lock()  # one load or build at a time: two first searches open once
@@ -124,9 +122,9 @@ class SearchIndexes:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, db: SqliteDatabase, embedding: EmbeddingSpec, *, memory_budget: int, snapshots: bool = True
+        cls, db: SqliteDatabase, embedding: EmbeddingSpec, *, memory_budget: int
     ) -> AsyncIterator[SearchIndexes]:
-        indexes = cls(db, embedding, memory_budget=memory_budget, snapshots=snapshots)
+        indexes = cls(db, embedding, memory_budget=memory_budget)
         indexes._file_id = await db.read(_file_id)
         try:
             yield indexes
@@ -138,10 +136,6 @@ class SearchIndexes:
         """Wait for the snapshot writes under way."""
         while self._saving:
             await asyncio.wait(set(self._saving))
-
-    @property
-    def snapshot_folder(self) -> Path | None:
-        return self._snapshots.path if self._snapshots else None
 
     @asynccontextmanager
     async def current(self, user_id: str) -> AsyncIterator[UserIndex]:
@@ -170,13 +164,12 @@ class SearchIndexes:
         """Write the user's snapshot now (it is otherwise written after a build and every so many
         changes), if their indexes are in memory."""
         index = self._users.get(user_id)
-        if index is not None and self._snapshots is not None:
+        if index is not None:
             await self._save(index)
 
     def forgotten(self, user_id: str) -> None:
         """Memories of the user were deleted: their snapshot, which still holds them, goes now."""
-        if self._snapshots is not None:
-            self._snapshots.remove(user_id)
+        self._snapshots.remove(user_id)
 
     # ---- opening: a snapshot, else the whole file ---------------------------------------------
 
@@ -195,8 +188,6 @@ class SearchIndexes:
         return await self._load(user_id) or await self._build(user_id)
 
     async def _load(self, user_id: str) -> UserIndex | None:
-        if self._snapshots is None:
-            return None
         snapshot = await anyio.to_thread.run_sync(self._snapshots.load, user_id)
         if snapshot is None:
             return None
@@ -243,12 +234,12 @@ class SearchIndexes:
         vectors = VectorIndex(self._spec.dimension)
         vectors.reserve(len(rows))
         documents = []
-        for rowid, thread_id, kind, created, blob, _, content, context in rows:
-            moment = parse_ts(created).timestamp()  # type: ignore[union-attr]
-            vector = unpack_vector(blob)
+        for row in rows:  # active rows only (_read_all)
+            document, vector = _decoded(row)
+            assert document is not None
             if vector is not None:
-                vectors.upsert(rowid, vector, thread_id=thread_id, type=kind, created=moment)
-            documents.append(Document(rowid, content, context or "", thread_id, kind, moment))
+                vectors.upsert(document.rowid, vector, **_columns(document))
+            documents.append(document)
         return UserIndex(user_id, TextIndex.of(documents), vectors, seq)
 
     # ---- catching up ---------------------------------------------------------------------------
@@ -269,7 +260,7 @@ class SearchIndexes:
 
     def _save_if_due(self, index: UserIndex) -> None:
         due = max(SAVE_AFTER_CHANGES, len(index.text) // 20)
-        if self._snapshots is None or index.unsaved < due or index.lock.locked():
+        if index.unsaved < due or index.lock.locked():
             return
         index.unsaved = 0
         task = asyncio.get_running_loop().create_task(self._save(index))
@@ -283,7 +274,6 @@ class SearchIndexes:
             log.warning("search index snapshot not written: %s", task.exception())
 
     async def _save(self, index: UserIndex) -> None:
-        assert self._snapshots is not None
         async with index.lock:  # a moment's copy; the arrays are gathered and written without the lock
             stamp = Stamp(self._file_id, index.seq, *self._spec_key())
             text, vectors = await anyio.to_thread.run_sync(
@@ -292,7 +282,7 @@ class SearchIndexes:
 
         def write() -> None:
             snapshot = Snapshot(stamp, text.columns(), vectors.columns())
-            self._snapshots.save(index.user_id, snapshot)  # type: ignore[union-attr]
+            self._snapshots.save(index.user_id, snapshot)
 
         await anyio.to_thread.run_sync(write)
         # A forget committed after `stamp.seq` may have removed the snapshot before the rename above
@@ -329,6 +319,19 @@ class SearchIndexes:
 
     def _spec_key(self) -> tuple[str, int]:
         return self._spec.model, self._spec.dimension
+
+
+def _decoded(row: tuple[Any, ...]) -> tuple[Document | None, np.ndarray | None]:
+    """An INDEXED_COLUMNS row as its text document and vector; no document for a superseded memory."""
+    rowid, thread_id, kind, created, blob, superseded, content, context = row
+    if superseded is not None:
+        return None, None
+    moment = parse_ts(created).timestamp()  # type: ignore[union-attr]
+    return Document(rowid, content, context or "", thread_id, kind, moment), unpack_vector(blob)
+
+
+def _columns(document: Document) -> dict[str, Any]:
+    return {"thread_id": document.thread_id, "type": document.type, "created": document.created}
 
 
 def _file_id(conn: sqlite3.Connection) -> str:

@@ -18,6 +18,7 @@ from typing import Any
 import anyio.to_thread
 import numpy as np
 
+from ..config import LongTermSettings
 from ..errors import InvalidInputError, NotFoundError
 from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import keywords, rrf, score_fusion
@@ -30,7 +31,8 @@ from .sqlite_indexes import TOMBSTONE_DAYS, SearchIndexes, UserIndex
 from .text_index import query_terms
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
-DEFAULT_INDEX_MEMORY = 512 * 2**20
+# The setting's own default, so a store opened without settings (tests, benchmarks) holds the same.
+DEFAULT_INDEX_MEMORY = LongTermSettings.model_fields["index_memory_mb"].default * 2**20
 
 _COLUMNS = (
     "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
