@@ -6,9 +6,13 @@ Tokens are configured as SHA-256 hashes only (settings `security.tokens` or a JS
 `current_principal()` reads it back wherever a tool, resource or prompt runs. On stdio there is no
 token, and the principal is the configured single user.
 
-Scopes: `read` (read-only), `write` (change one's own memories), `admin` (also forget any user).
-`ScopeGuard` is server middleware that refuses a tool whose annotations say it writes when the
-principal may only read, and the admin tools to everyone but admins, before the tool runs.
+Scopes: `read` (see one's own memories), `write` (change them), `admin` (both, and forget any user).
+A caller without a token (stdio, a loopback address, or behind an authenticating proxy) may read and
+write the configured user's memories but is never an admin: whoever can reach an unauthenticated
+endpoint is not thereby trusted with every user's data. Admin work needs an admin token, or the
+`mcp-memory forget-user` command run by someone with access to the backends.
+`ScopeGuard` is server middleware that checks a principal's scopes before a tool, resource or prompt
+runs: tools annotated read-only need `read`, every other tool needs `write`, admin tools need `admin`.
 """
 
 from __future__ import annotations
@@ -39,8 +43,11 @@ log = logging.getLogger(__name__)
 
 READ, WRITE, ADMIN = "read", "write", "admin"
 ALL_SCOPES = frozenset({READ, WRITE, ADMIN})
+TOKENLESS_SCOPES = frozenset({READ, WRITE})  # never admin: see the module docstring
 ADMIN_TOOLS = frozenset({"forget_user"})
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
+# Requests that return memories without a tool: the same read scope as read-only tools.
+READING_METHODS = frozenset({"resources/read", "prompts/get", "resources/subscribe", "subscriptions/listen"})
 
 
 @dataclass(frozen=True)
@@ -50,9 +57,11 @@ class Principal:
     user_id: str
     scopes: frozenset[str]
     name: str
+    authenticated: bool = True  # False: no token (stdio, loopback, behind a proxy)
 
     def may(self, scope: str) -> bool:
-        return scope in self.scopes
+        # An admin may also read and write; read and write do not imply each other.
+        return scope in self.scopes or ADMIN in self.scopes
 
 
 def hash_token(token: str) -> str:
@@ -141,7 +150,7 @@ def current_principal(settings: Settings) -> Principal:
     """The authenticated principal of this request; on stdio (no token) the configured user."""
     token = get_access_token()
     if token is None:
-        return Principal(user_id=settings.user_id, scopes=ALL_SCOPES, name="local")
+        return Principal(user_id=settings.user_id, scopes=TOKENLESS_SCOPES, name="local", authenticated=False)
     if not token.subject:
         raise PermissionDeniedError("this credential names no user; ask the operator for a user token")
     return Principal(user_id=token.subject, scopes=frozenset(token.scopes), name=token.client_id)
@@ -197,20 +206,23 @@ class ScopeGuard:
             if refusal is not None:
                 log.info("refused tool %s: %s", name, refusal)
                 return CallToolResult(content=[TextContent(type="text", text=refusal)], is_error=True)
-        elif ctx.method in ("resources/read", "prompts/get") and not current_principal(self._settings).may(
-            READ
-        ):
+        elif ctx.method in READING_METHODS and not current_principal(self._settings).may(READ):
             raise MCPError(code=INVALID_REQUEST, message="this token may not read memories (no read scope)")
         return await call_next(ctx)
 
     @staticmethod
     def _refusal(principal: Principal, tool: str, writes: bool) -> str | None:
         if tool in ADMIN_TOOLS and not principal.may(ADMIN):
+            if not principal.authenticated:
+                return (
+                    f"{tool} needs an admin principal: call it with a bearer token that has the admin "
+                    "scope (mcp-memory token --scope admin), or run `mcp-memory forget-user` on the server"
+                )
             return f"{tool} needs the admin scope; this token does not have it"
-        if writes and not principal.may(WRITE) and not principal.may(ADMIN):
+        if writes and not principal.may(WRITE):
             return f"{tool} changes memories, and this token is read-only"
-        if not principal.scopes & {READ, WRITE, ADMIN}:
-            return "this token has no scope that allows any tool"
+        if not writes and not principal.may(READ):
+            return f"{tool} reads memories, and this token has no read scope"
         return None
 
 

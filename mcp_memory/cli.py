@@ -36,6 +36,7 @@ examples:
   mcp-memory serve --transport http --port 8000  streamable HTTP at http://127.0.0.1:8000/mcp
   mcp-memory serve --transport sse             SSE at http://127.0.0.1:8000/sse
   mcp-memory demo                              drive a real server through a real MCP client
+  mcp-memory forget-user ann --dry-run         count (then, without --dry-run, delete) all of ann's data
 """
 
 
@@ -61,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     imp.add_argument("file", type=Path, nargs="?", help="the export file (default: stdin)")
     imp.add_argument("--user", help="into whose memory (default: MCP_MEMORY_USER_ID)")
     imp.add_argument("--dry-run", action="store_true", help="only check the file and count what it holds")
+    forget_user = commands.add_parser(
+        "forget-user", help="delete everything of one user from every backend (the admin's command)"
+    )
+    forget_user.add_argument("user", help="the user whose memories are all deleted")
+    forget_user.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
     token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
     token.add_argument("--user", required=True, help="the user whose memories the token reaches")
     token.add_argument("--name", default="", help="a label for logs, e.g. ann-laptop")
@@ -92,6 +98,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 anyio.run(export_command, settings, args.user or settings.user_id, args.output)
             else:
                 anyio.run(import_command, settings, args.user or settings.user_id, args.file, args.dry_run)
+        elif args.command == "forget-user":
+            anyio.run(_forget_user, settings, args.user, args.dry_run)
         elif args.command == "token":
             from .auth import token_command
 
@@ -121,6 +129,16 @@ async def _serve(settings: Settings, transport: str, host: str, port: int) -> No
     # is a clear startup error; SSE sessions then share this one service instead of reopening it.
     async with server.host.use():  # type: ignore[attr-defined]
         await serve(server, transport, host, port)
+
+
+async def _forget_user(settings: Settings, user_id: str, dry_run: bool) -> None:
+    """Admin work without an admin token: whoever runs this already holds the backends' credentials."""
+    from . import validation as check
+    from .host import open_service
+
+    async with open_service(settings) as service:
+        receipt = await service.forget(check.thread_id(user_id, "user"), everything=True, dry_run=dry_run)
+    print(receipt.model_dump_json(indent=2))
 
 
 def _settings_problems(error: ValidationError) -> str:
