@@ -24,7 +24,7 @@ from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, Settings
+from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
 from mcp_memory.host import open_service
 from mcp_memory.learning import Learning
 from mcp_memory.testing.openai_stub import OpenAIStub
@@ -99,6 +99,7 @@ async def main() -> None:
                 learning=LearningSettings(
                     extract_every_turns=every, extract_on_summary=False, max_llm_calls_per_hour=100_000
                 ),
+                security=SecuritySettings(llm_calls_per_hour=None),  # every call, budget aside
             )
             before = len(stub.chat_requests())
             figures = await run(settings, args.turns)

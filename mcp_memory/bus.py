@@ -1,34 +1,57 @@
 """The subscription bus the MCP server is built with, before any backend is connected.
 
-The server needs its bus at construction, but a Redis connection opens later, in the host. This bus
-delivers to local listeners by itself and, once the host attaches a replica-wide bus (Redis pub/sub),
-publishes through it instead, so subscribers on every replica hear about every change.
+The server needs its bus at construction, but a Redis connection opens later, in the host. Every
+change goes through `publish_for` with the user it belongs to and takes one path: one fan-out to this
+replica's sessions (listen streams and 2025-protocol subscriptions alike, each once), then, when the
+host has attached a Redis relay, to the other replicas, whose relays deliver it to their own fan-out.
+The relay drops the echo of our own events, so no session hears a change twice.
+
+Each listen stream belongs to the principal that opened it: the SDK's ListenHandler calls
+`subscribe` inside the `subscriptions/listen` request, where the request's token is known, and the
+stream then hears only that user's events.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio.lowlevel
-from mcp.server.subscriptions import ServerEvent, SubscriptionBus
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 
+from .auth import current_principal
+from .config import Settings
+from .events import UserEvent
 from .legacy_subscriptions import LegacySubscriptions
 
 log = logging.getLogger(__name__)
 Listener = Callable[[ServerEvent], None]
 
 
+class Relay(Protocol):
+    """Carries events to the other replicas (storage/redis_bus.py) and hands theirs to `listener`."""
+
+    async def publish(self, envelope: UserEvent) -> None: ...
+
+    def subscribe(self, listener: Callable[[UserEvent], None]) -> Callable[[], None]: ...
+
+
 class ReplicaBus:
-    def __init__(self) -> None:
-        self._listeners: dict[object, Listener] = {}
-        self._remote: SubscriptionBus | None = None
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._listeners: dict[object, tuple[str, Listener]] = {}
+        self._relay: Relay | None = None
         self._detach: Callable[[], None] | None = None
-        self.legacy = LegacySubscriptions()
+        self.legacy = LegacySubscriptions(self._principal)
+
+    def _principal(self) -> str:
+        return current_principal(self._settings).user_id
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """The SDK's listen streams register here; each hears its own principal's events only."""
         token = object()
-        self._listeners[token] = listener
+        self._listeners[token] = (self._principal(), listener)
 
         def unsubscribe() -> None:
             self._listeners.pop(token, None)
@@ -36,38 +59,38 @@ class ReplicaBus:
         return unsubscribe
 
     async def publish(self, event: ServerEvent) -> None:
-        if self._remote is not None:
-            await self._remote.publish(event)  # the remote bus delivers back to us (and to every replica)
-        else:
-            self._deliver(event)
-        await self.legacy.forward(event)
+        """Events the SDK publishes itself. Resources here are always some user's, so a resource event
+        belongs to the principal of the request that raised it; a tool or prompt list change is everyone's."""
+        resource_event = isinstance(event, ResourceUpdated | ResourcesListChanged)
+        await self.publish_for(self._principal() if resource_event else None, event)
+
+    async def publish_for(self, user_id: str | None, event: ServerEvent) -> None:
+        envelope = UserEvent(user_id, event)
+        self._deliver(envelope)
+        await self.legacy.forward(envelope)
+        if self._relay is not None:
+            await self._relay.publish(envelope)  # fire-and-forget: a relay failure is logged there
         await anyio.lowlevel.checkpoint()
 
-    def attach(self, remote: SubscriptionBus) -> None:
+    def attach(self, relay: Relay) -> None:
         self.detach()
-        self._remote = remote
-        detach_local = remote.subscribe(self._deliver)
-        detach_legacy = remote.subscribe(self._from_other_replica)
-
-        def detach() -> None:
-            detach_local()
-            detach_legacy()
-
-        self._detach = detach
+        self._relay = relay
+        self._detach = relay.subscribe(self._from_other_replica)
 
     def detach(self) -> None:
         if self._detach is not None:
             self._detach()
-        self._remote, self._detach = None, None
+        self._relay, self._detach = None, None
 
-    def _from_other_replica(self, event: ServerEvent) -> None:
-        # Our own events reach legacy sessions in publish(); the remote bus echoes them back too, and a
-        # repeated "updated" notification only makes a client refetch once more.
-        self.legacy.forward_soon(event)
+    def _from_other_replica(self, envelope: UserEvent) -> None:
+        self._deliver(envelope)
+        self.legacy.forward_soon(envelope)  # a relay listener cannot await; the sends run as a task
 
-    def _deliver(self, event: ServerEvent) -> None:
-        for listener in list(self._listeners.values()):
+    def _deliver(self, envelope: UserEvent) -> None:
+        for user_id, listener in list(self._listeners.values()):
+            if not envelope.concerns(user_id):
+                continue
             try:
-                listener(event)
+                listener(envelope.event)
             except Exception:  # fan-out boundary: one broken listen stream must not starve the others
                 log.exception("subscription listener raised; continuing")

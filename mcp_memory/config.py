@@ -224,7 +224,7 @@ class SecuritySettings(BaseModel):
     llm_calls_per_hour: int | None = Field(
         default=120,
         ge=1,
-        description="LLM calls (summaries, extraction) per user per hour; none = unlimited.",
+        description="Model calls (summary, extract, reconcile, profile) per user per hour; none = unlimited.",
     )
     max_request_bytes: int = Field(
         default=2_000_000, ge=1024, description="Largest HTTP request body accepted."
@@ -270,7 +270,9 @@ class LearningSettings(BaseModel):
     profile: bool = Field(default=True, description="Keep a cross-thread user profile (user_summary_<user>).")
     profile_max_tokens: int = Field(default=400, ge=32, description="Longest user profile, in tokens.")
     max_llm_calls_per_hour: int = Field(
-        default=60, ge=0, description="Background LLM calls per user per hour (extract, reconcile, profile)."
+        default=60,
+        ge=0,
+        description="Background share of security.llm_calls_per_hour (extract, reconcile, profile).",
     )
     sampling: bool = Field(
         default=True,
@@ -289,7 +291,12 @@ class LearningSettings(BaseModel):
         description="Cosine floor for memories the recall prompt returns; default: per embedder.",
     )
     queue_size: int = Field(
-        default=1000, ge=1, description="Background jobs waiting, at most; more are dropped (logged)."
+        default=1000,
+        ge=1,
+        description="Background jobs waiting, at most; past it, work is deferred (once per thread), not dropped.",
+    )
+    concurrency: int = Field(
+        default=4, ge=1, description="Background jobs running at once, each for a different user."
     )
     shutdown_grace_seconds: float = Field(
         default=10.0, ge=0, description="On shutdown, how long running background jobs may finish."

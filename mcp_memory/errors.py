@@ -33,5 +33,9 @@ class PermissionDeniedError(MemoryServerError):
     """The caller is not allowed to do this."""
 
 
+class LimitExceededError(PermissionDeniedError):
+    """A per-user rate or quota is used up; the message says which and when it frees up."""
+
+
 class ConflictError(MemoryServerError):
     """A concurrent writer changed the same record first (optimistic concurrency lost)."""

@@ -19,6 +19,7 @@ from .auth import load_tokens
 from .bus import ReplicaBus
 from .config import Settings
 from .learning import open_learning
+from .limits import SharedBuckets
 from .llm.chat import open_chat_model
 from .llm.embedder import open_embedder
 from .llm.sampling import SamplingSessions
@@ -71,6 +72,7 @@ async def open_service(
             on_change=on_change,
             learning=learning,
             warmup=warmup,
+            llm_budget=learning.budget if learning is not None else None,
         )
 
 
@@ -89,6 +91,8 @@ class ServiceHost:
         self._users = 0
         self._stack: AsyncExitStack | None = None
         self._service: MemoryService | None = None
+        # Open with the service when Redis is configured: the replicas' shared request buckets.
+        self.request_buckets: SharedBuckets | None = None
 
     @property
     def service(self) -> MemoryService:
@@ -106,6 +110,7 @@ class ServiceHost:
                         open_service(self.settings, self._notify, self.sampling)
                     )
                     await self._connect_bus(stack)
+                    await self._open_request_buckets(stack)
                 except BaseException:
                     await stack.aclose()
                     raise
@@ -130,11 +135,25 @@ class ServiceHost:
         """With Redis working memory, change notifications travel between replicas over Redis pub/sub."""
         if self.bus is None or self.settings.working.resolved_backend != "redis":
             return
-        from .storage.redis_bus import RedisSubscriptionBus
+        from .storage.redis_bus import RedisEventRelay
 
-        remote = await stack.enter_async_context(RedisSubscriptionBus.open(self.settings.working))
-        self.bus.attach(remote)
+        relay = await stack.enter_async_context(RedisEventRelay.open(self.settings.working))
+        self.bus.attach(relay)
         stack.callback(self.bus.detach)
+
+    async def _open_request_buckets(self, stack: AsyncExitStack) -> None:
+        """With Redis configured, every replica spends a principal's requests from one bucket there."""
+        if self.settings.working.redis_url is None:
+            return
+        from .storage.redis_rate import RedisRequestBuckets
+
+        security = self.settings.security
+        self.request_buckets = await stack.enter_async_context(
+            RedisRequestBuckets.open(
+                self.settings.working, security.requests_per_second, security.request_burst
+            )
+        )
+        stack.callback(setattr, self, "request_buckets", None)
 
     async def _notify(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:

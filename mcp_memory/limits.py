@@ -1,11 +1,12 @@
-"""Per-principal limits: request rate, stored bytes and LLM calls per hour.
+"""Per-principal limits: request rate and stored bytes (LLM calls per hour: learning/budget.py).
 
 The rate applies to authenticated (network) principals; quotas apply to every user, stdio's too.
 
-One process keeps the counters in memory. Behind several replicas each enforces its own share (a
-principal may reach N times the rate across N replicas). The stored-bytes figure is measured from
-the long-term store when a user is first seen and again after forgetting or importing, and counted
-up by each write in between.
+The rate: with Redis configured (working.redis_url) every replica spends a principal's requests from
+one bucket there (storage/redis_rate.py); otherwise each process keeps its own. When Redis cannot
+answer, the limit falls back to this process's buckets for a while, with a warning: a memory server
+must not stop serving because its rate-limit store blinked. Stored bytes are counted by the long-term
+store itself, next to the data, and refused inside its write (storage/usage.py).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections import deque
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -24,18 +24,17 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
 from .auth import current_principal
-from .config import SecuritySettings, Settings
-from .errors import PermissionDeniedError
+from .config import Settings
+from .errors import BackendUnavailableError
+from .errors import LimitExceededError as LimitExceededError  # defined low, so learning can raise it
 
 log = logging.getLogger(__name__)
 
 RATE_LIMITED = -32029  # a JSON-RPC server error code of ours (the range -32000..-32099 is for servers)
-HOUR = 3600.0
 UNMETERED_METHODS = frozenset({"initialize", "ping"})
-
-
-class LimitExceededError(PermissionDeniedError):
-    """A per-user rate or quota is used up; the message says which and when it frees up."""
+# After the shared bucket store failed, how long each process limits on its own before trying it again
+# (so an outage costs one timeout per interval, not one per request).
+SHARED_RETRY_SECONDS = 10.0
 
 
 @dataclass
@@ -65,20 +64,57 @@ class RateLimiter:
         return (1.0 - bucket.tokens) / self.per_second
 
 
-class RateLimit:
-    """Server middleware: every request of a principal spends from its bucket before it is handled."""
+class SharedBuckets(Protocol):
+    """Request buckets every replica spends from (storage/redis_rate.py)."""
 
-    def __init__(self, settings: Settings, clock: Callable[[], float] = time.monotonic) -> None:
+    async def take(self, user_id: str) -> float:
+        """0.0 when allowed, else the seconds until a request is; BackendUnavailableError when down."""
+        ...
+
+
+class RateLimit:
+    """Server middleware: every request of a principal spends from its bucket before it is handled.
+
+    `shared` returns the replicas' shared buckets while the service is open (None: this process's own).
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        clock: Callable[[], float] = time.monotonic,
+        shared: Callable[[], SharedBuckets | None] = lambda: None,
+    ) -> None:
         self._settings = settings
         security = settings.security
         self._limiter = RateLimiter(security.requests_per_second, security.request_burst, clock)
+        self._shared = shared
+        self._clock = clock
+        self._shared_down_until: float | None = None
+
+    async def _take(self, user_id: str) -> float:
+        buckets = self._shared()
+        now = self._clock()
+        if buckets is None or (self._shared_down_until is not None and now < self._shared_down_until):
+            return self._limiter.take(user_id)
+        try:
+            wait = await buckets.take(user_id)
+        except BackendUnavailableError as e:
+            log.warning(
+                "rate limit: %s; each process limits requests on its own for %gs", e, SHARED_RETRY_SECONDS
+            )
+            self._shared_down_until = now + SHARED_RETRY_SECONDS
+            return self._limiter.take(user_id)
+        if self._shared_down_until is not None:
+            log.info("rate limit: shared request buckets are back")
+            self._shared_down_until = None
+        return wait
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
         # Network principals only: the stdio (or loopback, tokenless) user owns the process and its data.
         if ctx.request_id is None or ctx.method in UNMETERED_METHODS or get_access_token() is None:
             return await call_next(ctx)
         principal = current_principal(self._settings)
-        wait = self._limiter.take(principal.user_id)
+        wait = await self._take(principal.user_id)
         if wait <= 0:
             return await call_next(ctx)
         security = self._settings.security
@@ -90,54 +126,3 @@ class RateLimit:
         if ctx.method == "tools/call":
             return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
         raise MCPError(code=RATE_LIMITED, message=message)
-
-
-@dataclass
-class Quotas:
-    """Stored bytes and LLM calls per hour, per user."""
-
-    security: SecuritySettings
-    clock: Callable[[], float] = time.monotonic
-    _stored: dict[str, int] = field(default_factory=dict)
-    _llm_calls: dict[str, deque[float]] = field(default_factory=dict)
-
-    async def reserve_storage(self, user_id: str, adding: int, measure: Callable[[], Awaitable[int]]) -> None:
-        """Count `adding` bytes against the user's quota, or refuse them; `measure` reads the real usage."""
-        limit = self.security.max_stored_bytes
-        if limit is None:
-            return
-        if user_id not in self._stored:
-            self._stored[user_id] = await measure()
-        used = self._stored[user_id]
-        if used + adding > limit:
-            raise LimitExceededError(
-                f"storage quota reached: this user stores {used:,} of {limit:,} bytes and this write needs "
-                f"{adding:,} more; forget old threads (forget thread_id=...) or export and forget everything"
-            )
-        self._stored[user_id] = used + adding
-
-    def forget_usage(self, user_id: str) -> None:
-        """After a deletion or import: measure again on the next write."""
-        self._stored.pop(user_id, None)
-
-    def charge_llm_call(self, user_id: str) -> None:
-        """Count one LLM call (a summary, an extraction), or refuse it when the hour's quota is spent."""
-        limit = self.security.llm_calls_per_hour
-        if limit is None:
-            return
-        now = self.clock()
-        calls = self._llm_calls.setdefault(user_id, deque())
-        while calls and calls[0] <= now - HOUR:
-            calls.popleft()
-        if len(calls) >= limit:
-            minutes = math.ceil((calls[0] + HOUR - now) / 60)
-            raise LimitExceededError(
-                f"LLM quota reached: {limit} summary/extraction calls per hour for this user; "
-                f"the next one is allowed in about {minutes} min (turns are still recorded meanwhile)"
-            )
-        calls.append(now)
-
-    def forget_user(self, user_id: str) -> None:
-        """Complete forgetting includes the counters."""
-        self._stored.pop(user_id, None)
-        self._llm_calls.pop(user_id, None)

@@ -84,14 +84,15 @@ def _resource_errors() -> Iterator[None]:
 
 def build_server(settings: Settings) -> MCPServer[MemoryService]:
     """The MCP server for these settings; its backends open when the first session starts."""
-    subscriptions = ReplicaBus()
+    subscriptions = ReplicaBus(settings)
 
     async def publish_change(user_id: str, thread_id: str | None) -> None:
+        # Thread URIs do not name their owner, so every event carries it: only the owner's sessions hear.
         if thread_id is None:
-            await subscriptions.publish(ResourcesListChanged())
+            await subscriptions.publish_for(user_id, ResourcesListChanged())
         else:
-            await subscriptions.publish(ResourceUpdated(uri=thread_uri(thread_id)))
-            await subscriptions.publish(ResourceUpdated(uri=f"{thread_uri(thread_id)}/summary"))
+            await subscriptions.publish_for(user_id, ResourceUpdated(uri=thread_uri(thread_id)))
+            await subscriptions.publish_for(user_id, ResourceUpdated(uri=f"{thread_uri(thread_id)}/summary"))
 
     host = ServiceHost(settings, on_change=publish_change, bus=subscriptions)
 
@@ -119,7 +120,8 @@ def build_server(settings: Settings) -> MCPServer[MemoryService]:
         "resources/unsubscribe", UnsubscribeRequestParams, subscriptions.legacy.unsubscribe
     )
     # Outermost first: a request id for every log line, then the principal's scopes, then its rate.
-    server.middleware.extend([RequestLog(settings), ScopeGuard(settings, server), RateLimit(settings)])
+    rate_limit = RateLimit(settings, shared=lambda: host.request_buckets)
+    server.middleware.extend([RequestLog(settings), ScopeGuard(settings, server), rate_limit])
     server.host = host  # type: ignore[attr-defined]  # the CLI keeps it warm across SSE connections
 
     def service() -> MemoryService:

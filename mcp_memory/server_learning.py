@@ -1,5 +1,6 @@
 """The MCP surface of learning (issue 5): explicit memories, revisions, on-demand extraction and
-reconciliation, the user profile resource, and the recall prompt with retrieval help.
+reconciliation, the user profile and learning status resources, and the recall prompt with retrieval
+help.
 
 `register_learning(server, host, settings)` adds them to the server build_server() made, and installs
 the middleware that lets background work reach a client's model through MCP sampling.
@@ -29,7 +30,6 @@ from .learning import Learning
 from .learning.parsing import MalformedAnswer
 from .learning.recall import SimilarityFloor, default_floor, is_small_talk, is_vague, with_context
 from .learning.views import ExtractionReport, HistoryResult, MemoryView, ReconcileReport, WrittenMemory
-from .llm.chat import ChatModel
 from .llm.sampling import SamplingSessions, answer_text, sample_request, supports_sampling
 from .prompts import RenderedPrompt, load_prompt
 from .recall import render_memories
@@ -86,14 +86,14 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
         )
 
     async def answer(
-        chat: ChatModel | None, sampled: types.CreateMessageResult | None, prompt: RenderedPrompt
+        sampled: types.CreateMessageResult | None, prompt: RenderedPrompt, what: str
     ) -> tuple[str, str]:
-        """(answer, model name) from the configured LLM, else from the client's sampled answer."""
-        if chat is not None:
-            text = await chat.complete(
-                prompt.system, prompt.user, json_mode=True, max_tokens=settings.learning.max_answer_tokens
-            )
-            return text, chat.name
+        """(answer, model name) from the configured LLM (charged to the user's LLM budget), else from
+        the client's sampled answer (its own model, asked within its own call: not charged)."""
+        found = learning()
+        if found.chat is not None:
+            text = await found.ask(found.chat, user(), prompt, what, json_mode=True, background=False)
+            return text, found.chat.name
         if sampled is not None:
             return answer_text(sampled), "sampling"
         raise ToolError(NO_MODEL)
@@ -184,7 +184,7 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
                 if found.chat is None and not in_call_sampling(ctx):
                     raise ToolError(NO_MODEL)
                 return ExtractionReport(thread_id=thread_id, model="none", turns_read=0, facts=[])
-            text, model = await answer(found.chat, sampled, batch.prompt)
+            text, model = await answer(sampled, batch.prompt, f"extraction of thread {thread_id}")
             return await found.finish_extraction(batch, text, model)
 
     async def reconcile_sample(ctx: Context[Any, Any]) -> Sample | None:
@@ -208,7 +208,7 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
                 if found.chat is None and not in_call_sampling(ctx):
                     raise ToolError(NO_MODEL)
                 return ReconcileReport(model="none", facts_reviewed=0)
-            text, model = await answer(found.chat, sampled, batch.prompt)
+            text, model = await answer(sampled, batch.prompt, "reconciliation")
             report = await found.finish_reconcile(batch, text, model)
             report.profile_updated = await found.refresh_profile(user()) is not None
             return report
@@ -224,6 +224,15 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
             if current is None:  # never built yet: the offline profile costs no model call
                 current = await found.profiles.rebuild_offline(user())
             return current.content if current else ""
+        except (MemoryServerError, ToolError) as e:
+            raise ResourceError(str(e)) from e
+
+    @server.resource("memory://learning/status", name="learning_status", mime_type="application/json")
+    async def learning_status() -> str:
+        """Your learning as this server sees it: which model learns (llm, sampling or none), the hourly
+        LLM budget (limit, used, resets_at), which threads' turns wait and why, the last extraction."""
+        try:
+            return (await learning().status_of(user())).model_dump_json()
         except (MemoryServerError, ToolError) as e:
             raise ResourceError(str(e)) from e
 

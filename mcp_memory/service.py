@@ -20,7 +20,7 @@ from . import portability, safety
 from . import validation as check
 from .config import Settings
 from .errors import BackendUnavailableError, InvalidInputError, NotFoundError
-from .limits import Quotas
+from .learning.budget import LlmBudget
 from .llm.embedder import Embedder
 from .models import (
     Memory,
@@ -77,18 +77,18 @@ class MemoryService:
     on_change: ChangeListener | None = None
     learning: LearningHooks | None = None
     warmup: Warmup | None = None  # the start-up build of the search indexes (long_term.warm_on_start)
-    quotas: Quotas = field(init=False)
+    # Every model call's hourly budget, in learning's shared counter store (else this process's).
+    llm_budget: LlmBudget | None = None
     threads: ThreadKeeper = field(init=False)
 
     def __post_init__(self) -> None:
-        self.quotas = Quotas(self.settings.security)
         self.threads = ThreadKeeper(
             self.settings,
             self.stores,
             self.embedder,
             self.tokens,
             self.summarizer,
-            self.quotas,
+            self.llm_budget or LlmBudget.in_process(self.settings),
             self.learning,
         )
 
@@ -113,7 +113,6 @@ class MemoryService:
         context_window = check.context_window(context_window)
         if self.settings.security.flag_instructions:
             metadata = safety.stamp(metadata, content)  # data, never instructions: see safety.py
-        await self.quotas.reserve_storage(user_id, len(content.encode()), lambda: self._stored_bytes(user_id))
 
         tokens = self.tokens.count(content)
         vector = (await self.embedder.embed([content]))[0]
@@ -131,7 +130,8 @@ class MemoryService:
             created_at=moment,
             token_count=tokens,
         )
-        # Long term first: once it is there, nothing acknowledged can be lost with working memory.
+        # Long term first: once it is there, nothing acknowledged can be lost with working memory. Over
+        # the storage quota, put() refuses (LimitExceededError) before anything is stored anywhere.
         await self.stores.long_term.put([turn])
         message = Message(
             id=turn.id,
@@ -341,10 +341,6 @@ class MemoryService:
         if summary_memory is not None and summary_memory.thread_id and not dry_run:
             await self.threads.clear_summary(user_id, summary_memory.thread_id)
         if not dry_run:
-            if kind == "everything":
-                self.quotas.forget_user(user_id)  # the counters are the user's too
-            else:
-                self.quotas.forget_usage(user_id)
             await self._changed(user_id, scope.thread_id if kind != "everything" else None)
             if kind != "memory":
                 await self._changed(user_id, None)
@@ -390,31 +386,27 @@ class MemoryService:
         )
         if dry_run or not memories:
             return result
-        size = sum(len(m.content.encode()) for m in memories)
-        await self.quotas.reserve_storage(user_id, size, lambda: self._stored_bytes(user_id))
         for start in range(0, len(memories), 64):
             batch = memories[start : start + 64]
             vectors = await self.embedder.embed([m.content for m in batch])
             for memory, vector in zip(batch, vectors, strict=True):
                 memory.embedding = vector.tolist()
                 memory.token_count = self.tokens.count(memory.content)
-            await self.stores.long_term.put(batch)
+        # One put: the store checks the whole import against the storage quota before any of it is
+        # stored (replaced memories count by the difference), so a refused import writes nothing.
+        await self.stores.long_term.put(memories)
         await portability.restore_revisions(self._revision_store(), user_id, parsed, memories)
         for thread in parsed.threads:
             rebuilt = await self.threads.from_long_term(user_id, thread.thread_id, thread.context_window)
             if rebuilt is not None:
                 rebuilt.data = thread.data
                 await self.stores.working.restore(rebuilt)  # only when the thread is not live already
-        self.quotas.forget_usage(user_id)
         await self._changed(user_id, None)
         return result
 
     def _revision_store(self) -> object | None:
         # Revisions (issue 5) live in their own store when the backend has one.
         return getattr(self.learning, "revisions", None) or getattr(self.stores, "revisions", None)
-
-    async def _stored_bytes(self, user_id: str) -> int:
-        return sum(len(m.content.encode()) for m in await self.stores.long_term.memories_of(user_id))
 
     # ---- internals -----------------------------------------------------------------------------
 

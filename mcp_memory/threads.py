@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 import anyio
 
 from .config import Settings
-from .errors import NotFoundError
-from .limits import LimitExceededError, Quotas
+from .errors import LimitExceededError, NotFoundError
+from .learning.budget import BudgetUsedUp, LlmBudget
 from .llm.embedder import Embedder
 from .models import Memory, Message, ThreadTotals, WorkingMemory, summary_id, utcnow
 from .storage import Stores
@@ -44,7 +44,7 @@ class ThreadKeeper:
     embedder: Embedder
     tokens: TokenCounter
     summarizer: Summarizer
-    quotas: Quotas
+    budget: LlmBudget  # the user's hourly model calls, shared with background learning
     learning: LearningHooks | None = None
 
     def threshold(self, window: int) -> int:
@@ -199,7 +199,7 @@ class ThreadKeeper:
                 await progress(0, 2, f"summarizing {len(older)} messages")
             summary = memory.summary
             if older:
-                summarizer = self._summarizer_within_quota(user_id, force=force)
+                summarizer = await self._summarizer_within_budget(user_id, force=force)
                 summary = await summarizer.summarize(memory.summary, older, max_summary)
             summary_tokens = self.tokens.count(summary)
             done = await self.stores.working.compact(
@@ -231,14 +231,15 @@ class ThreadKeeper:
             with anyio.CancelScope(shield=True):
                 await self.stores.working.unlock(user_id, thread_id, owner)
 
-    def _summarizer_within_quota(self, user_id: str, *, force: bool) -> Summarizer:
-        """The configured summarizer, charged to the user's LLM quota. Past the quota, an explicit
-        summarize_thread is refused; an automatic one uses the offline extractive summarizer."""
+    async def _summarizer_within_budget(self, user_id: str, *, force: bool) -> Summarizer:
+        """The configured summarizer, charged to the user's LLM budget. Past the budget, an explicit
+        summarize_thread is refused; an automatic one uses the offline extractive summarizer, so turns
+        keep being recorded."""
         if isinstance(self.summarizer, ExtractiveSummarizer):
             return self.summarizer
         try:
-            self.quotas.charge_llm_call(user_id)
-        except LimitExceededError:
+            await self.budget.charge(user_id, "a summary with the model", background=False)
+        except BudgetUsedUp:
             if force:
                 raise
             log.info("LLM quota used up for a user; summarizing this thread offline")
@@ -287,6 +288,13 @@ class ThreadKeeper:
                 },
             )
         ]
-        await self.stores.long_term.put(stored)
+        try:
+            await self.stores.long_term.put(stored)
+        except LimitExceededError as e:
+            # The thread is compacted already and its turns are all in long term: only this rewrite of
+            # the summary is lost (a rebuild starts from the previous one). Failing add_turn for it
+            # would report a stored turn as refused.
+            log.warning("summary of thread %s not stored in long-term memory: %s", before.thread_id, e)
+            return
         if self.learning is not None:
             self.learning.summary_stored(before.user_id, before.thread_id, stored[0])

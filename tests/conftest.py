@@ -8,6 +8,7 @@ pytest_plugins = [
     "tests.services.memory_service",
     "tests.services.openai_stub",
     "tests.services.redis_server",
+    "tests.services.redis_cluster",
     "tests.services.cosmos_server",
     "tests.contract.conftest_long_term",
     "tests.services.server_process",

@@ -2,8 +2,9 @@
 
 `open_learning()` wires the parts for the service's lifetime; `Learning` is what the service and the
 MCP tools call. One job per module: parsing (tolerant JSON), writer (dedup + revisions), extraction,
-reconcile, profile, editing (remember/update/history/rollback), triggers (counters and budget),
-worker (the background lane), recall (retrieval help), engine (the orchestration).
+reconcile, profile, editing (remember/update/history/rollback), triggers (every-N counters), budget
+(the hourly LLM budget), status (what waits and why), worker (the per-user background lanes), recall
+(retrieval help), engine (the orchestration).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from ..llm.sampling import SamplingSessions
 from ..storage import Stores
 from ..storage.learning_base import RevisionStore, TriggerCounters
 from ..tokens import TokenCounter
+from .budget import LlmBudget
 from .editing import MemoryEditor
 from .engine import Learning
 from .extraction import Extractor
@@ -29,7 +31,7 @@ from .triggers import Triggers
 from .worker import Job, Worker
 from .writer import MemoryWriter
 
-__all__ = ["Learning", "open_learning"]
+__all__ = ["Learning", "LlmBudget", "open_learning"]
 
 log = logging.getLogger(__name__)
 
@@ -61,6 +63,7 @@ async def open_learning(
         worker = await stack.enter_async_context(
             Worker.running(
                 queue_size=settings.learning.queue_size,
+                concurrency=settings.learning.concurrency,
                 grace_seconds=settings.learning.shutdown_grace_seconds,
             )
         )
@@ -80,8 +83,9 @@ async def open_learning(
             worker=worker,
             chat=chat,
             sampling=sampling,
+            budget=LlmBudget.of(settings, counters),
         )
-        worker.every(_DAY, Job("revision retention", learning.prune_revisions))
+        worker.every(_DAY, Job("revision retention", learning.prune_revisions, key="revision retention"))
         yield learning
 
 

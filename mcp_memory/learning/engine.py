@@ -5,32 +5,44 @@ count turns in the store, extract facts every N turns and on every summary, reco
 extractions and keep the user profile current. Which model answers: the configured LLM, else the
 client's own through MCP sampling (a handshake-era session that offers it), else nobody: extraction
 and reconciliation are off (the tools say so) and the profile is built offline from the facts.
+
+Every model call is charged to the user's LLM budget first (budget.py). One refused for an extraction
+leaves the thread's turns pending and the thread waiting (status.py): it is extracted again when the
+budget window ends, or on the user's first turn after that, whichever comes first.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from datetime import timedelta
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+import anyio
 
 from ..config import Settings
+from ..errors import BackendUnavailableError, MemoryServerError
 from ..llm.chat import ChatModel
 from ..llm.sampling import SamplingSessions
 from ..models import Memory, Scope, utcnow
+from ..prompts import RenderedPrompt
 from ..storage.base import LongTermStore
 from ..storage.learning_base import RevisionStore, TriggerCounters
+from .budget import BudgetUsedUp, LlmBudget
 from .editing import MemoryEditor
 from .extraction import ExtractionBatch, Extractor, mark_key
+from .parsing import MalformedAnswer
 from .profile import ProfileBatch, ProfileWriter, profile_id
 from .reconcile import ReconcileBatch, Reconciler
+from .status import StatusBoard
 from .triggers import Triggers, turns_key
-from .views import ExtractionReport, ReconcileReport
+from .views import ExtractionReport, LearningStatus, ReconcileReport
 from .worker import Job, Worker
 from .writer import MemoryWriter
 
 log = logging.getLogger(__name__)
 
 _DAY = 86_400.0
+NO_MODEL = "no model to learn with: no LLM is configured and no client that offers sampling is connected"
 
 
 @dataclass
@@ -48,6 +60,9 @@ class Learning:
     worker: Worker
     chat: ChatModel | None
     sampling: SamplingSessions | None
+    budget: LlmBudget
+    status: StatusBoard = field(default_factory=StatusBoard)
+    _wakeups: set[str] = field(default_factory=set)  # users with a retry timer set
 
     def model_for(self, user_id: str) -> ChatModel | None:
         """Who answers background work for this user now: the configured LLM, else sampling, else None."""
@@ -60,11 +75,20 @@ class Learning:
     # ---- hooks: called on the request path, so they only queue ----------------------------------
 
     def turn_stored(self, user_id: str, thread_id: str, turn_id: str) -> None:
-        self.worker.submit(Job(f"learning from turn {turn_id}", lambda: self._after_turn(user_id, thread_id)))
+        self._retry_due(user_id)
+        turn = Job(f"learning from turn {turn_id}", lambda: self._after_turn(user_id, thread_id), user_id)
+        # A full queue keeps one extraction of the thread instead: it reads this turn from the store.
+        self.worker.submit(turn, when_full=self._extraction_job(user_id, thread_id))
 
     def summary_stored(self, user_id: str, thread_id: str, summary: Memory) -> None:
+        version = summary.metadata.get("summary_version", 1)
         self.worker.submit(
-            Job(f"learning from the summary of thread {thread_id}", lambda: self._after_summary(summary))
+            Job(
+                f"learning from the summary of thread {thread_id}",
+                lambda: self._after_summary(summary),
+                user_id,
+                key=f"summary:{thread_id}:{version}",
+            )
         )
 
     async def forgotten(self, scope: Scope, *, dry_run: bool) -> int:
@@ -73,9 +97,11 @@ class Learning:
         count = await self.revisions.forget(scope, dry_run=dry_run)
         if dry_run or scope.everything:
             if not dry_run:
+                self.status.forget(scope.user_id)
                 await self.counters.forget(scope.user_id)
             return count
         if scope.memory_id is None and scope.thread_id is not None:
+            self.status.forget(scope.user_id, scope.thread_id)
             await self.counters.forget(scope.user_id, prefix=turns_key(scope.thread_id))
             await self.counters.forget(scope.user_id, prefix=mark_key(scope.thread_id))
         if scope.memory_id is None or scope.memory_id.startswith("fact_"):
@@ -83,7 +109,12 @@ class Learning:
             await self.long_term.forget(profile)
             count += await self.revisions.forget(profile)
             self.worker.submit(
-                Job(f"rebuilding the profile of {scope.user_id}", lambda: self.refresh_profile(scope.user_id))
+                Job(
+                    f"rebuilding the profile of {scope.user_id}",
+                    lambda: self.refresh_profile(scope.user_id),
+                    scope.user_id,
+                    key="profile",
+                )
             )
         return count
 
@@ -99,37 +130,100 @@ class Learning:
         if self.settings.learning.extract_on_summary and summary.thread_id:
             await self._extract_in_background(summary.user_id, summary.thread_id)
 
+    def _extraction_job(self, user_id: str, thread_id: str) -> Job:
+        return Job(
+            f"extracting facts from thread {thread_id}",
+            lambda: self._extract_in_background(user_id, thread_id),
+            user_id,
+            key=f"extract:{thread_id}",
+        )
+
     async def _extract_in_background(self, user_id: str, thread_id: str) -> None:
         model = self.model_for(user_id)
         if model is None:
-            log.debug("thread %s: no model for fact extraction; its turns stay pending", thread_id)
+            self.status.wait(user_id, thread_id, NO_MODEL)
             return
         batch = await self.extractor.prepare(user_id, thread_id)
-        if batch is None or not await self.triggers.spend(user_id, f"extraction of thread {thread_id}"):
+        if batch is None:
             return
-        answer = await model.complete(
-            batch.prompt.system,
-            batch.prompt.user,
-            json_mode=True,
-            max_tokens=self.settings.learning.max_answer_tokens,
-        )
-        await self.finish_extraction(batch, answer, model.name)
+        try:
+            answer = await self.ask(
+                model, user_id, batch.prompt, f"extraction of thread {thread_id}", json_mode=True
+            )
+            await self.finish_extraction(batch, answer, model.name)
+        except BudgetUsedUp as e:
+            until = datetime.fromtimestamp(e.resets_at, UTC)
+            reason = f"LLM budget used up until {until:%Y-%m-%d %H:%M} UTC"
+            self.status.wait(user_id, thread_id, reason, retry_at=e.resets_at)
+            self._wake_at(user_id, e.resets_at)
+            log.info("thread %s: waiting for the LLM budget; its turns stay pending", thread_id)
+            return
+        except (MemoryServerError, MalformedAnswer) as e:
+            self.status.wait(user_id, thread_id, f"model failed: {e}")
+            raise  # the lane logs it; the turns stay pending for the next extraction
         if len(batch.turns) == self.settings.learning.max_turns_per_extraction:
             # A full batch: more turns may be pending behind it; continue without waiting for a trigger.
-            self.worker.submit(
-                Job(
-                    f"extracting more of thread {thread_id}",
-                    lambda: self._extract_in_background(user_id, thread_id),
+            self.worker.submit(self._extraction_job(user_id, thread_id))
+
+    def _wake_at(self, user_id: str, at: float) -> None:
+        """Retry the user's waiting threads when the budget window ends (one timer per user)."""
+        if user_id in self._wakeups:
+            return
+        self._wakeups.add(user_id)
+
+        async def wake() -> None:
+            self._wakeups.discard(user_id)
+            self._retry_due(user_id)
+
+        self.worker.after(
+            max(0.0, at - self.budget.clock()), Job(f"waking the learning of {user_id}", wake, user_id)
+        )
+
+    def _retry_due(self, user_id: str) -> None:
+        for thread_id in self.status.due(user_id, self.budget.clock()):
+            self.worker.submit(self._extraction_job(user_id, thread_id))
+
+    async def ask(
+        self,
+        model: ChatModel,
+        user_id: str,
+        prompt: RenderedPrompt,
+        what: str,
+        *,
+        json_mode: bool = False,
+        max_tokens: int | None = None,
+        background: bool = True,
+    ) -> str:
+        """One model call for the user: charged to the budget (BudgetUsedUp when spent), and bounded
+        in time whatever the model, so a silent one fails instead of holding its lane forever."""
+        await self.budget.charge(user_id, what, background=background)
+        llm = self.settings.llm
+        # Each attempt has the model's own timeout; one attempt more covers the SDK's back-off.
+        deadline = llm.timeout_seconds * (llm.max_retries + 2)
+        try:
+            with anyio.fail_after(deadline):
+                return await model.complete(
+                    prompt.system,
+                    prompt.user,
+                    json_mode=json_mode,
+                    max_tokens=max_tokens or self.settings.learning.max_answer_tokens,
                 )
-            )
+        except TimeoutError as e:
+            raise BackendUnavailableError(f"{model.name} did not answer within {deadline:g} s") from e
 
     async def finish_extraction(self, batch: ExtractionBatch, answer: str, model: str) -> ExtractionReport:
         """Store an extraction answer, then count it toward the next reconciliation."""
         report = await self.extractor.apply(batch, answer, model=model)
+        self.status.extracted(batch.user_id, report)
         changed = any(f.action != "unchanged" for f in report.facts)
         if changed and await self.triggers.extraction_done(batch.user_id):
             self.worker.submit(
-                Job(f"maintaining the memories of {batch.user_id}", lambda: self._maintain(batch.user_id))
+                Job(
+                    f"maintaining the memories of {batch.user_id}",
+                    lambda: self._maintain(batch.user_id),
+                    batch.user_id,
+                    key="maintain",
+                )
             )
         elif changed and self.model_for(batch.user_id) is None:
             await self.refresh_profile(batch.user_id)  # offline, no model call
@@ -141,13 +235,12 @@ class Learning:
             await self.refresh_profile(user_id)
             return
         batch = await self.reconciler.prepare(user_id)
-        if batch is not None and await self.triggers.spend(user_id, "reconciliation"):
-            answer = await model.complete(
-                batch.prompt.system,
-                batch.prompt.user,
-                json_mode=True,
-                max_tokens=self.settings.learning.max_answer_tokens,
-            )
+        if batch is not None:
+            try:
+                answer = await self.ask(model, user_id, batch.prompt, "reconciliation", json_mode=True)
+            except BudgetUsedUp:
+                log.info("user %s: LLM budget used up; reconciliation waits for the next trigger", user_id)
+                return
             await self.reconciler.apply(batch, answer, model=model.name)
         await self.refresh_profile(user_id)
 
@@ -159,14 +252,32 @@ class Learning:
         if model is None:
             return await self.profiles.rebuild_offline(user_id)
         batch = await self.profiles.prepare(user_id)
-        if batch is None or not await self.triggers.spend(user_id, "profile update"):
+        if batch is None:
             return None
-        answer = await model.complete(
-            batch.prompt.system,
-            batch.prompt.user,
-            max_tokens=self.settings.learning.profile_max_tokens * 2 + 32,
-        )
+        try:
+            answer = await self.ask(
+                model,
+                user_id,
+                batch.prompt,
+                "the profile update",
+                max_tokens=self.settings.learning.profile_max_tokens * 2 + 32,
+            )
+        except BudgetUsedUp:
+            log.info("user %s: LLM budget used up; the profile is updated at the next trigger", user_id)
+            return None
         return await self.profiles.apply(batch, answer, model=model.name)
+
+    async def status_of(self, user_id: str) -> LearningStatus:
+        """memory://learning/status: who learns, the budget, and what waits and why."""
+        model = self.model_for(user_id)
+        return LearningStatus(
+            model="llm" if self.chat is not None else "sampling" if model is not None else "none",
+            model_name=model.name if model is not None else None,
+            budget=await self.budget.view(user_id),
+            queued_jobs=self.worker.waiting(user_id),
+            waiting=self.status.waiting(user_id),
+            last_extraction=self.status.last_extraction(user_id),
+        )
 
     async def prune_revisions(self) -> None:
         before = utcnow() - timedelta(days=self.settings.learning.revision_retention_days)

@@ -1,4 +1,4 @@
-"""When background learning runs: every-N counters and a per-user hourly budget, all in the store.
+"""When background learning runs: every-N counters in the store (the hourly budget: budget.py).
 
 Each counter increment is atomic in the store, so among any number of replicas (or a separate
 worker process) exactly one sees the value that fires a trigger: that one runs the job.
@@ -7,15 +7,12 @@ worker process) exactly one sees the value that fires a trigger: that one runs t
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 
 from ..config import LearningSettings
 from ..storage.learning_base import TriggerCounters
 
 log = logging.getLogger(__name__)
-
-_HOUR = 3600.0
 
 
 def turns_key(thread_id: str) -> str:
@@ -44,13 +41,3 @@ class Triggers:
         if every == 0:
             return False
         return await self.counters.increment(user_id, EXTRACTIONS_KEY) % every == 0
-
-    async def spend(self, user_id: str, what: str) -> bool:
-        """Take one background LLM call from the user's hourly budget; False when it is used up."""
-        limit = self.settings.max_llm_calls_per_hour
-        window = int(time.time() // _HOUR)
-        used = await self.counters.increment(user_id, f"llm_calls:{window}", ttl_seconds=2 * _HOUR)
-        if used > limit:
-            log.info("user %s: hourly LLM budget (%d) used up; %s skipped", user_id, limit, what)
-            return False
-        return True

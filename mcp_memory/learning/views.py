@@ -89,3 +89,39 @@ class ProfileView(BaseModel):
     updated_at: datetime | None
     facts_folded: int = 0
     details: dict[str, Any] = Field(default_factory=dict)
+
+
+class BudgetView(BaseModel):
+    limit: int | None = Field(description="Model calls per hour for this user, all kinds; null = unlimited.")
+    used: int = Field(description="Calls used in the current hour.")
+    background_limit: int = Field(description="The share of background learning within the limit.")
+    background_used: int
+    resets_at: datetime = Field(description="When the current hour's count starts again from zero.")
+
+
+class WaitingThread(BaseModel):
+    thread_id: str
+    reason: str = Field(description='Why its turns wait, e.g. "LLM budget used up until 11:00 UTC".')
+    since: datetime
+    retry_at: datetime | None = Field(default=None, description="When it is tried again by itself, if known.")
+
+
+class ExtractionSeen(BaseModel):
+    thread_id: str
+    at: datetime
+    model: str
+    turns_read: int
+    facts: int = Field(description="Facts created or updated.")
+
+
+class LearningStatus(BaseModel):
+    """memory://learning/status: the principal's own learning, as this server replica sees it."""
+
+    model: str = Field(description="Who learns: llm (the configured one), sampling (your client) or none.")
+    model_name: str | None = None
+    budget: BudgetView
+    queued_jobs: int = Field(description="Background jobs of this user queued or deferred here.")
+    waiting: list[WaitingThread] = Field(
+        default_factory=list, description="Threads whose pending turns wait, and why."
+    )
+    last_extraction: ExtractionSeen | None = None

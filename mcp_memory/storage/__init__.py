@@ -60,14 +60,21 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                 assert db is not None
                 long_term = await stack.enter_async_context(
                     SqliteLongTermStore.open(
-                        db, embedding, index_memory=settings.long_term.index_memory_mb * 2**20
+                        db,
+                        embedding,
+                        index_memory=settings.long_term.index_memory_mb * 2**20,
+                        max_stored_bytes=settings.security.max_stored_bytes,
                     )
                 )
             case "cosmos":
                 from .cosmos import CosmosLongTermStore  # optional extra: mcp-memory[cosmos]
 
                 long_term = await stack.enter_async_context(
-                    CosmosLongTermStore.open(settings.long_term.cosmos, embedding)
+                    CosmosLongTermStore.open(
+                        settings.long_term.cosmos,
+                        embedding,
+                        max_stored_bytes=settings.security.max_stored_bytes,
+                    )
                 )
 
         where = f" ({settings.sqlite_path})" if db is not None else ""

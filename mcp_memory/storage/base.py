@@ -117,7 +117,14 @@ class LongTermStore(Protocol):
     """Every memory ever acknowledged, searchable. Reads never return superseded memories, except get()."""
 
     async def put(self, memories: Sequence[Memory]) -> None:
-        """Insert or replace by (user_id, id). Idempotent: writing the same memory twice stores it once."""
+        """Insert or replace by (user_id, id). Idempotent: writing the same memory twice stores it once.
+        Raises LimitExceededError, storing none of them, when the write would grow a user's stored bytes
+        past the store's max_stored_bytes (security.max_stored_bytes)."""
+        ...
+
+    async def stored_bytes(self, user_id: str) -> int:
+        """The UTF-8 bytes of the content of every memory of the user (superseded ones too), from a
+        counter kept with each write and deletion (storage/usage.py): cheap, never a scan."""
         ...
 
     async def get(self, user_id: str, memory_id: str) -> Memory:
@@ -144,8 +151,8 @@ class LongTermStore(Protocol):
         ...
 
     async def memories_of(self, user_id: str) -> list[Memory]:
-        """Every memory of the user, superseded ones too, oldest first, without vectors. For export,
-        the stored-bytes quota and proving that forgetting left nothing."""
+        """Every memory of the user, superseded ones too, oldest first, without vectors. For export
+        and proving that forgetting left nothing."""
         ...
 
     async def warm(self, user_id: str) -> None:

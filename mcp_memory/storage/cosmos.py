@@ -8,6 +8,7 @@ containers and policies: cosmos_setup.py; error translation: cosmos_errors.py.
 
 from __future__ import annotations
 
+import logging
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
@@ -20,7 +21,7 @@ from azure.cosmos.aio import ContainerProxy, DatabaseProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from ..config import CosmosSettings
-from ..errors import ConflictError, InvalidInputError, NotFoundError
+from ..errors import ConflictError, InvalidInputError, LimitExceededError, MemoryServerError, NotFoundError
 from ..models import MEMORY_TYPES, Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import rrf
 from . import cosmos_queries as sql
@@ -43,6 +44,10 @@ from .cosmos_setup import (
     policy_differences,
     raise_on_differences,
 )
+from .cosmos_usage import USAGE_GROUP, CosmosUsage
+from .usage import content_bytes
+
+log = logging.getLogger(__name__)
 
 # Concurrent requests one store call may have in flight (deleting a user's memories, listing threads).
 _CONCURRENCY = 16
@@ -58,6 +63,8 @@ class CosmosLongTermStore:
         turns: ContainerProxy,
         memories: ContainerProxy,
         database: DatabaseProxy,
+        *,
+        max_stored_bytes: int | None = None,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -68,10 +75,15 @@ class CosmosLongTermStore:
         self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
         # Threads whose entry this process has written: the entry is idempotent, this only saves RU.
         self._known_threads: set[tuple[str, str]] = set()
+        self._usage = CosmosUsage(
+            memories, [turns, memories], timeout_seconds=self._timeout, limit=max_stored_bytes
+        )
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, settings: CosmosSettings, embedding: EmbeddingSpec) -> AsyncIterator[Self]:
+    async def open(
+        cls, settings: CosmosSettings, embedding: EmbeddingSpec, *, max_stored_bytes: int | None = None
+    ) -> AsyncIterator[Self]:
         check_settings(settings)
         client, credential = make_client(settings)
         async with AsyncExitStack() as stack:
@@ -86,7 +98,7 @@ class CosmosLongTermStore:
                 memories, memory_props = await open_container(
                     database, settings.memories_container, settings, embedding
                 )
-            store = cls(settings, embedding, turns, memories, database)
+            store = cls(settings, embedding, turns, memories, database, max_stored_bytes=max_stored_bytes)
             # The embedding check first: a changed model is the likelier cause of a dimension diff.
             await store._check_embedding_spec()
             raise_on_differences(
@@ -128,48 +140,140 @@ class CosmosLongTermStore:
 
     async def put(self, memories: Sequence[Memory]) -> None:
         self._spec.check_vectors(memories)
-        calls: list[Callable[[], Awaitable[None]]] = []
         derived: dict[str, list[Memory]] = defaultdict(list)
         for memory in memories:
-            if memory.type == "turn":
-                calls.append(lambda m=memory: self._upsert_turn(m))  # type: ignore[misc]
-            else:
+            if memory.type != "turn":
                 derived[memory.user_id].append(memory)
+        stored: dict[tuple[str, str], dict[str, Any]] = {}
         for user_id, group in derived.items():
-            calls.append(lambda u=user_id, g=group: self._write_derived(u, g))  # type: ignore[misc]
+            query = sql.existing(user_id, [m.id for m in group])
+            for doc in await self._query(self._memories, query, "reading memories"):
+                if doc["thread_id"] != USAGE_GROUP:
+                    stored[(user_id, doc["id"])] = doc
+        await self._reserve(memories, stored)
+        calls: list[Callable[[], Awaitable[None]]] = []
+        for memory in memories:
+            old = stored.get((memory.user_id, memory.id))
+            if memory.type == "turn":
+                calls.append(lambda m=memory, o=old: self._write_turn(m, o))  # type: ignore[misc]
+            else:
+                calls.append(lambda m=memory, o=old: self._write_derived(m, o))  # type: ignore[misc]
         threads = {(m.user_id, m.thread_id) for m in memories if m.thread_id is not None}
         for user_id, thread_id in threads - self._known_threads:
             calls.append(lambda u=user_id, t=thread_id: self._enter_thread(u, t))  # type: ignore[misc]
         await self._each(calls)
 
-    async def _upsert_turn(self, memory: Memory) -> None:
-        # Turns are append-only and keyed by id: a blind upsert is idempotent and costs no read.
-        doc = to_document(memory, turn_ttl_seconds=self._settings.turn_ttl_seconds)
-        with cosmos_errors("saving a turn to long-term memory", self._timeout):
-            await self._turns.upsert_item(doc)
+    async def _reserve(
+        self, memories: Sequence[Memory], stored: dict[tuple[str, str], dict[str, Any]]
+    ) -> None:
+        """Count each user's growth before anything is written, or refuse it (LimitExceededError).
 
-    async def _write_derived(self, user_id: str, group: Sequence[Memory]) -> None:
-        """Summaries and facts: skip exact duplicates of what is stored, replace changed ones only if nobody
-        else changed them since we read (ETag), create new ones."""
-        ids = [m.id for m in group]
-        stored = {
-            d["id"]: d
-            for d in await self._query(self._memories, sql.existing(user_id, ids), "reading memories")
-        }
-        for memory in group:
-            doc = to_document(memory, turn_ttl_seconds=None)
-            old = stored.get(memory.id)
-            with cosmos_errors(f"saving {memory.type} {memory.id} to long-term memory", self._timeout):
-                if old is not None and old.get("doc_hash") == doc["doc_hash"]:
-                    continue  # the same document is already stored: writing it again only costs RU
-                if old is not None and old["thread_id"] == doc["thread_id"]:
-                    await self._memories.replace_item(
+        Turns are taken as new, since a create costs no read and a turn is written once; only when
+        that would refuse the write are the stored ones read (a supersession or re-import of turns
+        does not grow the count) and added to `stored`."""
+        growth: Counter[str] = Counter()
+        for memory in memories:
+            growth[memory.user_id] += content_bytes(memory.content) - _bytes_of(
+                stored.get((memory.user_id, memory.id))
+            )
+        reserved: list[str] = []
+        try:
+            for user_id in growth:
+                try:
+                    await self._usage.reserve(user_id, growth[user_id])
+                except LimitExceededError:
+                    turns = [m for m in memories if m.user_id == user_id and m.type == "turn"]
+                    if not turns:
+                        raise
+                    query = sql.existing(user_id, [m.id for m in turns])
+                    for doc in await self._query(self._turns, query, "reading turns"):
+                        stored[(user_id, doc["id"])] = doc
+                    growth[user_id] = sum(
+                        content_bytes(m.content) - _bytes_of(stored.get((user_id, m.id)))
+                        for m in memories
+                        if m.user_id == user_id
+                    )
+                    await self._usage.reserve(user_id, growth[user_id])
+                reserved.append(user_id)
+        except Exception:
+            for user_id in reserved:
+                await self._give_back(user_id, growth[user_id])
+            raise
+
+    async def _write_turn(self, memory: Memory, old: dict[str, Any] | None) -> None:
+        """Turns are append-only and keyed by id: a create costs no read; a turn stored already (a retry,
+        a re-import) is replaced under its ETag, and the bytes reserved for it as new are given back."""
+        doc = to_document(memory, turn_ttl_seconds=self._settings.turn_ttl_seconds)
+        if old is not None:  # read while reserving: its bytes are counted already
+            if old.get("doc_hash") != doc["doc_hash"]:
+                await self._write_derived(memory, old, container=self._turns)
+            return
+        reserved = content_bytes(memory.content)
+        try:
+            with cosmos_errors("saving a turn to long-term memory", self._timeout):
+                await self._turns.create_item(doc)
+            return
+        except ConflictError:
+            pass
+        except Exception:
+            await self._give_back(memory.user_id, reserved)
+            raise
+        try:
+            found = await self._query(
+                self._turns, sql.existing(memory.user_id, [memory.id]), "reading a stored turn"
+            )
+            old = next((d for d in found if d["thread_id"] == doc["thread_id"]), None)
+            with cosmos_errors("saving a turn to long-term memory", self._timeout):
+                if old is None:  # forgotten since the create: create again
+                    await self._turns.create_item(doc)
+                    return
+                if old.get("doc_hash") != doc["doc_hash"]:
+                    await self._turns.replace_item(
                         memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
                     )
-                    continue
+        except Exception:
+            await self._give_back(memory.user_id, reserved)
+            raise
+        await self._give_back(memory.user_id, _bytes_of(old))
+
+    async def _write_derived(
+        self, memory: Memory, old: dict[str, Any] | None, *, container: ContainerProxy | None = None
+    ) -> None:
+        """Summaries and facts (or a turn read back): skip an exact duplicate of what is stored, replace a
+        changed one only if nobody else changed it since we read (ETag), create a new one. A failed write
+        gives back the bytes it reserved and did not use."""
+        target = container or self._memories
+        ttl = self._settings.turn_ttl_seconds if memory.type == "turn" else None
+        doc = to_document(memory, turn_ttl_seconds=ttl)
+        reserved = content_bytes(memory.content) - _bytes_of(old)
+        if old is not None and old.get("doc_hash") == doc["doc_hash"]:
+            return  # the same document is already stored: writing it again only costs RU
+        deleted = 0
+        try:
+            with cosmos_errors(f"saving {memory.type} {memory.id} to long-term memory", self._timeout):
+                if old is not None and old["thread_id"] == doc["thread_id"]:
+                    await target.replace_item(
+                        memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
+                    )
+                    return
                 if old is not None:  # moved between a thread and the user level: another partition
-                    await self._memories.delete_item(memory.id, partition_key=[user_id, old["thread_id"]])
-                await self._memories.create_item(doc)
+                    await target.delete_item(memory.id, partition_key=[memory.user_id, old["thread_id"]])
+                    deleted = _bytes_of(old)
+                await target.create_item(doc)
+        except Exception:
+            await self._give_back(memory.user_id, reserved + deleted)
+            raise
+
+    async def _give_back(self, user_id: str, unused: int) -> None:
+        """Return reserved bytes a write did not use. Failing that, the count stays high (never low):
+        logged, and the write's own error is the one raised."""
+        try:
+            await self._usage.release(user_id, unused)
+        except MemoryServerError as e:
+            log.warning("stored-bytes count of a user left %d bytes high: %s", unused, e)
+
+    async def stored_bytes(self, user_id: str) -> int:
+        return await self._usage.read(user_id)
 
     async def _enter_thread(self, user_id: str, thread_id: str) -> None:
         with cosmos_errors("recording a thread", self._timeout):
@@ -309,9 +413,20 @@ class CosmosLongTermStore:
             ]
         if scope.memory_id is not None:  # a memory id never names the store's own thread entries
             docs = [(c, d) for c, d in docs if d["type"] in MEMORY_TYPES]
+        docs = [(c, d) for c, d in docs if d["thread_id"] != USAGE_GROUP]  # the count goes last, below
         counts = Counter(d["type"] for _, d in docs if d["type"] in MEMORY_TYPES)
         if not dry_run:
-            await self._each([lambda c=c, d=d: self._delete(scope.user_id, c, d) for c, d in docs])  # type: ignore[misc]
+            deleted: list[int] = []
+
+            async def delete(container: ContainerProxy, doc: dict[str, Any]) -> None:
+                if await self._delete(scope.user_id, container, doc):
+                    deleted.append(_bytes_of(doc))
+
+            await self._each([lambda c=c, d=d: delete(c, d) for c, d in docs])  # type: ignore[misc]
+            if scope.everything:
+                await self._usage.remove(scope.user_id)
+            else:
+                await self._usage.release(scope.user_id, sum(deleted))
             if scope.memory_id is None:  # the thread entries went with the thread or the user
                 self._known_threads = {
                     (u, t)
@@ -330,10 +445,13 @@ class CosmosLongTermStore:
     async def warm(self, user_id: str) -> None:
         """Nothing to prepare: Cosmos DB keeps its vector and full-text indexes itself."""
 
-    async def _delete(self, user_id: str, container: ContainerProxy, doc: dict[str, Any]) -> None:
-        # Already gone (expired by TTL, forgotten concurrently) is what was asked for.
+    async def _delete(self, user_id: str, container: ContainerProxy, doc: dict[str, Any]) -> bool:
+        """Whether this call deleted it. Already gone (expired by TTL, forgotten concurrently) is what
+        was asked for; its bytes were given back by whoever deleted it."""
         with cosmos_errors("forgetting memories", self._timeout), suppress(CosmosResourceNotFoundError):
             await container.delete_item(doc["id"], partition_key=[user_id, doc["thread_id"]])
+            return True
+        return False
 
     # -- plumbing -------------------------------------------------------------------------------------
 
@@ -354,6 +472,12 @@ class CosmosLongTermStore:
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
         await each_concurrently(calls, self._limiter)
+
+
+def _bytes_of(doc: dict[str, Any] | None) -> int:
+    """The stored bytes of a document read back (thread entries and the usage item hold no content)."""
+    content = None if doc is None else doc.get("content")
+    return content_bytes(content) if isinstance(content, str) else 0
 
 
 async def each_concurrently(

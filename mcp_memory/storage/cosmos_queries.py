@@ -100,16 +100,19 @@ def existing(user_id: str, ids: Sequence[str]) -> CosmosQuery:
     """What put() needs to skip unchanged documents and replace changed ones under their ETag."""
     w = _Where(user_id, None)
     w.add("ARRAY_CONTAINS(@ids, c.id)", "@ids", list(ids))
-    return CosmosQuery(f"SELECT c.id, c.thread_id, c.doc_hash, c._etag FROM c WHERE {w.sql}", w.parameters)
+    return CosmosQuery(
+        f"SELECT c.id, c.thread_id, c.doc_hash, c._etag, c.content FROM c WHERE {w.sql}", w.parameters
+    )
 
 
 def scope(user_id: str, *, thread_id: str | None = None, memory_id: str | None = None) -> CosmosQuery:
-    """forget(): every document the scope names (superseded ones too), with what a delete needs."""
+    """forget(): every document the scope names (superseded ones too), with what a delete needs and the
+    content whose bytes it gives back to the user's stored-bytes count."""
     w = _Where(user_id, thread_id)
     if memory_id is not None:
         w.add("c.id = @id", "@id", memory_id)
     return CosmosQuery(
-        f"SELECT c.id, c.thread_id, c.type FROM c WHERE {w.sql}", w.parameters, w.partition_key
+        f"SELECT c.id, c.thread_id, c.type, c.content FROM c WHERE {w.sql}", w.parameters, w.partition_key
     )
 
 

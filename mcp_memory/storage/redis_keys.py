@@ -11,6 +11,8 @@ Layout (prefix `mm`, user `ann`, thread `t1`):
     mm:{ann}:learning:<key>  hash: one learning trigger counter (n = number, mark = the mark), with
                            its own PX expiry when it is a rate window (redis_counters.py)
     mm:events              pub/sub channel of resource-change events (redis_bus.py)
+    mm:rate:<digest>       hash: one principal's request bucket, shared by replicas (redis_rate.py);
+                           named by a digest of the user id, and expiring once idle
 
 The braces are a Redis Cluster hash tag: every key of one thread hashes to the same slot, so one Lua
 script can update them all atomically. The user's index and learning counters live in the user's own
@@ -23,6 +25,7 @@ thread `b:c` must not collide with user `a:b`, thread `c`), and an encoded id ne
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from urllib.parse import quote, unquote
@@ -93,6 +96,10 @@ class RedisKeys:
         character by character, so encoded(prefix) starts encoded(key) exactly when prefix starts key;
         an encoded part holds no glob character."""
         return f"{self._glob_prefix}:{{{_encode(user_id)}}}:learning:{_encode(key_prefix)}*"
+
+    def request_bucket(self, user_id: str) -> str:
+        """A digest, not the id: the bucket outlives a forgotten user by a few seconds, their id need not."""
+        return f"{self.prefix}:rate:{hashlib.sha256(user_id.encode()).hexdigest()[:32]}"
 
     def everything_pattern(self) -> str:
         """SCAN pattern of every key under this prefix (tests clean up with it)."""

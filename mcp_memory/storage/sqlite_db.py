@@ -177,6 +177,29 @@ MIGRATIONS: list[str] = [
     DROP TRIGGER memories_au;
     DROP TABLE memories_fts;
     """,
+    # 6: each user's stored bytes (security.max_stored_bytes): the UTF-8 bytes of their memories'
+    # content, kept by triggers in the transaction of every write and deletion, so the counter is exact
+    # whichever process writes. An existing file is counted once, here. A user's row goes with their
+    # last byte, so forgetting everything leaves no row naming them.
+    """
+    CREATE TABLE usage (user_id TEXT PRIMARY KEY, stored_bytes INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO usage (user_id, stored_bytes)
+        SELECT user_id, sum(length(CAST(content AS BLOB))) FROM memories GROUP BY user_id;
+    CREATE TRIGGER usage_ai AFTER INSERT ON memories BEGIN
+        INSERT INTO usage (user_id, stored_bytes) VALUES (new.user_id, length(CAST(new.content AS BLOB)))
+        ON CONFLICT (user_id) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    END;
+    CREATE TRIGGER usage_ad AFTER DELETE ON memories BEGIN
+        UPDATE usage SET stored_bytes = stored_bytes - length(CAST(old.content AS BLOB))
+        WHERE user_id = old.user_id;
+        DELETE FROM usage WHERE user_id = old.user_id AND stored_bytes <= 0;
+    END;
+    CREATE TRIGGER usage_au AFTER UPDATE OF content ON memories BEGIN
+        INSERT INTO usage (user_id, stored_bytes)
+        VALUES (new.user_id, length(CAST(new.content AS BLOB)) - length(CAST(old.content AS BLOB)))
+        ON CONFLICT (user_id) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    END;
+    """,
 ]
 
 

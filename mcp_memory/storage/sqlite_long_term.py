@@ -22,6 +22,7 @@ from ..config import LongTermSettings
 from ..errors import InvalidInputError, NotFoundError
 from ..models import Hit, Memory, Scope, SearchQuery, ThreadInfo
 from ..search import keywords, rrf, score_fusion
+from . import sqlite_usage
 from .base import EmbeddingSpec, QueryVector, resolve_vector
 from .index_snapshot import user_key
 from .memory_rows import RowFilter
@@ -41,18 +42,31 @@ _COLUMNS = (
 
 
 class SqliteLongTermStore:
-    def __init__(self, db: SqliteDatabase, embedding: EmbeddingSpec, indexes: SearchIndexes) -> None:
+    def __init__(
+        self,
+        db: SqliteDatabase,
+        embedding: EmbeddingSpec,
+        indexes: SearchIndexes,
+        *,
+        max_stored_bytes: int | None = None,
+    ) -> None:
         self._db = db
         self._spec = embedding
         self.indexes = indexes
+        self._max_stored_bytes = max_stored_bytes  # security.max_stored_bytes, checked in put()
 
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, db: SqliteDatabase, embedding: EmbeddingSpec, *, index_memory: int = DEFAULT_INDEX_MEMORY
+        cls,
+        db: SqliteDatabase,
+        embedding: EmbeddingSpec,
+        *,
+        index_memory: int = DEFAULT_INDEX_MEMORY,
+        max_stored_bytes: int | None = None,
     ) -> AsyncIterator[SqliteLongTermStore]:
         async with SearchIndexes.open(db, embedding, memory_budget=index_memory) as indexes:
-            store = cls(db, embedding, indexes)
+            store = cls(db, embedding, indexes, max_stored_bytes=max_stored_bytes)
             await db.write(store._check_embedding_spec)
             yield store
 
@@ -75,6 +89,7 @@ class SqliteLongTermStore:
         self._spec.check_vectors(memories)
 
         def work(conn: sqlite3.Connection) -> None:
+            before = sqlite_usage.stored_bytes(conn, {m.user_id for m in memories})
             seq = _tick(conn)
             conn.executemany(
                 "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
@@ -90,10 +105,14 @@ class SqliteLongTermStore:
                 " superseded_at = excluded.superseded_at, change_seq = excluded.change_seq",
                 [(*_row(m), seq) for m in memories],
             )
+            sqlite_usage.refuse_over_quota(conn, before, self._max_stored_bytes)  # the usage triggers counted
 
         # The indexes are not touched here: the next search of this process, or of any other, catches
         # up on this write through the change clock, like on every other.
         await self._db.write(work)
+
+    async def stored_bytes(self, user_id: str) -> int:
+        return (await self._db.run(lambda conn: sqlite_usage.stored_bytes(conn, [user_id])))[user_id]
 
     async def get(self, user_id: str, memory_id: str) -> Memory:
         rows = await self._db.run(

@@ -14,7 +14,7 @@ from mcp_memory.storage.base import WorkingMemoryStore
 WorkingStoreOpener = Callable[[], AbstractAsyncContextManager[WorkingMemoryStore]]
 
 
-@pytest.fixture(params=["sqlite", "redis"])
+@pytest.fixture(params=["sqlite", "redis", "redis-cluster"])
 def working_backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -37,7 +37,11 @@ def working_store_opener(
 
     from mcp_memory.storage.redis_working import RedisWorkingMemoryStore
 
-    settings: WorkingSettings = request.getfixturevalue("redis_working_settings")
+    # redis-cluster: three masters, which refuse a script whose keys span two hash slots (CROSSSLOT).
+    fixture = (
+        "redis_cluster_working_settings" if working_backend == "redis-cluster" else "redis_working_settings"
+    )
+    settings: WorkingSettings = request.getfixturevalue(fixture)
 
     @asynccontextmanager
     async def open_redis() -> AsyncIterator[WorkingMemoryStore]:

@@ -143,7 +143,9 @@ async def test_forgetting_a_user_leaves_no_document_behind(cosmos_server: Cosmos
                 Memory(id="fact1", user_id=user, type="fact", content="likes tea"),
             ]
         )
-        assert len(await raw(store, user)) == 4  # three memories and the thread entry
+        # Three memories, the thread entry and the user's stored-bytes count.
+        assert len(await raw(store, user)) == 5
+        assert await store.stored_bytes(user) == len("hi") + len("greeting") + len("likes tea")
 
         await store.forget(Scope(user_id=user, everything=True))
 

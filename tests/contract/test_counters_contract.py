@@ -28,7 +28,7 @@ NewUser = Callable[[], str]
 CONCURRENT = 12
 
 
-@pytest.fixture(params=["sqlite", "cosmos", "redis"])
+@pytest.fixture(params=["sqlite", "cosmos", "redis", "redis-cluster"])
 async def counters(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TriggerCounters]:
     match request.param:
         case "sqlite":
@@ -46,10 +46,14 @@ async def counters(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncItera
             async with open_cosmos(local_cosmos_settings(server)) as store:
                 assert isinstance(store, CosmosLongTermStore)
                 yield CosmosTriggerCounters(await store.open_learning_container(), timeout_seconds=10.0)
-        case "redis":
+        case "redis" | "redis-cluster":
             from mcp_memory.storage.redis_counters import RedisTriggerCounters
 
-            settings: WorkingSettings = request.getfixturevalue("redis_working_settings")
+            # redis-cluster: three masters, each user's counters on the master of the user's slot.
+            fixture = (
+                "redis_working_settings" if request.param == "redis" else "redis_cluster_working_settings"
+            )
+            settings: WorkingSettings = request.getfixturevalue(fixture)
             async with RedisTriggerCounters.open(settings) as redis_counters:
                 yield redis_counters
 
@@ -231,3 +235,29 @@ async def test_redis_counters_unreachable_is_a_clear_error(private_redis: RedisS
             BackendUnavailableError, match=r"learning counters \(Redis\) are unreachable at 127\.0\.0\.1:\d+"
         ):
             await on_redis.increment("ann", "turns:t1")
+
+
+async def test_the_llm_budget_admits_exactly_its_limit_under_concurrency(
+    counters: TriggerCounters, new_user: NewUser
+) -> None:
+    from mcp_memory.errors import LimitExceededError
+    from mcp_memory.learning.budget import LlmBudget
+
+    user = new_user()
+    budget = LlmBudget(counters, limit=5, background_limit=3)
+    admitted: list[bool] = []  # per admitted call: was it a background one
+
+    async def call(background: bool) -> None:
+        try:
+            await budget.charge(user, "a call", background=background)
+        except LimitExceededError:
+            return
+        admitted.append(background)
+
+    with anyio.fail_after(60):
+        async with anyio.create_task_group() as tg:
+            for i in range(CONCURRENT):
+                tg.start_soon(call, i % 2 == 0)
+    usage = await budget.view(user)
+    assert len(admitted) == usage.used == 5  # refused calls gave their increments back
+    assert admitted.count(True) == usage.background_used <= 3

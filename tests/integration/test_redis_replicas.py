@@ -25,15 +25,19 @@ from tests.integration.redis_service_support import (
     service_settings,
 )
 from tests.services.mcp_client import call
+from tests.services.redis_cluster import RedisDeployment
 
 pytestmark = pytest.mark.anyio
 
 WINDOW = 512
 
 
-def replica_settings(base: Settings, redis_url: str, data_dir: Path, **overrides: object) -> Settings:
+def replica_settings(
+    base: Settings, redis_url: str, data_dir: Path, *, cluster: bool = False, **overrides: object
+) -> Settings:
     """What every replica of one deployment is configured with: the same Redis, prefix and long term."""
-    settings = service_settings(base, redis_url, data_dir, key_prefix=f"mmtest-{uuid.uuid4().hex[:12]}")
+    prefix = f"mmtest-{uuid.uuid4().hex[:12]}"
+    settings = service_settings(base, redis_url, data_dir, key_prefix=prefix, cluster=cluster)
     return settings.model_copy(update=overrides)
 
 
@@ -105,9 +109,10 @@ async def test_a_crashed_summarizers_lease_expires_and_the_next_turn_summarizes(
 
 
 async def test_a_client_of_one_replica_hears_about_a_turn_added_through_another(
-    fast_settings: Settings, redis_url: str, tmp_path: Path
+    fast_settings: Settings, redis_deployment: RedisDeployment, tmp_path: Path
 ) -> None:
-    settings = replica_settings(fast_settings, redis_url, tmp_path / "data")
+    deployment = redis_deployment
+    settings = replica_settings(fast_settings, deployment.url, tmp_path / "data", cluster=deployment.cluster)
     uri = thread_uri("watched")
     async with Client(build_server(settings)) as on_a, Client(build_server(settings)) as on_b:
         async with on_a.listen(resource_subscriptions=[uri]) as subscription:

@@ -10,12 +10,14 @@ import anyio
 import anyio.to_thread
 import pytest
 import redis.asyncio as aioredis
+from redis.asyncio.cluster import RedisCluster
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.service import MemoryService
 from mcp_memory.storage.redis_keys import RedisKeys
 from tests.integration.redis_service_support import USER, recorded_service, service_settings
+from tests.services.redis_cluster import RedisDeployment
 from tests.services.redis_server import RedisServer
 
 pytestmark = pytest.mark.anyio
@@ -26,8 +28,9 @@ _BOUND_SECONDS = 30
 
 
 @pytest.fixture
-async def raw(redis_url: str) -> AsyncIterator[aioredis.Redis]:
-    client = aioredis.Redis.from_url(redis_url, decode_responses=True)
+async def raw(redis_deployment: RedisDeployment) -> AsyncIterator[aioredis.Redis | RedisCluster]:
+    """A plain client of the deployment under test (one server, or the three-master cluster)."""
+    client = redis_deployment.client()
     yield client
     await client.aclose()
 
@@ -36,7 +39,7 @@ async def ids_in_working_memory(service: MemoryService, thread_id: str) -> list[
     return [m.id for m in (await service.get_working_memory(USER, thread_id)).messages]
 
 
-async def wait_until_gone(raw: aioredis.Redis, keys: Sequence[str]) -> None:
+async def wait_until_gone(raw: aioredis.Redis | RedisCluster, keys: Sequence[str]) -> None:
     with anyio.fail_after(_BOUND_SECONDS):
         while await raw.exists(*keys):  # noqa: ASYNC110 (the keys expire inside Redis)
             await anyio.sleep(0.05)
@@ -97,9 +100,11 @@ async def test_a_turn_after_a_restart_brings_the_history_back(
 
 
 async def test_an_expired_thread_is_rebuilt_from_long_term_on_read_and_on_the_next_turn(
-    fast_settings: Settings, redis_url: str, raw: aioredis.Redis
+    fast_settings: Settings, redis_deployment: RedisDeployment, raw: aioredis.Redis | RedisCluster
 ) -> None:
-    settings = service_settings(fast_settings, redis_url, ttl_seconds=1)
+    settings = service_settings(
+        fast_settings, redis_deployment.url, ttl_seconds=1, cluster=redis_deployment.cluster
+    )
     keys = RedisKeys(settings.working.key_prefix).thread(USER, "t")
     async with recorded_service(settings) as (service, recorder):
         for n in range(24):

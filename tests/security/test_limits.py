@@ -10,7 +10,8 @@ from mcp.shared.exceptions import MCPError
 from pydantic import SecretStr
 
 from mcp_memory.config import SecuritySettings, Settings
-from mcp_memory.limits import LimitExceededError, Quotas, RateLimiter
+from mcp_memory.learning.budget import LlmBudget, ProcessCounters
+from mcp_memory.limits import LimitExceededError, RateLimiter
 from mcp_memory.server import build_server
 from tests.security.bearer import bearer_client, credential, start_with_tokens
 from tests.services.mcp_client import call, call_error
@@ -83,19 +84,22 @@ async def test_the_storage_quota_refuses_a_write_and_stores_nothing(fast_setting
         await call(client, "add_turn", thread_id="q", role="user", content="y" * 60)  # room again
 
 
-def test_llm_calls_per_hour_are_counted_per_user() -> None:
+async def test_llm_calls_per_hour_are_counted_per_user_with_a_background_share() -> None:
     clock = Clock()
-    quotas = Quotas(SecuritySettings(llm_calls_per_hour=2), clock=clock)
-    quotas.charge_llm_call("ann")
-    quotas.charge_llm_call("ann")
-    quotas.charge_llm_call("bob")
-    with pytest.raises(LimitExceededError, match="2 summary/extraction calls per hour"):
-        quotas.charge_llm_call("ann")
-    clock.now += 3601
-    quotas.charge_llm_call("ann")
-    quotas.forget_user("bob")
-    quotas.charge_llm_call("bob")
-    quotas.charge_llm_call("bob")
+    budget = LlmBudget(ProcessCounters(), limit=2, background_limit=1, clock=clock)
+    await budget.charge("ann", "a summary", background=False)
+    await budget.charge("ann", "an extraction", background=True)
+    await budget.charge("bob", "an extraction", background=True)
+    with pytest.raises(LimitExceededError, match=r"2 model calls per hour .* used up for this user"):
+        await budget.charge("ann", "a summary", background=False)
+    with pytest.raises(LimitExceededError, match="background learning's share"):
+        await budget.charge("bob", "an extraction", background=True)
+    await budget.charge("bob", "a summary", background=False)  # the share leaves room for summaries
+    usage = await budget.view("ann")
+    assert (usage.used, usage.background_used) == (2, 1)  # refused calls are given back
+    assert usage.resets_at.timestamp() == 3600.0  # clock hours: the window started at 0
+    clock.now = 3600.0
+    await budget.charge("ann", "a summary", background=False)
 
 
 async def test_past_the_llm_quota_summarize_thread_is_refused_and_add_turn_summarizes_offline(

@@ -3,6 +3,8 @@ revisions, rollback, forget, the offline profile and the recall prompt's retriev
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from mcp import Client
 
@@ -130,6 +132,25 @@ async def test_profile_resource_offline(client: Client) -> None:
     await call(client, "remember", content="The user lives in Lisbon")
     profile = (await client.read_resource("memory://profile")).contents[0].text  # type: ignore[union-attr]
     assert "The user is vegetarian" in profile and "The user lives in Lisbon" in profile
+
+
+async def test_learning_status_says_who_learns_and_what_waits(fast_settings: Settings) -> None:
+    settings = fast_settings.model_copy(
+        update={"learning": fast_settings.learning.model_copy(update={"extract_every_turns": 2})}
+    )
+    server = build_server(settings)
+    async with Client(server) as client:
+        resources = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert "memory://learning/status" in resources
+        await call(client, "add_turn", thread_id="t", role="user", content="I am vegetarian")
+        await call(client, "add_turn", thread_id="t", role="assistant", content="Noted")
+        await server.host.service.learning.worker.drain()  # type: ignore[attr-defined]
+        status = json.loads((await client.read_resource("memory://learning/status")).contents[0].text)  # type: ignore[union-attr]
+        assert status["model"] == "none" and status["model_name"] is None
+        assert status["budget"]["limit"] == 120 and status["budget"]["used"] == 0
+        [waiting] = status["waiting"]
+        assert waiting["thread_id"] == "t" and waiting["reason"].startswith("no model to learn with")
+        assert status["last_extraction"] is None and status["queued_jobs"] == 0
 
 
 @pytest.mark.parametrize("query", ["hi", "thanks!", "ok"])

@@ -52,7 +52,7 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
     assert {h.memory.id for h in after_write} == {"bike", "car"}
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 5
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 6
         assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         # Schema 3 added memories_active, schema 4 dropped it (unread since text search moved to memory);
@@ -63,6 +63,20 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
         assert conn.execute("SELECT seq FROM change_clock").fetchone()[0] == 1  # the one write since
     finally:
         conn.close()
+
+
+@pytest.mark.parametrize("schema", [2, 5])
+async def test_an_older_file_gets_each_users_stored_bytes_counted(tmp_path: Path, schema: int) -> None:
+    path = tmp_path / "memory.db"
+    ann = [memory("ann", "a1", "café au lait"), memory("ann", "a2", "naïve"), memory("ann", "a3", "x" * 50)]
+    old_file(path, schema, [*ann, memory("bob", "b1", "日本語")])
+
+    async with open_sqlite(path) as store:
+        assert await store.stored_bytes("ann") == sum(len(m.content.encode()) for m in ann)
+        assert await store.stored_bytes("bob") == 9  # three characters of three UTF-8 bytes each
+        assert await store.stored_bytes("nobody") == 0
+        await store.put([memory("ann", "a4", "more")])  # the triggers count from the migrated figure
+        assert await store.stored_bytes("ann") == sum(len(m.content.encode()) for m in ann) + 4
 
 
 def test_clients_starting_at_once_on_a_new_file_all_open_it(tmp_path: Path) -> None:

@@ -1,0 +1,72 @@
+"""What each user's learning is waiting on, for memory://learning/status and for retries.
+
+Kept in this process: a thread waits here when its extraction was refused by the LLM budget (with the
+time it is tried again), or when the model failed or was missing (tried again on the next trigger).
+A successful extraction of the thread clears it. The pending turns themselves are in the store, so
+nothing here is needed to recover them: this only says why they wait and when the lane retries.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from ..models import utcnow
+from .views import ExtractionReport, ExtractionSeen, WaitingThread
+
+
+@dataclass
+class _UserLearning:
+    waiting: dict[str, WaitingThread] = field(default_factory=dict)
+    last_extraction: ExtractionSeen | None = None
+
+
+class StatusBoard:
+    def __init__(self) -> None:
+        self._users: dict[str, _UserLearning] = {}
+
+    def wait(self, user_id: str, thread_id: str, reason: str, *, retry_at: float | None = None) -> None:
+        user = self._users.setdefault(user_id, _UserLearning())
+        previous = user.waiting.get(thread_id)
+        user.waiting[thread_id] = WaitingThread(
+            thread_id=thread_id,
+            reason=reason,
+            since=previous.since if previous else utcnow(),
+            retry_at=None if retry_at is None else datetime.fromtimestamp(retry_at, UTC),
+        )
+
+    def extracted(self, user_id: str, report: ExtractionReport) -> None:
+        user = self._users.setdefault(user_id, _UserLearning())
+        user.waiting.pop(report.thread_id, None)
+        user.last_extraction = ExtractionSeen(
+            thread_id=report.thread_id,
+            at=utcnow(),
+            model=report.model,
+            turns_read=report.turns_read,
+            facts=sum(f.action != "unchanged" for f in report.facts),
+        )
+
+    def due(self, user_id: str, now: float) -> list[str]:
+        """Threads whose retry time has come (the budget window they waited for is over)."""
+        user = self._users.get(user_id)
+        if user is None:
+            return []
+        return [
+            w.thread_id
+            for w in user.waiting.values()
+            if w.retry_at is not None and w.retry_at.timestamp() <= now
+        ]
+
+    def waiting(self, user_id: str) -> list[WaitingThread]:
+        user = self._users.get(user_id)
+        return sorted(user.waiting.values(), key=lambda w: w.since) if user else []
+
+    def last_extraction(self, user_id: str) -> ExtractionSeen | None:
+        user = self._users.get(user_id)
+        return user.last_extraction if user else None
+
+    def forget(self, user_id: str, thread_id: str | None = None) -> None:
+        if thread_id is None:
+            self._users.pop(user_id, None)
+        elif user_id in self._users:
+            self._users[user_id].waiting.pop(thread_id, None)

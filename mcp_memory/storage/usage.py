@@ -1,0 +1,27 @@
+"""Stored bytes, the measure of `security.max_stored_bytes`: the UTF-8 bytes of each memory's content.
+
+Every backend keeps a per-user counter of them next to the memories, changed in the same step as each
+write and deletion, so the quota is checked without reading the user's memories and holds however
+many processes or replicas write.
+"""
+
+from __future__ import annotations
+
+from ..errors import LimitExceededError
+
+
+def content_bytes(content: str) -> int:
+    return len(content.encode())
+
+
+def refuse_growth(user_id: str, before: int, after: int, limit: int | None) -> None:
+    """Raise when a write grows the user's stored bytes past the limit. A write that does not grow them
+    (a supersession, a shorter rewrite) always passes, so a user over a lowered limit can still tidy up."""
+    if limit is None or after <= before or after <= limit:
+        return
+    raise LimitExceededError(
+        f"storage quota reached: this user stores {before:,} of {limit:,} bytes "
+        f"(security.max_stored_bytes) and this write needs {after - before:,} more; nothing was stored. "
+        "Forget old threads or memories (forget thread_id=... or memory_id=...), or export and forget "
+        "everything; the operator can raise MCP_MEMORY_SECURITY__MAX_STORED_BYTES"
+    )

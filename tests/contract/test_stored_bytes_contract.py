@@ -1,0 +1,152 @@
+"""The LongTermStore contract, stored bytes (security.max_stored_bytes): every backend must pass it.
+
+Part of the long-term contract (test_long_term_contract.py), in a file of its own for its fixtures:
+stores opened with a limit, and two stores on the same data (two processes on one SQLite file, two
+replicas on one Cosmos database). The counter must always equal a recount of what is stored.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+
+from mcp_memory.errors import LimitExceededError, NotFoundError
+from mcp_memory.models import Scope
+from mcp_memory.storage.base import LongTermStore
+from tests.contract.conftest_long_term import EMBEDDING, local_cosmos_settings, memory
+
+pytestmark = pytest.mark.anyio
+
+# Opens a store on this test's data (the same data each call) with this max_stored_bytes.
+Opener = Callable[[int | None], AbstractAsyncContextManager[LongTermStore]]
+
+
+@pytest.fixture(params=["sqlite", "cosmos"])
+def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    if request.param == "sqlite":
+        from mcp_memory.storage.sqlite_db import SqliteDatabase
+        from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+
+        @asynccontextmanager
+        async def open_sqlite(limit: int | None) -> AsyncIterator[LongTermStore]:
+            async with (
+                SqliteDatabase.open(tmp_path / "memory.db") as db,
+                SqliteLongTermStore.open(db, EMBEDDING, max_stored_bytes=limit) as store,
+            ):
+                yield store
+
+        return open_sqlite
+
+    from mcp_memory.storage.cosmos import CosmosLongTermStore
+
+    settings = local_cosmos_settings(request.getfixturevalue("cosmos_server"))
+
+    @asynccontextmanager
+    async def open_cosmos(limit: int | None) -> AsyncIterator[LongTermStore]:
+        async with CosmosLongTermStore.open(settings, EMBEDDING, max_stored_bytes=limit) as store:
+            yield store
+
+    return open_cosmos
+
+
+def user() -> str:
+    return f"u-{uuid.uuid4().hex[:12]}"
+
+
+async def recount(store: LongTermStore, user_id: str) -> int:
+    return sum(len(m.content.encode()) for m in await store.memories_of(user_id))
+
+
+async def assert_exact(store: LongTermStore, user_id: str) -> int:
+    counted = await store.stored_bytes(user_id)
+    assert counted == await recount(store, user_id)
+    return counted
+
+
+async def test_stored_bytes_follow_every_write_and_forget(opener: Opener) -> None:
+    ann, bob = user(), user()
+    async with opener(None) as store:
+        assert await store.stored_bytes(ann) == 0
+        await store.put([memory(ann, "a1", "café"), memory(ann, "a2", "hello", thread_id="t2")])
+        assert await assert_exact(store, ann) == 5 + 5  # UTF-8 bytes, not characters
+        await store.put([memory(ann, "a1", "café")])  # the same memory again: stored once
+        assert await assert_exact(store, ann) == 10
+        await store.put([memory(ann, "s1", "a summary", type="summary")])
+        await store.put([memory(ann, "s1", "a longer summary", type="summary")])  # rewritten
+        await store.put([memory(ann, "f1", "a fact", type="fact", thread_id=None)])
+        await store.put([memory(ann, "f1", "a fact, moved", type="fact")])  # user level to thread
+        superseded = memory(ann, "a2", "hello", thread_id="t2", superseded_by="f1", supersede_reason="x")
+        await store.put([superseded])
+        assert await assert_exact(store, ann) == 10 + 16 + 13
+        await store.put([memory(bob, "b1", "bob's")])
+        assert await assert_exact(store, bob) == 5
+
+        await store.forget(Scope(user_id=ann, memory_id="s1"))
+        assert await assert_exact(store, ann) == 10 + 13
+        await store.forget(Scope(user_id=ann, thread_id="t2"), dry_run=True)
+        assert await assert_exact(store, ann) == 10 + 13
+        await store.forget(Scope(user_id=ann, thread_id="t2"))
+        assert await assert_exact(store, ann) == 5 + 13
+        await store.forget(Scope(user_id=ann, everything=True))
+        assert await assert_exact(store, ann) == 0
+        assert await assert_exact(store, bob) == 5  # another user's count is untouched
+
+
+async def test_a_write_past_the_limit_is_refused_and_stores_nothing(opener: Opener) -> None:
+    ann = user()
+    async with opener(100) as store:
+        await store.put([memory(ann, "a1", "x" * 60)])
+        with pytest.raises(LimitExceededError, match=r"60 of 100 bytes.*max_stored_bytes.*41 more"):
+            await store.put([memory(ann, "a2", "y" * 41)])
+        with pytest.raises(LimitExceededError):  # a batch is refused whole
+            await store.put([memory(ann, "s1", "z" * 10, type="summary"), memory(ann, "a3", "w" * 40)])
+        for refused in ("a2", "a3", "s1"):
+            with pytest.raises(NotFoundError):
+                await store.get(ann, refused)
+        assert await assert_exact(store, ann) == 60
+
+        await store.put([memory(ann, "a2", "y" * 40)])  # up to the limit exactly
+        with pytest.raises(LimitExceededError):
+            await store.put([memory(ann, "a2", "y" * 41)])  # a replacement that grows past it
+        assert (await store.get(ann, "a2")).content == "y" * 40
+        # What does not grow the count always passes: a supersession, a shorter rewrite.
+        await store.put([memory(ann, "a2", "y" * 40, superseded_by="a1", supersede_reason="x")])
+        await store.put([memory(ann, "a1", "x" * 20)])
+        assert await assert_exact(store, ann) == 60
+
+
+async def test_concurrent_writers_on_two_stores_keep_the_count_exact(opener: Opener) -> None:
+    ann = user()
+    async with opener(1000) as first, opener(1000) as second:
+        refused: list[int] = []
+
+        async def write(i: int) -> None:
+            store = first if i % 2 else second
+            try:
+                await store.put([memory(ann, f"m{i}", f"{i:02d}" + "x" * 98)])  # 100 bytes each
+            except LimitExceededError:
+                refused.append(i)
+
+        async with anyio.create_task_group() as tg:
+            for i in range(16):
+                tg.start_soon(write, i)
+        assert len(refused) == 6  # ten fit the limit exactly, whichever won
+        assert await assert_exact(first, ann) == 1000
+        assert await second.stored_bytes(ann) == 1000
+
+        async def change(i: int) -> None:  # stored ones only: each shrinks the count, never refused
+            store = first if i % 2 else second
+            if i % 4 == 0:
+                await store.forget(Scope(user_id=ann, memory_id=f"m{i}"))
+            else:
+                await store.put([memory(ann, f"m{i}", "short")])
+
+        async with anyio.create_task_group() as tg:
+            for i in set(range(16)) - set(refused):
+                tg.start_soon(change, i)
+        assert await assert_exact(first, ann) == await second.stored_bytes(ann)

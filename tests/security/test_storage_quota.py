@@ -1,0 +1,131 @@
+"""security.max_stored_bytes on every path that stores text: a refused write changes nothing, and the
+automatic writes (summaries, extraction) skip their store rather than fail the turn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client
+
+from mcp_memory.config import SecuritySettings, Settings
+from mcp_memory.errors import LimitExceededError
+from mcp_memory.host import open_service
+from mcp_memory.learning import Learning
+from mcp_memory.server import build_server
+from mcp_memory.service import MemoryService
+from mcp_memory.testing.openai_stub import OpenAIStub
+from tests.integration.test_learning_openai import fact, facts_answer, llm_settings
+from tests.services.mcp_client import call, call_error
+
+pytestmark = pytest.mark.anyio
+
+
+def limited(settings: Settings, max_stored_bytes: int | None, data_dir: Path | None = None) -> Settings:
+    security = SecuritySettings(max_stored_bytes=max_stored_bytes)
+    update: dict[str, object] = {"security": security}
+    if data_dir is not None:
+        update["data_dir"] = data_dir
+    return settings.model_copy(update=update)
+
+
+async def stored(service: MemoryService, user_id: str) -> int:
+    counted = await service.stores.long_term.stored_bytes(user_id)
+    assert counted == sum(
+        len(m.content.encode()) for m in await service.stores.long_term.memories_of(user_id)
+    )
+    return counted
+
+
+async def test_each_tool_that_stores_text_is_refused_past_the_quota(fast_settings: Settings) -> None:
+    server = build_server(limited(fast_settings, 200))
+    me = fast_settings.user_id
+    async with Client(server, raise_exceptions=False) as client:
+        service: MemoryService = server.host.service  # type: ignore[attr-defined]
+        await call(client, "add_turn", thread_id="q", role="user", content="t" * 100)
+
+        message = await call_error(client, "remember", content="The user " + "r" * 120)
+        assert "storage quota reached" in message and "100 of 200 bytes" in message
+        assert "security.max_stored_bytes" in message
+        assert (await call(client, "search_memory", query="user", types=["fact"]))["results"] == []
+
+        kept = await call(client, "remember", content="The user likes tea.")  # 19 bytes: fits
+        message = await call_error(
+            client, "update_memory", memory_id=kept["id"], content="The user " + "u" * 110
+        )
+        assert "storage quota reached" in message
+        assert (await service.get_memory(me, kept["id"])).content == "The user likes tea."
+        history = await call(client, "memory_history", memory_id=kept["id"])
+        assert len(history["revisions"]) == 1  # the refused update left no revision
+
+        await call(client, "update_memory", memory_id=kept["id"], content="Tea.")  # shrinks: 4 bytes
+        await call(client, "add_turn", thread_id="q", role="user", content="f" * 90)  # 194 of 200
+        first = history["revisions"][0]["id"]
+        message = await call_error(client, "rollback_memory", memory_id=kept["id"], revision_id=first)
+        assert "storage quota reached" in message
+        assert (await service.get_memory(me, kept["id"])).content == "Tea."
+        assert await stored(service, me) == 194
+
+        await call_error(client, "add_turn", thread_id="q", role="user", content="n" * 7)
+        wm = await call(client, "get_working_memory", thread_id="q")
+        assert len(wm["messages"]) == 2  # the refused turn is in neither store
+        assert await stored(service, me) == 194
+
+
+async def test_an_import_is_checked_whole_before_anything_is_stored(fast_settings: Settings) -> None:
+    async with open_service(limited(fast_settings, 450)) as service:
+        for i in range(4):
+            await service.add_turn("donor", "old", "user", f"{i}" * 100)
+        export = await service.export_memories("donor")
+        await service.add_turn("ann", "mine", "user", "a" * 100)
+
+        with pytest.raises(LimitExceededError, match=r"this user stores 100 of 450 bytes .* needs 400 more"):
+            await service.import_memories("ann", export.jsonl)
+        assert len(await service.stores.long_term.memories_of("ann")) == 1
+        assert await stored(service, "ann") == 100
+
+        await service.import_memories("donor", export.jsonl)  # its own memories again: no growth
+        assert await stored(service, "donor") == 400
+
+
+async def test_an_automatic_summary_over_the_quota_is_skipped_and_the_turn_kept(
+    fast_settings: Settings, tmp_path: Path
+) -> None:
+    turn = "Sentence about the plan, settled now. " * 6
+
+    async def run(limit: int | None, data_dir: Path, turns: int) -> tuple[int, int, list[str]]:
+        """Turns until the first automatic summary (at most `turns`): how many, the bytes, the types."""
+        async with open_service(limited(fast_settings, limit, data_dir)) as service:
+            n = 0
+            while n < turns:
+                n += 1
+                if (await service.add_turn("ann", "t", "user", turn, context_window=400)).summarized:
+                    break
+            types = [m.type for m in await service.stores.long_term.memories_of("ann")]
+            return n, await stored(service, "ann"), types
+
+    n, _, types = await run(None, tmp_path / "free", 50)
+    assert "summary" in types and n < 50  # with room, the n-th turn's summary is stored
+    turn_bytes = n * len(turn.encode())
+    # With exactly the turns' bytes, the same n-th turn is kept and summarized in working memory;
+    # only the summary's long-term copy is skipped.
+    assert await run(turn_bytes, tmp_path / "full", n) == (n, turn_bytes, ["turn"] * n)
+
+
+async def test_background_extraction_over_the_quota_stores_no_fact_and_breaks_no_turn(
+    fast_settings: Settings, openai_stub: OpenAIStub, tmp_path: Path
+) -> None:
+    openai_stub.script(facts_answer(fact("The budget for the trip is $10,000", "semantic", 0.95, ["T1"])))
+    lines = ["Our trip budget is $10,000.", "Noted!"]
+    settings = limited(llm_settings(fast_settings, openai_stub), sum(len(t.encode()) for t in lines))
+    async with open_service(settings) as service:
+        for i, line in enumerate(lines):
+            await service.add_turn("ann", "trip", "user" if i == 0 else "assistant", line)
+        learning = service.learning
+        assert isinstance(learning, Learning)
+        with anyio.fail_after(20):
+            await learning.worker.drain()
+        assert len(openai_stub.chat_requests()) == 1  # the extraction ran; its fact was refused
+        assert await learning.long_term.list_active("ann", types=("fact",), limit=10) == []
+        assert await stored(service, "ann") == settings.security.max_stored_bytes
