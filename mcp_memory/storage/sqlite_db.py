@@ -18,8 +18,11 @@ from typing import TypeVar
 
 import anyio
 import anyio.to_thread
+from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
 from ..errors import BackendUnavailableError, ConfigError
+
+_BUSY_SECONDS = 5.0  # how long a statement waits for another connection's lock before "locked"
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -303,12 +306,12 @@ def _connect(path: Path) -> sqlite3.Connection:
     except OSError as e:
         raise ConfigError(f"cannot create the data directory {path.parent}: {e.strerror}") from e
     try:
-        conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(path, timeout=_BUSY_SECONDS, isolation_level=None, check_same_thread=False)
     except sqlite3.Error as e:
         raise ConfigError(f"cannot open the memory database {path}: {e}") from e
     try:
-        conn.execute("PRAGMA busy_timeout = 5000")
-        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_SECONDS * 1000)}")
+        _use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
         conn.execute("PRAGMA secure_delete = ON")  # forgotten text is overwritten, not left in free pages
@@ -336,14 +339,31 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def _connect_reader(path: Path) -> sqlite3.Connection:
     """The search lane's connection: the file is already open and migrated by `_connect`."""
-    conn = sqlite3.connect(path, timeout=5.0, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 5000")
+    conn = sqlite3.connect(path, timeout=_BUSY_SECONDS, isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_SECONDS * 1000)}")
     conn.execute("PRAGMA query_only = ON")
     return conn
 
 
 def _is_lock(error: sqlite3.OperationalError) -> bool:
     return "locked" in str(error) or "busy" in str(error)
+
+
+def _locked(error: BaseException) -> bool:
+    return isinstance(error, sqlite3.OperationalError) and _is_lock(error)
+
+
+# Switching a new file to WAL needs the file to itself for a moment. SQLite answers "locked" at once,
+# without waiting out busy_timeout, when another connection opening the same new file holds a shared
+# lock meanwhile (waiting could deadlock the two), so clients starting together retry here.
+@retry(
+    retry=retry_if_exception(_locked),
+    stop=stop_after_delay(_BUSY_SECONDS),
+    wait=wait_random(0.005, 0.05),
+    reraise=True,
+)
+def _use_wal(conn: sqlite3.Connection) -> None:
+    conn.execute("PRAGMA journal_mode = WAL")
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
