@@ -213,7 +213,9 @@ class SecuritySettings(BaseModel):
         default=None, description="The OAuth authorization server advertised with resource_url."
     )
     requests_per_second: float = Field(
-        default=20.0, gt=0, description="Sustained MCP requests per principal."
+        default=20.0,
+        gt=0,
+        description="Sustained MCP requests per token holder; one bucket for all replicas when redis_url is set.",
     )
     request_burst: int = Field(
         default=40, ge=1, description="Requests a principal may make at once above the rate."
