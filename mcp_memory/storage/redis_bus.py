@@ -138,15 +138,19 @@ class RedisEventRelay:
             except Exception:  # fan-out boundary, as in the SDK's bus: one listener must not starve the rest
                 log.exception("relay listener raised; continuing")
 
-    async def _subscribe(self) -> PubSub:
+    async def _subscribe(self, *, again: bool = False) -> PubSub:
         client = self._client
         pubsub: PubSub | None = None
         try:
             with anyio.fail_after(self._timeout):
                 if isinstance(client, RedisCluster):
-                    # The cluster client loads its slot map lazily, on its first command; subscribing
-                    # routes by that map, so load it first.
+                    # The cluster client loads its slot map lazily, on its first command, and pub/sub
+                    # never refreshes it; subscribing routes by that map. So load it first, and load it
+                    # anew on every resubscription: a shard subscription usually ends because its slot
+                    # moved to another master (resharding, a failover).
                     await client.initialize()
+                    if again:
+                        await client.nodes_manager.initialize()
                     pubsub = client.pubsub()
                     await pubsub.ssubscribe(self._channel)
                 else:
@@ -175,7 +179,7 @@ class RedisEventRelay:
             while True:
                 try:
                     if pubsub is None:
-                        pubsub = await self._subscribe()
+                        pubsub = await self._subscribe(again=True)
                         log.info("event relay reconnected to Redis at %s", self._location)
                     failures = 0
                     while True:

@@ -9,9 +9,11 @@ from collections import Counter
 import anyio
 import anyio.to_thread
 import pytest
+import redis
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent, ToolsListChanged
 from mcp_types import SubscribeRequestParams
 from redis.asyncio.cluster import RedisCluster
+from redis.crc import key_slot
 
 from mcp_memory.bus import ReplicaBus
 from mcp_memory.config import Settings, WorkingSettings
@@ -207,6 +209,43 @@ async def test_the_relay_reconnects_after_the_channels_cluster_node_restarts(
                 await a.publish(ANN_T1)
                 await anyio.sleep(0.05)
         assert UserEvent("ann", ResourcesListChanged()) not in on_b
+
+
+async def test_the_relay_follows_the_channel_when_its_slot_moves_to_another_master(
+    private_redis_cluster: RedisClusterProcesses,
+) -> None:
+    settings = redis_settings(private_redis_cluster.url, cluster=True, timeout_seconds=1.0)
+    channel = RedisKeys(settings.key_prefix).events_channel
+    port = await shard_port(settings, channel)
+    target = next(node for node in private_redis_cluster.nodes if node.port != port)
+    async with RedisEventRelay.open(settings) as a, RedisEventRelay.open(settings) as b:
+        on_b: list[UserEvent] = []
+        b.subscribe(on_b.append)
+        await a.publish(ANN_T1)
+        await wait_for(on_b, 1)
+        # Resharding an empty slot, as an operator's tool does: the old owner then ends the shard
+        # subscriptions of that slot (SUNSUBSCRIBE), and the relay must subscribe on the new owner.
+        await anyio.to_thread.run_sync(move_slot, private_redis_cluster, key_slot(channel.encode()), target)
+        assert await shard_port(settings, channel) == target.port
+        on_b.clear()
+        with anyio.fail_after(60):
+            while ANN_T1 not in on_b:
+                await a.publish(ANN_T1)
+                await anyio.sleep(0.05)
+
+
+def move_slot(cluster: RedisClusterProcesses, slot: int, target: RedisServer) -> None:
+    """Give a slot without keys to `target`, telling every master (CLUSTER SETSLOT ... NODE)."""
+    clients = {node.port: redis.Redis(port=node.port, decode_responses=True) for node in cluster.nodes}
+    try:
+        target_id = clients[target.port].execute_command("CLUSTER", "MYID")  # type: ignore[no-untyped-call]
+        # The new owner first, then the others, as the Redis Cluster specification orders it.
+        order = [target.port, *(port for port in clients if port != target.port)]
+        for port in order:
+            clients[port].execute_command("CLUSTER", "SETSLOT", slot, "NODE", target_id)  # type: ignore[no-untyped-call]
+    finally:
+        for client in clients.values():
+            client.close()
 
 
 async def shard_port(settings: WorkingSettings, channel: str) -> int:
