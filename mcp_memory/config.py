@@ -221,7 +221,9 @@ class SecuritySettings(BaseModel):
         default=40, ge=1, description="Requests a principal may make at once above the rate."
     )
     max_stored_bytes: int | None = Field(
-        default=100_000_000, ge=1, description="Stored text per user (long term), in bytes; none = unlimited."
+        default=100_000_000,
+        ge=1,
+        description="Stored text per user (long-term memories and their revisions), in bytes; none = unlimited.",
     )
     llm_calls_per_hour: int | None = Field(
         default=120,

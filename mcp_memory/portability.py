@@ -258,28 +258,28 @@ async def revisions_of(store: Any, user_id: str, memories: Sequence[Memory]) -> 
     return found
 
 
-async def restore_revisions(
+async def pending_revisions(
     store: Any, user_id: str, parsed: ParsedImport, memories: Sequence[Memory]
-) -> int:
-    """Append the imported history of each memory that has none here yet (so importing twice adds none)."""
+) -> list[Any]:
+    """The imported history to append: that of each memory with none here yet (so importing twice adds
+    none), in order, as Revisions of `user_id`."""
     if store is None or not parsed.revisions:
-        return 0
+        return []
     from .storage.learning_base import Revision  # only a backend with revisions gets here
 
     renamed = {line.id: memory.id for line, memory in zip(parsed.memories, memories, strict=True)}
-    written = 0
+    pending: list[Any] = []
     for memory_id in dict.fromkeys(r.memory_id for r in parsed.revisions):
         target = renamed.get(memory_id, memory_id)
         if await store.history(user_id, target):
             continue
         for line in sorted((r for r in parsed.revisions if r.memory_id == memory_id), key=lambda r: r.seq):
-            await store.append(
+            pending.append(
                 Revision.model_validate(
                     line.model_dump(exclude={"kind", "seq"}) | {"user_id": user_id, "memory_id": target}
                 )
             )
-            written += 1
-    return written
+    return pending
 
 
 async def export_command(settings: Settings, user_id: str, output: Path | None) -> None:

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+import anyio
+
 from . import portability, safety
 from . import validation as check
 from .config import Settings
@@ -32,6 +34,7 @@ from .models import (
 )
 from .search import date_words, quoted_phrases
 from .storage import Stores
+from .storage.usage import refuse_growth, revision_bytes
 from .summarize import Summarizer
 from .threads import Progress, ThreadKeeper
 from .tokens import TokenCounter
@@ -392,10 +395,7 @@ class MemoryService:
             for memory, vector in zip(batch, vectors, strict=True):
                 memory.embedding = vector.tolist()
                 memory.token_count = self.tokens.count(memory.content)
-        # One put: the store checks the whole import against the storage quota before any of it is
-        # stored (replaced memories count by the difference), so a refused import writes nothing.
-        await self.stores.long_term.put(memories)
-        await portability.restore_revisions(self._revision_store(), user_id, parsed, memories)
+        await self._store_import(user_id, parsed, memories)
         for thread in parsed.threads:
             rebuilt = await self.threads.from_long_term(user_id, thread.thread_id, thread.context_window)
             if rebuilt is not None:
@@ -403,6 +403,29 @@ class MemoryService:
                 await self.stores.working.restore(rebuilt)  # only when the thread is not live already
         await self._changed(user_id, None)
         return result
+
+    async def _store_import(
+        self, user_id: str, parsed: portability.ParsedImport, memories: list[Memory]
+    ) -> None:
+        """History first, then one put of every memory: the put checks the whole import against the
+        storage quota with the history already counted, so a refused import takes its history back and
+        leaves nothing behind."""
+        store: Any = self._revision_store()
+        history = await portability.pending_revisions(store, user_id, parsed, memories)
+        limit = self.settings.security.max_stored_bytes
+        if history and limit is not None:
+            used = await self.stores.long_term.stored_bytes(user_id)
+            size = sum(revision_bytes(r.content, r.source_text) for r in history)
+            refuse_growth(user_id, used, used + size, limit)  # the cheap refusal, before any write
+        for revision in history:
+            await store.append(revision)
+        try:
+            await self.stores.long_term.put(memories)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                for memory_id in dict.fromkeys(r.memory_id for r in history):  # they had none before
+                    await store.forget(Scope(user_id=user_id, memory_id=memory_id))
+            raise
 
     def _revision_store(self) -> object | None:
         # Revisions (issue 5) live in their own store when the backend has one.

@@ -68,7 +68,14 @@ async def open_learning(
             )
         )
         s = settings.learning
-        writer = MemoryWriter(stores.long_term, revisions, embedder, tokens, s.near_duplicate_similarity)
+        writer = MemoryWriter(
+            stores.long_term,
+            revisions,
+            embedder,
+            tokens,
+            s.near_duplicate_similarity,
+            max_stored_bytes=settings.security.max_stored_bytes,
+        )
         learning = Learning(
             settings=settings,
             long_term=stores.long_term,
@@ -110,8 +117,8 @@ async def _open_learning_stores(
         if isinstance(stores.long_term, CosmosLongTermStore):
             timeout = stores.long_term.settings.timeout_seconds
             container = await stores.long_term.open_learning_container()
-            retention = settings.learning.revision_retention_days * int(_DAY)
-            revisions = CosmosRevisionStore(container, retention_seconds=retention, timeout_seconds=timeout)
+            # Revisions count toward the same stored bytes as the memories, in the long-term store's usage.
+            revisions = CosmosRevisionStore(container, stores.long_term.usage, timeout_seconds=timeout)
             counters = counters or CosmosTriggerCounters(container, timeout_seconds=timeout)
     if revisions is not None and counters is not None:
         return revisions, counters

@@ -8,10 +8,10 @@ from .. import validation as check
 from ..errors import InvalidInputError
 from ..models import Memory, content_hash
 from ..storage.base import LongTermStore
-from ..storage.learning_base import RevisionCause, RevisionStore
+from ..storage.learning_base import Revision, RevisionCause, RevisionStore
 from .parsing import FACT_KINDS
 from .views import HistoryResult, MemoryView, RevisionView, WrittenMemory
-from .writer import MemoryWriter
+from .writer import MemoryWriter, revision_of
 
 # Turns are the verbatim record of what was said; summaries are rewritten by summarization and
 # mirrored in working memory. Facts and the profile are what a user corrects.
@@ -62,7 +62,6 @@ class MemoryEditor:
             )
         if content_hash(content) == memory.content_hash:
             return MemoryView.of(memory)
-        await self._baseline(memory)
         edited = await self.writer.edit(
             memory,
             content,
@@ -70,6 +69,7 @@ class MemoryEditor:
             cause="user_edit",
             source_text=content,
             labels={"tool": "update_memory"},
+            baseline=await self._baseline(memory),
         )
         return MemoryView.of(edited)
 
@@ -111,10 +111,10 @@ class MemoryEditor:
             )
         return memory
 
-    async def _baseline(self, memory: Memory) -> None:
+    async def _baseline(self, memory: Memory) -> Revision | None:
         """A memory written before revisions existed gets its current state recorded first, so that
-        rolling back to it stays possible."""
-        if not await self.revisions.history(memory.user_id, memory.id):
-            await self.writer.record(
-                memory, "create", _BASELINE_CAUSE.get(memory.type, "extraction"), labels={"baseline": "true"}
-            )
+        rolling back to it stays possible. Written with the update, so a refused one leaves none."""
+        if await self.revisions.history(memory.user_id, memory.id):
+            return None
+        cause = _BASELINE_CAUSE.get(memory.type, "extraction")
+        return revision_of(memory, "create", cause, labels={"baseline": "true"})

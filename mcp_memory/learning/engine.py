@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 import anyio
 
 from ..config import Settings
-from ..errors import BackendUnavailableError, MemoryServerError
+from ..errors import BackendUnavailableError, LimitExceededError, MemoryServerError
 from ..llm.chat import ChatModel
 from ..llm.sampling import SamplingSessions
 from ..models import Memory, Scope, utcnow
@@ -126,7 +126,12 @@ class Learning:
 
     async def _after_summary(self, summary: Memory) -> None:
         version = int(summary.metadata.get("summary_version", 1))
-        await self.writer.record(summary, "create" if version <= 1 else "update", "summary")
+        try:
+            await self.writer.record(summary, "create" if version <= 1 else "update", "summary")
+        except LimitExceededError as e:
+            # The summary is stored already (threads._store_summary decides that); only its history
+            # entry is skipped, and extraction below is checked on its own.
+            log.warning("revision of the summary of thread %s not recorded: %s", summary.thread_id, e)
         if self.settings.learning.extract_on_summary and summary.thread_id:
             await self._extract_in_background(summary.user_id, summary.thread_id)
 

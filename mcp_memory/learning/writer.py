@@ -3,6 +3,10 @@
 Exact duplicates (same content_hash as an active fact) are skipped before anything is embedded;
 near duplicates (cosine >= the threshold) update the existing fact, newest wording wins; anything
 else is a new fact. Each write appends an immutable revision holding the content after it.
+
+Revisions count toward the user's stored bytes (security.max_stored_bytes) like the memories, so a
+change that adds to them is checked first, for the memory and its revision together, and refused
+before anything is written: a refusal leaves neither a changed memory nor a revision behind.
 """
 
 from __future__ import annotations
@@ -16,10 +20,14 @@ from ..llm.embedder import Embedder
 from ..models import Memory, content_hash, utcnow
 from ..storage.base import LongTermStore
 from ..storage.learning_base import Revision, RevisionAction, RevisionCause, RevisionStore
+from ..storage.usage import content_bytes, refuse_growth, revision_bytes
 from ..tokens import TokenCounter
 from .parsing import FactKind
 
 WriteAction = Literal["created", "updated", "unchanged"]
+# What is checked against the quota. A supersession or a deletion never is: a user over a lowered
+# limit must still be able to tidy up.
+_GROWING: frozenset[RevisionAction] = frozenset({"create", "update", "restore"})
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,35 @@ def fact_id() -> str:
     return f"fact_{uuid.uuid4().hex}"
 
 
+def revision_of(
+    memory: Memory,
+    action: RevisionAction,
+    cause: RevisionCause,
+    *,
+    source_text: str | None = None,
+    labels: dict[str, str] | None = None,
+) -> Revision:
+    """The revision recording `memory` as it is now."""
+    return Revision(
+        user_id=memory.user_id,
+        memory_id=memory.id,
+        thread_id=memory.thread_id,
+        memory_type=memory.type,
+        action=action,
+        cause=cause,
+        content=memory.content,
+        metadata=memory.metadata,
+        superseded_by=memory.superseded_by,
+        supersede_reason=memory.supersede_reason,
+        source_text=source_text,
+        labels=labels or {},
+    )
+
+
+def _bytes_of(revision: Revision) -> int:
+    return revision_bytes(revision.content, revision.source_text)
+
+
 @dataclass
 class MemoryWriter:
     long_term: LongTermStore
@@ -39,6 +76,7 @@ class MemoryWriter:
     embedder: Embedder
     tokens: TokenCounter
     near_duplicate_similarity: float
+    max_stored_bytes: int | None = None  # security.max_stored_bytes
 
     async def write_fact(
         self,
@@ -113,8 +151,10 @@ class MemoryWriter:
         labels: dict[str, str] | None = None,
         metadata: dict[str, Any] | None = None,
         superseded: tuple[str | None, str | None] | None = None,
+        baseline: Revision | None = None,
     ) -> Memory:
-        """Rewrite a memory's content (re-embedded), optionally its metadata and supersede state."""
+        """Rewrite a memory's content (re-embedded), optionally its metadata and supersede state. A
+        baseline (the state before, for a memory without history) is recorded first."""
         vector = (await self.embedder.embed([content]))[0].tolist()
         update: dict[str, Any] = {
             "content": content,
@@ -133,7 +173,7 @@ class MemoryWriter:
                 "superseded_at": utcnow() if by else None,
             }
         edited = memory.model_copy(update=update)
-        await self.save(edited, action, cause, source_text=source_text, labels=labels)
+        await self.save(edited, action, cause, source_text=source_text, labels=labels, baseline=baseline)
         return edited
 
     async def supersede(
@@ -161,10 +201,23 @@ class MemoryWriter:
         *,
         source_text: str | None = None,
         labels: dict[str, str] | None = None,
+        baseline: Revision | None = None,
     ) -> Revision:
-        """put() the memory, then append its revision (the state after the change)."""
+        """put() the memory, then append its revision (the state after the change), after the baseline
+        if one is given. Raises LimitExceededError, writing nothing, when the user has no room for them.
+
+        put() checks the memory again inside its own write, exactly; the revisions are not checked
+        again, so writers racing at the limit overshoot it by at most a revision each."""
+        revisions = [
+            *([baseline] if baseline else []),
+            revision_of(memory, action, cause, source_text=source_text, labels=labels),
+        ]
+        adding = content_bytes(memory.content) + sum(_bytes_of(r) for r in revisions)
+        await self._check_room(memory.user_id, action, adding)
         await self.long_term.put([memory])
-        return await self.record(memory, action, cause, source_text=source_text, labels=labels)
+        for revision in revisions[:-1]:
+            await self.revisions.append(revision)
+        return await self.revisions.append(revisions[-1])
 
     async def record(
         self,
@@ -175,20 +228,14 @@ class MemoryWriter:
         source_text: str | None = None,
         labels: dict[str, str] | None = None,
     ) -> Revision:
-        """Append a revision for a change already stored (e.g. a summary the service wrote)."""
-        return await self.revisions.append(
-            Revision(
-                user_id=memory.user_id,
-                memory_id=memory.id,
-                thread_id=memory.thread_id,
-                memory_type=memory.type,
-                action=action,
-                cause=cause,
-                content=memory.content,
-                metadata=memory.metadata,
-                superseded_by=memory.superseded_by,
-                supersede_reason=memory.supersede_reason,
-                source_text=source_text,
-                labels=labels or {},
-            )
-        )
+        """Append a revision for a change already stored (e.g. a summary the service wrote). Raises
+        LimitExceededError, appending nothing, when the user has no room for it."""
+        revision = revision_of(memory, action, cause, source_text=source_text, labels=labels)
+        await self._check_room(memory.user_id, action, _bytes_of(revision))
+        return await self.revisions.append(revision)
+
+    async def _check_room(self, user_id: str, action: RevisionAction, adding: int) -> None:
+        if self.max_stored_bytes is None or action not in _GROWING:
+            return
+        before = await self.long_term.stored_bytes(user_id)
+        refuse_growth(user_id, before, before + adding, self.max_stored_bytes)

@@ -123,8 +123,9 @@ class LongTermStore(Protocol):
         ...
 
     async def stored_bytes(self, user_id: str) -> int:
-        """The UTF-8 bytes of the content of every memory of the user (superseded ones too), from a
-        counter kept with each write and deletion (storage/usage.py): cheap, never a scan."""
+        """The UTF-8 bytes of the content of every memory of the user (superseded ones too) and of the
+        content and source text of their revisions, from a counter kept with each write and deletion
+        (storage/usage.py): cheap, never a scan."""
         ...
 
     async def get(self, user_id: str, memory_id: str) -> Memory:

@@ -358,6 +358,11 @@ class CosmosLongTermStore:
     def settings(self) -> CosmosSettings:
         return self._settings
 
+    @property
+    def usage(self) -> CosmosUsage:
+        """The per-user stored-bytes counter, which revisions count toward as well."""
+        return self._usage
+
     async def open_learning_container(self) -> ContainerProxy:
         """The container of revisions and trigger counters in this store's database, created if missing."""
         with cosmos_errors("opening the Cosmos DB container of revisions and counters", _SETUP_SECONDS):

@@ -182,7 +182,8 @@ async def open_learning_container(database: DatabaseProxy, settings: CosmosSetti
         name,
         partition_key=PartitionKey(path=LEARNING_PARTITION_PATHS, kind="MultiHash"),
         indexing_policy=learning_indexing_policy(),
-        # TTL on: revisions carry the retention as their ttl, rate-window counters their window.
+        # TTL on: rate-window counters carry their window as their ttl (and revisions written before
+        # stored bytes counted them, their retention; newer ones are deleted by prune, cosmos_revisions).
         default_ttl=-1,
         offer_throughput=throughput,
     )
@@ -195,7 +196,7 @@ async def open_learning_container(database: DatabaseProxy, settings: CosmosSetti
             "(MultiHash)"
         )
     if properties.get("defaultTtl") is None:
-        diffs.append("time-to-live is off (defaultTtl unset), needs -1 so old revisions expire")
+        diffs.append("time-to-live is off (defaultTtl unset), needs -1 so rate windows expire")
     raise_on_differences(name, diffs)
     return container
 

@@ -7,12 +7,15 @@ writes it back under its ETag (If-Match; a new item by create, which refuses an 
 when another writer was first, so each change is applied exactly once whatever runs concurrently.
 
 A user without the item (a new user, or data stored before the item existed) is counted once from their
-memories' content, inside the same compare-and-swap, so concurrent first writes agree on one figure.
+memories' content and from what other stores add (count_also: the revisions), inside the same
+compare-and-swap, so concurrent first writes agree on one figure. Giving back never creates the item:
+a first count made after a deletion already leaves out what it deleted.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from typing import Any
 
@@ -65,21 +68,27 @@ class CosmosUsage:
     ) -> None:
         self._container = memories
         self._counted = counted  # the containers holding the memories a first count reads
+        self._also: list[Callable[[str], Awaitable[int]]] = []
         self._timeout = timeout_seconds
         self.limit = limit
+
+    def count_also(self, counter: Callable[[str], Awaitable[int]]) -> None:
+        """Add a user's bytes kept elsewhere (their revisions) to every first count."""
+        self._also.append(counter)
 
     async def read(self, user_id: str) -> int:
         doc = await self._read(user_id)
         return int(doc["stored_bytes"]) if doc is not None else await self._recount(user_id)
 
-    async def reserve(self, user_id: str, adding: int) -> None:
-        """Count `adding` bytes (negative: fewer) before a write, or raise LimitExceededError."""
-        await self._change(user_id, adding, refuse=True)
+    async def reserve(self, user_id: str, adding: int, *, refuse: bool = True) -> None:
+        """Count `adding` bytes (negative: fewer) before a write, or raise LimitExceededError. With
+        refuse=False, for a write whose room was checked already, it is counted whatever the limit."""
+        await self._change(user_id, adding, refuse=refuse, create=True)
 
     async def release(self, user_id: str, removed: int) -> None:
         """Give back bytes deleted, or reserved and not written. Never refused."""
         if removed:
-            await self._change(user_id, -removed, refuse=False)
+            await self._change(user_id, -removed, refuse=False, create=False)
 
     async def remove(self, user_id: str) -> None:
         """Forgetting everything: the item goes too."""
@@ -89,9 +98,11 @@ class CosmosUsage:
         ):
             await self._container.delete_item(USAGE_ID, partition_key=[user_id, USAGE_GROUP])
 
-    async def _change(self, user_id: str, by: int, *, refuse: bool) -> None:
+    async def _change(self, user_id: str, by: int, *, refuse: bool, create: bool) -> None:
         for attempt in range(_ATTEMPTS):
             stored = await self._read(user_id)
+            if stored is None and not create:
+                return  # the next first count reads what is stored then
             before = int(stored["stored_bytes"]) if stored is not None else await self._recount(user_id)
             after = max(0, before + by)
             if refuse:
@@ -128,6 +139,8 @@ class CosmosUsage:
         for container in self._counted:
             contents = await self._query(container, contents_query(user_id), "counting stored bytes")
             total += sum(content_bytes(c) for c in contents if isinstance(c, str))
+        for counter in self._also:
+            total += await counter(user_id)
         return total
 
     async def _query(self, container: ContainerProxy, query: CosmosQuery, what: str) -> list[Any]:

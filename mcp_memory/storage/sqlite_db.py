@@ -181,13 +181,20 @@ MIGRATIONS: list[str] = [
     DROP TABLE memories_fts;
     """,
     # 6: each user's stored bytes (security.max_stored_bytes): the UTF-8 bytes of their memories'
-    # content, kept by triggers in the transaction of every write and deletion, so the counter is exact
-    # whichever process writes. An existing file is counted once, here. A user's row goes with their
-    # last byte, so forgetting everything leaves no row naming them.
+    # content and of their revisions' content and source text (storage/usage.py), kept by triggers in
+    # the transaction of every write and deletion, so the counter is exact whichever process writes,
+    # and forget and revision retention need no code of their own. An existing file is counted once,
+    # here. A user's row goes with their last byte, so forgetting everything leaves no row naming them.
     """
     CREATE TABLE usage (user_id TEXT PRIMARY KEY, stored_bytes INTEGER NOT NULL) WITHOUT ROWID;
     INSERT INTO usage (user_id, stored_bytes)
-        SELECT user_id, sum(length(CAST(content AS BLOB))) FROM memories GROUP BY user_id;
+        SELECT user_id, sum(bytes) FROM (
+            SELECT user_id, length(CAST(content AS BLOB)) AS bytes FROM memories
+            UNION ALL
+            SELECT user_id,
+                length(CAST(content AS BLOB)) + coalesce(length(CAST(source_text AS BLOB)), 0) AS bytes
+            FROM revisions
+        ) GROUP BY user_id;
     CREATE TRIGGER usage_ai AFTER INSERT ON memories BEGIN
         INSERT INTO usage (user_id, stored_bytes) VALUES (new.user_id, length(CAST(new.content AS BLOB)))
         ON CONFLICT (user_id) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
@@ -201,6 +208,21 @@ MIGRATIONS: list[str] = [
         INSERT INTO usage (user_id, stored_bytes)
         VALUES (new.user_id, length(CAST(new.content AS BLOB)) - length(CAST(old.content AS BLOB)))
         ON CONFLICT (user_id) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    END;
+    -- Revisions are immutable: only inserts and deletions change their bytes.
+    CREATE TRIGGER usage_revisions_ai AFTER INSERT ON revisions BEGIN
+        INSERT INTO usage (user_id, stored_bytes)
+        VALUES (
+            new.user_id,
+            length(CAST(new.content AS BLOB)) + coalesce(length(CAST(new.source_text AS BLOB)), 0)
+        )
+        ON CONFLICT (user_id) DO UPDATE SET stored_bytes = stored_bytes + excluded.stored_bytes;
+    END;
+    CREATE TRIGGER usage_revisions_ad AFTER DELETE ON revisions BEGIN
+        UPDATE usage SET stored_bytes = stored_bytes
+            - length(CAST(old.content AS BLOB)) - coalesce(length(CAST(old.source_text AS BLOB)), 0)
+        WHERE user_id = old.user_id;
+        DELETE FROM usage WHERE user_id = old.user_id AND stored_bytes <= 0;
     END;
     """,
 ]

@@ -2,7 +2,8 @@
 
 Both ride the same single connection lane as the other stores; every write is one IMMEDIATE
 transaction, which is what makes a counter increment (and so a trigger) happen exactly once even
-when several processes share the file.
+when several processes share the file. Each revision's bytes count toward its user's stored bytes
+through triggers (migration 6), so appends, forget and prune keep that count without code here.
 """
 
 from __future__ import annotations

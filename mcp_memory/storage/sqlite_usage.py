@@ -1,4 +1,4 @@
-"""Stored bytes on SQLite: the `usage` table, kept by triggers on `memories` (migration 6)."""
+"""Stored bytes on SQLite: the `usage` table, kept by triggers on `memories` and `revisions` (migration 6)."""
 
 from __future__ import annotations
 

@@ -1,8 +1,10 @@
-"""Stored bytes, the measure of `security.max_stored_bytes`: the UTF-8 bytes of each memory's content.
+"""Stored bytes, the measure of `security.max_stored_bytes`: the UTF-8 bytes of each memory's content,
+plus those of each revision (its content and the source text that led to it).
 
-Every backend keeps a per-user counter of them next to the memories, changed in the same step as each
-write and deletion, so the quota is checked without reading the user's memories and holds however
-many processes or replicas write.
+Revisions count because every change appends one: rewriting a memory back and forth never grows the
+memory, but its history would grow without bound. Every backend keeps one per-user counter of both
+next to the data, changed in the same step as each write and deletion, so the quota is checked without
+reading the user's memories and holds however many processes or replicas write.
 """
 
 from __future__ import annotations
@@ -12,6 +14,10 @@ from ..errors import LimitExceededError
 
 def content_bytes(content: str) -> int:
     return len(content.encode())
+
+
+def revision_bytes(content: str, source_text: str | None) -> int:
+    return content_bytes(content) + (content_bytes(source_text) if source_text is not None else 0)
 
 
 def refuse_growth(user_id: str, before: int, after: int, limit: int | None) -> None:

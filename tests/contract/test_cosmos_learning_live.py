@@ -50,7 +50,7 @@ async def revision_store(live_settings: CosmosSettings) -> AsyncIterator[Revisio
         assert isinstance(store, CosmosLongTermStore)
         yield CosmosRevisionStore(
             await store.open_learning_container(),
-            retention_seconds=revisions_contract.RETENTION_SECONDS,
+            store.usage,
             timeout_seconds=live_settings.timeout_seconds,
         )
 

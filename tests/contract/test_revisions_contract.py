@@ -2,8 +2,8 @@
 
 Backends: SQLite (the embedded file) and Cosmos DB on the local Cosmos-protocol server (the learning
 container next to the long-term containers). Users are unique per test, so nothing leaks between tests.
-What only Cosmos DB has (the container, partitioning, the retention TTL on each item) is checked at the
-end of this module.
+What only Cosmos DB has (the container, partitioning, no TTL on the items: prune deletes them) is checked
+at the end of this module.
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from tests.services.cosmos_server import CosmosServer
 pytestmark = pytest.mark.anyio
 
 T0 = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
-RETENTION_SECONDS = 30 * 86_400
 NewUser = Callable[[], str]
 
 
@@ -46,7 +45,7 @@ async def revision_store(request: pytest.FixtureRequest, tmp_path: Path) -> Asyn
     async with open_cosmos(local_cosmos_settings(server)) as store:
         assert isinstance(store, CosmosLongTermStore)
         container = await store.open_learning_container()
-        yield CosmosRevisionStore(container, retention_seconds=RETENTION_SECONDS, timeout_seconds=10.0)
+        yield CosmosRevisionStore(container, store.usage, timeout_seconds=10.0)
 
 
 def revision(user_id: str, memory_id: str, content: str, *, minutes: int = 0, **fields: Any) -> Revision:
@@ -226,7 +225,7 @@ async def test_prune_deletes_what_is_older_than_the_bound_for_every_user(
 # -- Cosmos DB only: the learning container -------------------------------------------------------------
 
 
-async def test_cosmos_revisions_live_in_the_memorys_partition_with_the_retention_ttl(
+async def test_cosmos_revisions_live_in_the_memorys_partition_without_a_ttl(
     cosmos_server: CosmosServer, new_user: NewUser
 ) -> None:
     from mcp_memory.storage.cosmos import CosmosLongTermStore
@@ -242,9 +241,9 @@ async def test_cosmos_revisions_live_in_the_memorys_partition_with_the_retention
         assert props["partitionKey"]["paths"] == ["/user_id", "/group_id"]
         assert props["partitionKey"]["kind"] == "MultiHash"
         assert props["defaultTtl"] == -1
-        stored = await CosmosRevisionStore(
-            container, retention_seconds=RETENTION_SECONDS, timeout_seconds=10.0
-        ).append(revision(user, "fact_1", "prefers tea"))
+        stored = await CosmosRevisionStore(container, store.usage, timeout_seconds=10.0).append(
+            revision(user, "fact_1", "prefers tea")
+        )
 
         docs = [
             d
@@ -253,11 +252,9 @@ async def test_cosmos_revisions_live_in_the_memorys_partition_with_the_retention
             )
         ]
         assert len(docs) == 1
-        assert (docs[0]["group_id"], docs[0]["revision_id"], docs[0]["ttl"]) == (
-            "fact_1",
-            stored.id,
-            RETENTION_SECONDS,
-        )
+        assert (docs[0]["group_id"], docs[0]["revision_id"]) == ("fact_1", stored.id)
+        # Prune deletes it and gives its bytes back; an expiry Cosmos DB performed would not.
+        assert "ttl" not in docs[0]
 
     async with open_cosmos(settings) as store:  # reopening validates the existing container cleanly
         assert isinstance(store, CosmosLongTermStore)

@@ -2,15 +2,19 @@
 
 Part of the long-term contract (test_long_term_contract.py), in a file of its own for its fixtures:
 stores opened with a limit, and two stores on the same data (two processes on one SQLite file, two
-replicas on one Cosmos database). The counter must always equal a recount of what is stored.
+replicas on one Cosmos database). The counter must always equal a recount of what is stored: the
+memories' content, and each revision's content and source text (the revision store beside the
+long-term store counts toward the same figure).
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -18,7 +22,10 @@ import pytest
 from mcp_memory.errors import LimitExceededError, NotFoundError
 from mcp_memory.models import Scope
 from mcp_memory.storage.base import LongTermStore
+from mcp_memory.storage.learning_base import Revision, RevisionStore
+from mcp_memory.storage.usage import revision_bytes
 from tests.contract.conftest_long_term import EMBEDDING, local_cosmos_settings, memory
+from tests.services.cosmos_server import CosmosServer
 
 pytestmark = pytest.mark.anyio
 
@@ -65,6 +72,39 @@ async def recount(store: LongTermStore, user_id: str) -> int:
 async def assert_exact(store: LongTermStore, user_id: str) -> int:
     counted = await store.stored_bytes(user_id)
     assert counted == await recount(store, user_id)
+    return counted
+
+
+async def revision_store(store: LongTermStore) -> RevisionStore:
+    """The revisions kept beside this long-term store, as learning opens them."""
+    from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+
+    if isinstance(store, SqliteLongTermStore):
+        from mcp_memory.storage.sqlite_revisions import SqliteRevisionStore
+
+        return SqliteRevisionStore(store.db)
+    from mcp_memory.storage.cosmos import CosmosLongTermStore
+    from mcp_memory.storage.cosmos_revisions import CosmosRevisionStore
+
+    assert isinstance(store, CosmosLongTermStore)
+    return CosmosRevisionStore(await store.open_learning_container(), store.usage, timeout_seconds=10.0)
+
+
+def revision(user_id: str, memory_id: str, content: str, **fields: Any) -> Revision:
+    values: dict[str, Any] = {"memory_type": "fact", "action": "update", "cause": "user_edit"}
+    values.update(user_id=user_id, memory_id=memory_id, content=content, **fields)
+    return Revision.model_validate(values)
+
+
+async def assert_exact_with(
+    store: LongTermStore, revisions: RevisionStore, user_id: str, memory_ids: Sequence[str]
+) -> int:
+    """The counter against a recount of the memories and of the revisions of these memories."""
+    counted = await store.stored_bytes(user_id)
+    history = [r for m in memory_ids for r in await revisions.history(user_id, m)]
+    assert counted == await recount(store, user_id) + sum(
+        revision_bytes(r.content, r.source_text) for r in history
+    )
     return counted
 
 
@@ -150,3 +190,75 @@ async def test_concurrent_writers_on_two_stores_keep_the_count_exact(opener: Ope
             for i in set(range(16)) - set(refused):
                 tg.start_soon(change, i)
         assert await assert_exact(first, ann) == await second.stored_bytes(ann)
+
+
+async def test_revisions_count_through_appends_forget_and_prune(opener: Opener) -> None:
+    ann, bob = user(), user()
+    ids = ["f1", "f2", "s1"]
+    long_ago = datetime.now(UTC) - timedelta(days=400)
+    async with opener(None) as store:
+        revisions = await revision_store(store)
+        await store.put(
+            [
+                memory(ann, "f1", "café", type="fact"),
+                memory(ann, "f2", "second", type="fact", thread_id="t2"),
+                memory(ann, "s1", "a summary", type="summary"),
+                memory(bob, "f1", "bob's", type="fact"),
+            ]
+        )
+        assert await assert_exact_with(store, revisions, ann, ids) == 5 + 6 + 9
+        await revisions.append(
+            revision(ann, "f1", "café", thread_id="t1", source_text="le café", created_at=long_ago)
+        )
+        await revisions.append(revision(ann, "f1", "café", thread_id="t1"))  # no source text: content only
+        await revisions.append(
+            revision(ann, "f2", "second", thread_id="t2", source_text="2nd", created_at=long_ago)
+        )
+        await revisions.append(revision(ann, "s1", "a summary", thread_id="t1", memory_type="summary"))
+        await revisions.append(revision(bob, "f1", "bob's", source_text="bob"))
+        assert await assert_exact_with(store, revisions, ann, ids) == 20 + (5 + 8) + 5 + (6 + 3) + 9
+        assert await assert_exact_with(store, revisions, bob, ["f1"]) == 5 + 5 + 3
+
+        assert await revisions.prune(datetime.now(UTC) - timedelta(days=365)) >= 2
+        assert await assert_exact_with(store, revisions, ann, ids) == 20 + 5 + 9
+
+        await revisions.forget(Scope(user_id=ann, memory_id="f1"), dry_run=True)
+        assert await assert_exact_with(store, revisions, ann, ids) == 34
+        for scope in (Scope(user_id=ann, memory_id="f1"), Scope(user_id=ann, thread_id="t2")):
+            await revisions.append(revision(ann, "f2", "second", thread_id="t2", source_text="again"))
+            await store.forget(scope)  # the service's order: the memories, then their revisions
+            await revisions.forget(scope)
+            await assert_exact_with(store, revisions, ann, ids)
+        assert await assert_exact_with(store, revisions, ann, ids) == 9 + 9
+
+        everything = Scope(user_id=ann, everything=True)
+        await store.forget(everything)
+        await revisions.forget(everything)
+        assert await assert_exact_with(store, revisions, ann, ids) == 0
+        assert await assert_exact_with(store, revisions, bob, ["f1"]) == 13  # another user's is untouched
+
+
+async def test_a_first_count_on_cosmos_takes_the_revisions_without_a_ttl(
+    cosmos_server: CosmosServer,
+) -> None:
+    """Revisions written before they were counted carry their retention as a ttl and expire by
+    themselves: a user's first count leaves them out, and pruning them gives nothing back."""
+    from mcp_memory.storage.cosmos import CosmosLongTermStore
+    from mcp_memory.storage.cosmos_revisions import CosmosRevisionStore, revision_document
+
+    ann = user()
+    long_ago = datetime.now(UTC) - timedelta(days=400)
+    async with CosmosLongTermStore.open(local_cosmos_settings(cosmos_server), EMBEDDING) as store:
+        container = await store.open_learning_container()
+        revisions = CosmosRevisionStore(container, store.usage, timeout_seconds=10.0)
+        legacy = revision(ann, "f1", "expires by itself", source_text="old", created_at=long_ago)
+        await container.create_item(revision_document(legacy, 1) | {"ttl": 365 * 86_400})
+        counted = revision(ann, "f1", "counted", source_text="said so")
+        await container.create_item(revision_document(counted, 2))
+
+        assert await store.stored_bytes(ann) == 7 + 7
+        await store.put([memory(ann, "f1", "café", type="fact")])  # the first count is stored here
+        assert await store.stored_bytes(ann) == 7 + 7 + 5
+        await revisions.prune(datetime.now(UTC) - timedelta(days=365))
+        assert [r.content for r in await revisions.history(ann, "f1")] == ["counted"]
+        assert await assert_exact_with(store, revisions, ann, ["f1"]) == 7 + 7 + 5

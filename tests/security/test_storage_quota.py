@@ -1,5 +1,7 @@
 """security.max_stored_bytes on every path that stores text: a refused write changes nothing, and the
-automatic writes (summaries, extraction) skip their store rather than fail the turn."""
+automatic writes (summaries, extraction) skip their store rather than fail the turn. Revisions count
+(their content and source text): each change appends one, so rewriting a memory back and forth fills
+the quota too."""
 
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ from mcp_memory.host import open_service
 from mcp_memory.learning import Learning
 from mcp_memory.server import build_server
 from mcp_memory.service import MemoryService
+from mcp_memory.storage.usage import revision_bytes
 from mcp_memory.testing.openai_stub import OpenAIStub
 from tests.integration.test_learning_openai import fact, facts_answer, llm_settings
 from tests.services.mcp_client import call, call_error
@@ -31,10 +34,18 @@ def limited(settings: Settings, max_stored_bytes: int | None, data_dir: Path | N
 
 
 async def stored(service: MemoryService, user_id: str) -> int:
-    counted = await service.stores.long_term.stored_bytes(user_id)
-    assert counted == sum(
-        len(m.content.encode()) for m in await service.stores.long_term.memories_of(user_id)
-    )
+    """The user's counter, once background learning is done, checked against a recount of their
+    memories and of each memory's revisions."""
+    memories = service.stores.long_term
+    recount = 0
+    if isinstance(service.learning, Learning):
+        with anyio.fail_after(20):
+            await service.learning.worker.drain()
+        for m in await memories.memories_of(user_id):
+            history = await service.learning.revisions.history(user_id, m.id)
+            recount += sum(revision_bytes(r.content, r.source_text) for r in history)
+    counted = await memories.stored_bytes(user_id)
+    assert counted == recount + sum(len(m.content.encode()) for m in await memories.memories_of(user_id))
     return counted
 
 
@@ -50,7 +61,9 @@ async def test_each_tool_that_stores_text_is_refused_past_the_quota(fast_setting
         assert "security.max_stored_bytes" in message
         assert (await call(client, "search_memory", query="user", types=["fact"]))["results"] == []
 
-        kept = await call(client, "remember", content="The user likes tea.")  # 19 bytes: fits
+        # 19 bytes, and its revision holds them twice (content and source text): 57 in all, fits.
+        kept = await call(client, "remember", content="The user likes tea.")
+        assert await stored(service, me) == 157
         message = await call_error(
             client, "update_memory", memory_id=kept["id"], content="The user " + "u" * 110
         )
@@ -59,18 +72,74 @@ async def test_each_tool_that_stores_text_is_refused_past_the_quota(fast_setting
         history = await call(client, "memory_history", memory_id=kept["id"])
         assert len(history["revisions"]) == 1  # the refused update left no revision
 
-        await call(client, "update_memory", memory_id=kept["id"], content="Tea.")  # shrinks: 4 bytes
-        await call(client, "add_turn", thread_id="q", role="user", content="f" * 90)  # 194 of 200
+        await call(client, "update_memory", memory_id=kept["id"], content="Tea.")  # 4 + a revision of 8
+        assert await stored(service, me) == 150
+        await call(client, "add_turn", thread_id="q", role="user", content="f" * 40)  # 190 of 200
         first = history["revisions"][0]["id"]
         message = await call_error(client, "rollback_memory", memory_id=kept["id"], revision_id=first)
         assert "storage quota reached" in message
         assert (await service.get_memory(me, kept["id"])).content == "Tea."
-        assert await stored(service, me) == 194
+        assert len((await call(client, "memory_history", memory_id=kept["id"]))["revisions"]) == 2
+        assert await stored(service, me) == 190
 
-        await call_error(client, "add_turn", thread_id="q", role="user", content="n" * 7)
+        await call_error(client, "add_turn", thread_id="q", role="user", content="n" * 11)
         wm = await call(client, "get_working_memory", thread_id="q")
         assert len(wm["messages"]) == 2  # the refused turn is in neither store
-        assert await stored(service, me) == 194
+        assert await stored(service, me) == 190
+
+
+async def test_rewriting_a_memory_back_and_forth_is_refused_once_the_quota_is_full(
+    fast_settings: Settings,
+) -> None:
+    """The memory never grows, but each update appends a revision: the history is what fills the quota."""
+    texts = ["The user prefers " + "a" * 83, "The user prefers " + "b" * 83]  # 100 bytes each
+    server = build_server(limited(fast_settings, 2000))
+    me = fast_settings.user_id
+    async with Client(server, raise_exceptions=False) as client:
+        service: MemoryService = server.host.service  # type: ignore[attr-defined]
+        fact = await call(client, "remember", content=texts[0])
+        assert await stored(service, me) == 300  # the fact, and its revision: content and source text
+
+        updates = 0
+        while True:
+            content = texts[(updates + 1) % 2]
+            result = await client.call_tool("update_memory", {"memory_id": fact["id"], "content": content})
+            if result.is_error:
+                message = result.content[0].text  # type: ignore[union-attr]
+                break
+            updates += 1
+            assert updates < 20, "the quota never refused an update"
+        # Each update adds its revision's 200 bytes; the next one would have needed 300 more.
+        assert updates == 8
+        assert "storage quota reached" in message and "1,900 of 2,000 bytes" in message
+        assert "security.max_stored_bytes" in message and "nothing was stored" in message
+
+        assert (await service.get_memory(me, fact["id"])).content == texts[updates % 2]
+        history = await call(client, "memory_history", memory_id=fact["id"])
+        assert len(history["revisions"]) == 1 + updates
+        assert await stored(service, me) == 1900
+
+
+async def test_superseding_and_forgetting_work_over_the_quota(fast_settings: Settings) -> None:
+    async with open_service(limited(fast_settings, 500)) as service:
+        learning = service.learning
+        assert isinstance(learning, Learning)
+        old = await learning.editor.remember("ann", "The user lives in Porto.")  # 24 bytes, 72 in all
+        new = await learning.editor.remember("ann", "The user lives in Lisbon now.")  # 29, 87 in all
+        await service.add_turn("ann", "t", "user", "x" * 341)  # 500 of 500
+        with pytest.raises(LimitExceededError, match="500 of 500 bytes"):
+            await learning.editor.update("ann", new.id, "The user lives in Lisbon.")
+
+        loser = await service.stores.long_term.get("ann", old.id)
+        winner = await service.stores.long_term.get("ann", new.id)
+        await learning.writer.supersede(loser, winner, "contradict")  # tidying up is never refused
+        assert (await service.stores.long_term.get("ann", old.id)).superseded_by == new.id
+        # Its revision (the old content, the winner's as its source) goes past the limit, counted.
+        assert await stored(service, "ann") == 500 + 24 + 29
+
+        await service.forget("ann", memory_id=old.id)  # the memory, and both its revisions
+        # The profile rebuilt after a forgotten fact would need more room than is left: refused, logged.
+        assert await stored(service, "ann") == 500 + 24 + 29 - 24 - (72 - 24) - (24 + 29)
 
 
 async def test_an_import_is_checked_whole_before_anything_is_stored(fast_settings: Settings) -> None:
@@ -129,3 +198,37 @@ async def test_background_extraction_over_the_quota_stores_no_fact_and_breaks_no
         assert len(openai_stub.chat_requests()) == 1  # the extraction ran; its fact was refused
         assert await learning.long_term.list_active("ann", types=("fact",), limit=10) == []
         assert await stored(service, "ann") == settings.security.max_stored_bytes
+
+
+async def test_an_imports_history_counts_and_a_refused_import_leaves_none_of_it(
+    fast_settings: Settings,
+) -> None:
+    async with open_service(limited(fast_settings, 1000)) as service:
+        learning = service.learning
+        assert isinstance(learning, Learning)
+        fact = await learning.editor.remember("donor", "The user prefers " + "a" * 83)  # 100 bytes
+        for letter in "bcd":
+            await learning.editor.update("donor", fact.id, "The user prefers " + letter * 83)
+        export = await service.export_memories("donor")
+        assert await stored(service, "donor") == 100 + 4 * 200  # the fact and four revisions
+
+        # The fact alone would fit ann's 700 free bytes; with its history (800 bytes) it does not.
+        await service.add_turn("ann", "mine", "user", "a" * 300)
+        with pytest.raises(LimitExceededError, match="300 of 1,000 bytes"):
+            await service.import_memories("ann", export.jsonl)
+        assert [m.type for m in await service.stores.long_term.memories_of("ann")] == ["turn"]
+        assert await learning.revisions.history("ann", fact.id) == []
+        assert await stored(service, "ann") == 300
+
+        # Room for the history but not for the memory after it: the history written first goes again.
+        await service.forget("ann", everything=True)
+        await service.add_turn("ann", "mine", "user", "a" * 150)
+        with pytest.raises(LimitExceededError, match="this write needs 100 more"):
+            await service.import_memories("ann", export.jsonl)
+        assert await learning.revisions.history("ann", fact.id) == []
+        assert await stored(service, "ann") == 150
+
+        await service.forget("ann", everything=True)
+        result = await service.import_memories("ann", export.jsonl)
+        assert result.revisions == 4
+        assert await stored(service, "ann") == 900

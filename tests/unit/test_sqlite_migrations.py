@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
-from mcp_memory.models import Memory, SearchQuery
+from mcp_memory.models import Memory, Scope, SearchQuery
 from mcp_memory.storage import sqlite_db
-from mcp_memory.storage.sqlite_long_term import _row
+from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore, _row
+from mcp_memory.storage.sqlite_revisions import SqliteRevisionStore
 from tests.contract.conftest_long_term import memory, open_sqlite
 
 pytestmark = pytest.mark.anyio
 
 
-def old_file(path: Path, schema: int, memories: list[Memory]) -> None:
-    """A data file as the release with `schema` migrations wrote it, holding these memories."""
+def old_file(
+    path: Path, schema: int, memories: list[Memory], revisions: Sequence[tuple[str, str, str | None]] = ()
+) -> None:
+    """A data file as the release with `schema` migrations wrote it, holding these memories and these
+    revisions (user, content, source text) of the user's first memory."""
     with pytest.MonkeyPatch.context() as before:
         before.setattr(sqlite_db, "MIGRATIONS", sqlite_db.MIGRATIONS[:schema])
         conn = sqlite_db._connect(path)
@@ -27,6 +32,12 @@ def old_file(path: Path, schema: int, memories: list[Memory]) -> None:
             " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
             " supersede_reason, superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [_row(m) for m in memories],
+        )
+        conn.executemany(
+            "INSERT INTO revisions (id, user_id, memory_id, memory_type, seq, action, cause, content,"
+            " metadata, source_text, labels, created_at)"
+            " VALUES (?, ?, 'm1', 'fact', ?, 'update', 'user_edit', ?, '{}', ?, '{}', '2024-05-01')",
+            [(f"rev_{i}", u, i + 1, content, source) for i, (u, content, source) in enumerate(revisions)],
         )
     finally:
         conn.close()
@@ -77,6 +88,25 @@ async def test_an_older_file_gets_each_users_stored_bytes_counted(tmp_path: Path
         assert await store.stored_bytes("nobody") == 0
         await store.put([memory("ann", "a4", "more")])  # the triggers count from the migrated figure
         assert await store.stored_bytes("ann") == sum(len(m.content.encode()) for m in ann) + 4
+
+
+@pytest.mark.parametrize("schema", [2, 5])
+async def test_an_older_file_gets_its_revisions_counted_too(tmp_path: Path, schema: int) -> None:
+    path = tmp_path / "memory.db"
+    revisions = [("ann", "café", "the user said café"), ("ann", "tea", None), ("bob", "日本", "語")]
+    old_file(path, schema, [memory("ann", "a1", "naïve")], revisions)
+
+    async with open_sqlite(path) as store:
+        assert isinstance(store, SqliteLongTermStore)
+        assert await store.stored_bytes("ann") == 6 + (5 + 19) + 3  # content and source text, UTF-8
+        assert await store.stored_bytes("bob") == 9  # revisions alone give a user a count
+        await SqliteRevisionStore(store.db).forget(Scope(user_id="bob", everything=True))
+        assert await store.stored_bytes("bob") == 0
+        conn = sqlite3.connect(path)
+        try:  # the last byte took the row naming the user with it
+            assert conn.execute("SELECT count(*) FROM usage WHERE user_id = 'bob'").fetchone()[0] == 0
+        finally:
+            conn.close()
 
 
 def test_clients_starting_at_once_on_a_new_file_all_open_it(tmp_path: Path) -> None:
