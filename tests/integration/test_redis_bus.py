@@ -183,11 +183,7 @@ async def test_the_relay_reconnects_after_redis_restarts(private_redis: RedisSer
         await anyio.to_thread.run_sync(private_redis.stop)
         await a.publish(UserEvent("ann", ResourcesListChanged()))  # Redis down: dropped, never raised
         await anyio.to_thread.run_sync(private_redis.start)
-        # b resubscribes with backoff; events published before it is back are lost (level-triggered).
-        with anyio.fail_after(30):
-            while ANN_T1 not in on_b:
-                await a.publish(ANN_T1)
-                await anyio.sleep(0.05)
+        await publish_until_heard(a, on_b, seconds=30)
         assert UserEvent("ann", ResourcesListChanged()) not in on_b
 
 
@@ -204,10 +200,7 @@ async def test_the_relay_reconnects_after_the_channels_cluster_node_restarts(
         await anyio.to_thread.run_sync(owner.stop)
         await a.publish(UserEvent("ann", ResourcesListChanged()))  # the shard is down: dropped, never raised
         await anyio.to_thread.run_sync(owner.start)  # same port and node identity, same slots
-        with anyio.fail_after(60):
-            while ANN_T1 not in on_b:
-                await a.publish(ANN_T1)
-                await anyio.sleep(0.05)
+        await publish_until_heard(a, on_b, seconds=60)
         assert UserEvent("ann", ResourcesListChanged()) not in on_b
 
 
@@ -228,10 +221,7 @@ async def test_the_relay_follows_the_channel_when_its_slot_moves_to_another_mast
         await anyio.to_thread.run_sync(move_slot, private_redis_cluster, key_slot(channel.encode()), target)
         assert await shard_port(settings, channel) == target.port
         on_b.clear()
-        with anyio.fail_after(60):
-            while ANN_T1 not in on_b:
-                await a.publish(ANN_T1)
-                await anyio.sleep(0.05)
+        await publish_until_heard(a, on_b, seconds=60)
 
 
 def move_slot(cluster: RedisClusterProcesses, slot: int, target: RedisServer) -> None:
@@ -246,6 +236,15 @@ def move_slot(cluster: RedisClusterProcesses, slot: int, target: RedisServer) ->
     finally:
         for client in clients.values():
             client.close()
+
+
+async def publish_until_heard(a: RedisEventRelay, on_b: list[UserEvent], *, seconds: float) -> None:
+    """Publish ANN_T1 through `a` until the other relay heard it: it resubscribes by itself, with
+    backoff, and what is published before it is back is lost (notifications are level-triggered)."""
+    with anyio.fail_after(seconds):
+        while ANN_T1 not in on_b:
+            await a.publish(ANN_T1)
+            await anyio.sleep(0.05)
 
 
 async def shard_port(settings: WorkingSettings, channel: str) -> int:
