@@ -34,7 +34,7 @@ from .models import (
 )
 from .search import date_words, quoted_phrases
 from .storage import Stores
-from .storage.usage import refuse_growth, revision_bytes
+from .storage.usage import refuse_without_room, revision_bytes
 from .summarize import Summarizer
 from .threads import Progress, ThreadKeeper
 from .tokens import TokenCounter
@@ -412,11 +412,9 @@ class MemoryService:
         leaves nothing behind."""
         store: Any = self._revision_store()
         history = await portability.pending_revisions(store, user_id, parsed, memories)
+        size = sum(revision_bytes(r.content, r.source_text) for r in history)
         limit = self.settings.security.max_stored_bytes
-        if history and limit is not None:
-            used = await self.stores.long_term.stored_bytes(user_id)
-            size = sum(revision_bytes(r.content, r.source_text) for r in history)
-            refuse_growth(user_id, used, used + size, limit)  # the cheap refusal, before any write
+        await refuse_without_room(self.stores.long_term, user_id, size, limit)  # before any write
         for revision in history:
             await store.append(revision)
         try:

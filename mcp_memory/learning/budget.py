@@ -17,15 +17,23 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Protocol
 
 from ..config import Settings
 from ..errors import LimitExceededError
-from ..storage.learning_base import TriggerCounters
 from .views import BudgetView
 
 HOUR = 3600.0
 ALL_KEY = "llm_calls"
 BACKGROUND_KEY = "llm_background_calls"
+
+
+class Counts(Protocol):
+    """What the budget needs of a counter store: TriggerCounters' atomic increment."""
+
+    async def increment(
+        self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None
+    ) -> int: ...
 
 
 class BudgetUsedUp(LimitExceededError):
@@ -38,13 +46,13 @@ class BudgetUsedUp(LimitExceededError):
 
 @dataclass
 class LlmBudget:
-    counters: TriggerCounters
+    counters: Counts  # the learning TriggerCounters, shared by replicas
     limit: int | None  # every call; None = unlimited
     background_limit: int  # the background share within it
     clock: Callable[[], float] = time.time  # epoch seconds; tests move it instead of waiting an hour
 
     @classmethod
-    def of(cls, settings: Settings, counters: TriggerCounters) -> LlmBudget:
+    def of(cls, settings: Settings, counters: Counts) -> LlmBudget:
         return cls(counters, settings.security.llm_calls_per_hour, settings.learning.max_llm_calls_per_hour)
 
     @classmethod
@@ -107,10 +115,9 @@ class LlmBudget:
 
 @dataclass
 class ProcessCounters:
-    """TriggerCounters kept in this process's memory (windows expire by the wall clock)."""
+    """Counts kept in this process's memory (windows expire by the wall clock)."""
 
     _numbers: dict[tuple[str, str], tuple[int, float | None]] = field(default_factory=dict)
-    _marks: dict[tuple[str, str], str] = field(default_factory=dict)
 
     async def increment(
         self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None
@@ -123,19 +130,3 @@ class ProcessCounters:
             expires = now + ttl_seconds
         self._numbers[(user_id, key)] = (number + by, expires)
         return number + by
-
-    async def read(self, user_id: str, key: str) -> str | None:
-        return self._marks.get((user_id, key))
-
-    async def compare_and_set(self, user_id: str, key: str, expected: str | None, value: str) -> bool:
-        if self._marks.get((user_id, key)) != expected:
-            return False
-        self._marks[(user_id, key)] = value
-        return True
-
-    async def forget(self, user_id: str, *, prefix: str = "") -> int:
-        gone = [k for k in [*self._numbers, *self._marks] if k[0] == user_id and k[1].startswith(prefix)]
-        for k in gone:
-            self._numbers.pop(k, None)
-            self._marks.pop(k, None)
-        return len(gone)

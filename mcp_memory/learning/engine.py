@@ -181,7 +181,8 @@ class Learning:
             self._retry_due(user_id)
 
         self.worker.after(
-            max(0.0, at - self.budget.clock()), Job(f"waking the learning of {user_id}", wake, user_id)
+            max(0.0, at - self.budget.clock()),
+            Job(f"waking the learning of {user_id}", wake, user_id, key="wake"),
         )
 
     def _retry_due(self, user_id: str) -> None:

@@ -20,7 +20,7 @@ from ..llm.embedder import Embedder
 from ..models import Memory, content_hash, utcnow
 from ..storage.base import LongTermStore
 from ..storage.learning_base import Revision, RevisionAction, RevisionCause, RevisionStore
-from ..storage.usage import content_bytes, refuse_growth, revision_bytes
+from ..storage.usage import content_bytes, refuse_without_room, revision_bytes
 from ..tokens import TokenCounter
 from .parsing import FactKind
 
@@ -235,7 +235,5 @@ class MemoryWriter:
         return await self.revisions.append(revision)
 
     async def _check_room(self, user_id: str, action: RevisionAction, adding: int) -> None:
-        if self.max_stored_bytes is None or action not in _GROWING:
-            return
-        before = await self.long_term.stored_bytes(user_id)
-        refuse_growth(user_id, before, before + adding, self.max_stored_bytes)
+        if action in _GROWING:
+            await refuse_without_room(self.long_term, user_id, adding, self.max_stored_bytes)

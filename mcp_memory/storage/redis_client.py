@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from importlib import resources
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,6 +17,7 @@ import redis.exceptions
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialBackoff
+from redis.commands.core import AsyncScript
 
 from ..config import WorkingSettings
 from ..errors import BackendUnavailableError, ConfigError
@@ -61,6 +63,16 @@ def connect(settings: WorkingSettings) -> RedisClient:
         return aioredis.Redis.from_url(url, **options)
     except ValueError as e:
         raise ConfigError(f"working.redis_url is not a Redis URL: {e}") from None
+
+
+def load_script(client: RedisClient, name: str, *, prelude: bool = False) -> AsyncScript:
+    """redis_scripts/<name>.lua registered on the client (sent by SHA, loaded on first use), after the
+    shared helpers of _prelude.lua when asked."""
+    scripts = resources.files(__package__) / "redis_scripts"
+    source = (scripts / f"{name}.lua").read_text()
+    if prelude:
+        source = (scripts / "_prelude.lua").read_text() + source
+    return client.register_script(source)
 
 
 def location_of(settings: WorkingSettings) -> str:

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
-from importlib import resources
 from typing import Any, Self
 
 from redis.commands.core import AsyncScript
 
 from ..config import WorkingSettings
-from .redis_client import RedisClient, call_deadline, connect, location_of, translated_errors
+from .redis_client import (
+    RedisClient,
+    call_deadline,
+    connect,
+    load_script,
+    location_of,
+    translated_errors,
+)
 from .redis_keys import RedisKeys
 
 _UNLINK_BATCH = 500
@@ -29,11 +35,8 @@ class RedisTriggerCounters:
         self._keys = RedisKeys(settings.key_prefix)
         self._location = location_of(settings)
         self._deadline = call_deadline(settings)
-        scripts = resources.files(__package__) / "redis_scripts"
-        self._increment: AsyncScript = client.register_script((scripts / "counter_increment.lua").read_text())
-        self._compare_and_set: AsyncScript = client.register_script(
-            (scripts / "counter_compare_and_set.lua").read_text()
-        )
+        self._increment = load_script(client, "counter_increment")
+        self._compare_and_set = load_script(client, "counter_compare_and_set")
 
     @classmethod
     @asynccontextmanager

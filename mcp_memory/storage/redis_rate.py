@@ -9,13 +9,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from importlib import resources
 from typing import Self
 
-from redis.commands.core import AsyncScript
-
 from ..config import WorkingSettings
-from .redis_client import RedisClient, call_deadline, connect, location_of, translated_errors
+from .redis_client import (
+    RedisClient,
+    call_deadline,
+    connect,
+    load_script,
+    location_of,
+    translated_errors,
+)
 from .redis_keys import RedisKeys
 
 
@@ -26,8 +30,7 @@ class RedisRequestBuckets:
         self._location = location_of(settings)
         self._deadline = call_deadline(settings)
         self._args = [repr(per_second), str(burst)]
-        script = (resources.files(__package__) / "redis_scripts" / "rate_take.lua").read_text()
-        self._take: AsyncScript = client.register_script(script)
+        self._take = load_script(client, "rate_take")
 
     @classmethod
     @asynccontextmanager

@@ -17,7 +17,6 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AbstractContextManager, asynccontextmanager
 from datetime import UTC, datetime
-from importlib import resources
 from typing import Any, Self, cast
 
 from redis.commands.core import AsyncScript
@@ -31,6 +30,7 @@ from .redis_client import (
     ScriptArg,
     call_deadline,
     connect,
+    load_script,
     location_of,
     translated_errors,
 )
@@ -63,10 +63,8 @@ class RedisWorkingMemoryStore:
         self._index_ttl_ms = self._ttl_ms and self._ttl_ms + _INDEX_GRACE_SECONDS * 1000
         self._location = location_of(settings)
         self._deadline = call_deadline(settings)
-        scripts = resources.files(__package__) / "redis_scripts"
-        prelude = (scripts / "_prelude.lua").read_text()
         self._scripts: dict[str, AsyncScript] = {
-            name: client.register_script(prelude + (scripts / f"{name}.lua").read_text()) for name in _SCRIPTS
+            name: load_script(client, name, prelude=True) for name in _SCRIPTS
         }
 
     @classmethod

@@ -9,7 +9,12 @@ reading the user's memories and holds however many processes or replicas write.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..errors import LimitExceededError
+
+if TYPE_CHECKING:
+    from .base import LongTermStore
 
 
 def content_bytes(content: str) -> int:
@@ -31,3 +36,12 @@ def refuse_growth(user_id: str, before: int, after: int, limit: int | None) -> N
         "Forget old threads or memories (forget thread_id=... or memory_id=...), or export and forget "
         "everything; the operator can raise MCP_MEMORY_SECURITY__MAX_STORED_BYTES"
     )
+
+
+async def refuse_without_room(store: LongTermStore, user_id: str, adding: int, limit: int | None) -> None:
+    """Before writes the store does not check itself (revisions): raise when the user has no room for
+    `adding` more bytes. Concurrent writers may each pass and overshoot by one write; the count stays exact."""
+    if limit is None or adding <= 0:
+        return
+    before = await store.stored_bytes(user_id)
+    refuse_growth(user_id, before, before + adding, limit)
