@@ -2,7 +2,7 @@
 
     python bench/add_turn_extraction.py [--turns 200] [--every 2] [--llm-ms 150] [--embedder hash|local]
 
-The LLM is the local OpenAI-compatible stub (mcp_memory.testing.openai_stub), answering every
+The LLM is the local OpenAI-compatible stub (tests.fakes.openai_stub), answering every
 extraction with two facts after --llm-ms of simulated thinking. Extraction runs in the background
 lane, so add_turn should cost the same either way; the table also shows how many extractions ran
 and how many facts they stored once the lane drained.
@@ -25,9 +25,9 @@ from pydantic import SecretStr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
-from mcp_memory.host import open_service
 from mcp_memory.learning import Learning
-from mcp_memory.testing.openai_stub import OpenAIStub
+from mcp_memory.service.assembly import open_service
+from tests.fakes.openai_stub import OpenAIStub
 
 TOPICS = ["Hawaii trip", "Atlas deploy", "sister's birthday", "kitchen renovation", "marathon training"]
 

@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mcp_memory.config import CosmosSettings
 from mcp_memory.llm.hash_embedder import HashingEmbedder
 from mcp_memory.models import Memory, Scope
-from mcp_memory.storage.cosmos import CosmosLongTermStore
+from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 from tests.services.cosmos_server import CosmosServer, local_cosmos_server
 
 EMBEDDER = HashingEmbedder(384)

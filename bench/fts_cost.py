@@ -27,11 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import locomo, stored_turns, turns
 from latency import cpu, percentiles
 
-from mcp_memory.models import Memory, SearchQuery
-from mcp_memory.storage import sqlite_db
-from mcp_memory.storage.base import EmbeddingSpec
-from mcp_memory.storage.sqlite_db import SqliteDatabase
-from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore, _row
+from mcp_memory.models import EmbeddingSpec, Memory, SearchQuery
+from mcp_memory.storage.sqlite import db as sqlite_db
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore, _row
 
 DIMENSION = 384
 INSERT = (

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import locomo, queries, turns
 
 from mcp_memory.config import Settings, WorkingSettings
-from mcp_memory.host import open_service
+from mcp_memory.service.assembly import open_service
 
 USER = "bench"
 THREAD_SIZE = 100  # turns per thread while ingesting

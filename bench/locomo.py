@@ -28,8 +28,8 @@ from typing import Any
 import anyio
 
 from mcp_memory.config import SearchSettings, Settings
-from mcp_memory.host import open_service
-from mcp_memory.service import MemoryService
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
 
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}

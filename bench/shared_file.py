@@ -71,10 +71,10 @@ from latency import cpu, percentiles, rss_mb
 from mcp_memory import safety
 from mcp_memory import validation as check
 from mcp_memory.config import Settings
-from mcp_memory.host import open_service
 from mcp_memory.models import Memory, utcnow
-from mcp_memory.search import date_words
-from mcp_memory.service import MemoryService
+from mcp_memory.search.terms import date_words
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
 
 USER = "bench"
 THREAD_SIZE = 100  # seeded turns per thread

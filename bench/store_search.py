@@ -28,10 +28,9 @@ from _corpus import locomo, stored_turns
 from latency import percentiles
 
 import mcp_memory
-from mcp_memory.models import SearchQuery
-from mcp_memory.storage.base import EmbeddingSpec
-from mcp_memory.storage.sqlite_db import SqliteDatabase
-from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+from mcp_memory.models import EmbeddingSpec, SearchQuery
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
 DIMENSION = 384
 SEARCHES = 200

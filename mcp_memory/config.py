@@ -6,13 +6,17 @@ Built once in cli.main() and passed down; never constructed at import time.
 from __future__ import annotations
 
 import getpass
+import json
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
 import platformdirs
-from pydantic import BaseModel, Field, SecretStr, field_validator
+from pydantic import BaseModel, Field, SecretStr, TypeAdapter, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from mcp_memory.errors import ConfigError
+from mcp_memory.models import THREAD_ID_PATTERN
 
 
 def _default_user() -> str:
@@ -342,8 +346,36 @@ class Settings(BaseSettings):
     @field_validator("user_id")
     @classmethod
     def _check_user(cls, user_id: str) -> str:
-        from .models import THREAD_ID_PATTERN
-
         if not THREAD_ID_PATTERN.match(user_id):
             raise ValueError(f"user_id {user_id!r} must be 1-128 characters of A-Z a-z 0-9 . _ : -")
         return user_id
+
+
+def load_tokens(security: SecuritySettings) -> list[TokenEntry]:
+    """Every configured token: the inline ones plus those in tokens_file. Fails on a bad entry."""
+    entries = list(security.tokens)
+    if security.tokens_file is not None:
+        try:
+            raw = json.loads(security.tokens_file.read_text())
+        except OSError as e:
+            raise ConfigError(f"cannot read security.tokens_file {security.tokens_file}: {e.strerror}") from e
+        except json.JSONDecodeError as e:
+            raise ConfigError(f"security.tokens_file {security.tokens_file} is not JSON: {e}") from e
+        listed = raw.get("tokens") if isinstance(raw, dict) else raw
+        try:
+            entries += TypeAdapter(list[TokenEntry]).validate_python(listed)
+        except ValidationError as e:
+            raise ConfigError(
+                f'security.tokens_file {security.tokens_file} must hold {{"tokens": [{{"sha256": ..., '
+                f'"user_id": ...}}]}}: {e.errors()[0]["msg"]} at {e.errors()[0]["loc"]}'
+            ) from e
+    seen: set[str] = set()
+    for entry in entries:
+        if not THREAD_ID_PATTERN.match(entry.user_id):
+            raise ConfigError(
+                f"token {entry.name or entry.sha256[:8]}: user_id {entry.user_id!r} is not valid"
+            )
+        if entry.sha256 in seen:
+            raise ConfigError(f"token hash {entry.sha256[:8]}... is configured twice")
+        seen.add(entry.sha256)
+    return entries

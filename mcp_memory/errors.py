@@ -39,3 +39,7 @@ class LimitExceededError(PermissionDeniedError):
 
 class ConflictError(MemoryServerError):
     """A concurrent writer changed the same record first (optimistic concurrency lost)."""
+
+
+class MalformedAnswerError(MemoryServerError):
+    """A model's answer is not the JSON (or text) its prompt asked for; nothing of it is stored."""

@@ -8,10 +8,16 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
+from mcp.shared.subscriptions import ServerEvent
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from mcp_memory.errors import EmbeddingMismatchError
 
 Role = Literal["user", "assistant", "tool", "system"]
 MemoryType = Literal["turn", "summary", "fact", "user_summary"]
@@ -159,3 +165,69 @@ class Scope(BaseModel):
     memory_id: str | None = None
     thread_id: str | None = None
     everything: bool = False
+
+
+class EmbeddingSpec(BaseModel):
+    """Which model made the stored vectors. Stored with the data; a mismatch refuses to start."""
+
+    model: str
+    dimension: int
+
+    def check_stored(self, model: object, dimension: object, where: str, instead: str) -> None:
+        """Refuse data embedded by another model: its vectors cannot be compared with ours."""
+        if model != self.model or str(dimension) != str(self.dimension):
+            raise EmbeddingMismatchError(
+                f"the memories in {where} were embedded with {model} ({dimension} dimensions) but the "
+                f"configured embedder is {self.model} ({self.dimension}); configure the original embedder "
+                f"or use {instead}"
+            )
+
+    def check_vectors(self, memories: Sequence[Memory]) -> None:
+        for memory in memories:
+            if memory.embedding is not None and len(memory.embedding) != self.dimension:
+                raise EmbeddingMismatchError(
+                    f"memory {memory.id} has a {len(memory.embedding)}-dimension vector; the store holds "
+                    f"{self.dimension}"
+                )
+
+
+# A change notification and the user whose memory changed: the bus, the 2025-protocol subscriptions and
+# the Redis relay deliver each one only to that user's sessions. An event about no one's memory in
+# particular (the tool list changed) has no user and reaches every session.
+@dataclass(frozen=True)
+class UserEvent:
+    user_id: str | None  # None: not about one user's memory; every session may hear it
+    event: ServerEvent
+
+    def concerns(self, user_id: str) -> bool:
+        return self.user_id is None or self.user_id == user_id
+
+
+RevisionAction = Literal["create", "update", "supersede", "delete", "restore"]
+RevisionCause = Literal["extraction", "reconcile", "user_edit", "rollback", "forget", "summary", "profile"]
+
+
+def revision_id() -> str:
+    return f"rev_{uuid.uuid4().hex}"
+
+
+class Revision(BaseModel):
+    """One immutable change of one long-term memory: the state after it, and why it happened."""
+
+    id: str = Field(default_factory=revision_id)
+    user_id: str
+    memory_id: str
+    thread_id: str | None = None
+    memory_type: MemoryType
+    # 1, 2, 3 ... per memory, assigned by the store when the revision is appended.
+    seq: int = 0
+    action: RevisionAction
+    cause: RevisionCause
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    superseded_by: str | None = None
+    supersede_reason: str | None = None
+    # The text that led to the change: the extracted fact, the user's words, the reconcile verdict.
+    source_text: str | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    created_at: datetime = Field(default_factory=utcnow)

@@ -9,8 +9,8 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from .errors import InvalidInputError
-from .models import MEMORY_TYPES, ROLES, THREAD_ID_PATTERN, MemoryType, Role, SearchMode
+from mcp_memory.errors import InvalidInputError
+from mcp_memory.models import MEMORY_TYPES, ROLES, THREAD_ID_PATTERN, MemoryType, Role, SearchMode
 
 MAX_METADATA_BYTES = 16_384
 MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW = 256, 10_000_000

@@ -13,23 +13,23 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 
-from ..config import Settings
-from ..llm.chat import ChatModel
-from ..llm.embedder import Embedder
-from ..llm.sampling import SamplingSessions
-from ..storage import Stores
-from ..storage.learning_base import RevisionStore, TriggerCounters
-from ..tokens import TokenCounter
-from .budget import LlmBudget
-from .editing import MemoryEditor
-from .engine import Learning
-from .extraction import Extractor
-from .profile import ProfileWriter
-from .reconcile import Reconciler
-from .templates import LearningPrompts
-from .triggers import Triggers
-from .worker import Job, Worker
-from .writer import MemoryWriter
+from mcp_memory.config import Settings
+from mcp_memory.learning.budget import LlmBudget
+from mcp_memory.learning.editing import MemoryEditor
+from mcp_memory.learning.engine import Learning
+from mcp_memory.learning.extraction import Extractor
+from mcp_memory.learning.profile import ProfileWriter
+from mcp_memory.learning.reconcile import Reconciler
+from mcp_memory.learning.templates import LearningPrompts
+from mcp_memory.learning.triggers import Triggers
+from mcp_memory.learning.worker import Job, Worker
+from mcp_memory.learning.writer import MemoryWriter
+from mcp_memory.llm.chat import ChatModel
+from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.sampling import SamplingSessions
+from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.storage import Stores
+from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
 
 __all__ = ["Learning", "LlmBudget", "open_learning"]
 
@@ -106,13 +106,17 @@ async def _open_learning_stores(
     revisions: RevisionStore | None = None
     counters: TriggerCounters | None = None
     if settings.working.resolved_backend == "redis":
-        from ..storage.redis_counters import RedisTriggerCounters  # optional extra: mcp-memory[redis]
+        from mcp_memory.storage.redis.counters import (
+            RedisTriggerCounters,  # optional extra: mcp-memory[redis]
+        )
 
         counters = await stack.enter_async_context(RedisTriggerCounters.open(settings.working))
     if settings.long_term.resolved_backend == "cosmos":
-        from ..storage.cosmos import CosmosLongTermStore  # optional extra: mcp-memory[cosmos]
-        from ..storage.cosmos_counters import CosmosTriggerCounters
-        from ..storage.cosmos_revisions import CosmosRevisionStore
+        from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
+        from mcp_memory.storage.cosmos.long_term import (
+            CosmosLongTermStore,  # optional extra: mcp-memory[cosmos]
+        )
+        from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
 
         if isinstance(stores.long_term, CosmosLongTermStore):
             timeout = stores.long_term.settings.timeout_seconds
@@ -123,14 +127,14 @@ async def _open_learning_stores(
     if revisions is not None and counters is not None:
         return revisions, counters
 
-    from ..storage.sqlite_long_term import SqliteLongTermStore
-    from ..storage.sqlite_revisions import SqliteRevisionStore, SqliteTriggerCounters
+    from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+    from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore, SqliteTriggerCounters
 
     if isinstance(stores.long_term, SqliteLongTermStore):
         db = stores.long_term.db
     else:
         # Working memory on Redis, long term on a store without a revision store of its own.
-        from ..storage.sqlite_db import SqliteDatabase
+        from mcp_memory.storage.sqlite.db import SqliteDatabase
 
         log.warning("revisions are kept in the local file %s (one replica only)", settings.sqlite_path)
         db = await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path))

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Protocol
 
-from ..config import Settings
-from ..errors import LimitExceededError
-from .views import BudgetView
+from mcp_memory.config import Settings
+from mcp_memory.errors import LimitExceededError
+from mcp_memory.views import BudgetView
 
 HOUR = 3600.0
 ALL_KEY = "llm_calls"

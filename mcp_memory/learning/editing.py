@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .. import validation as check
-from ..errors import InvalidInputError
-from ..models import Memory, content_hash
-from ..storage.base import LongTermStore
-from ..storage.learning_base import Revision, RevisionCause, RevisionStore
-from .parsing import FACT_KINDS
-from .views import HistoryResult, MemoryView, RevisionView, WrittenMemory
-from .writer import MemoryWriter, revision_of
+from mcp_memory import validation as check
+from mcp_memory.errors import InvalidInputError
+from mcp_memory.learning.parsing import FACT_KINDS
+from mcp_memory.learning.writer import MemoryWriter, revision_of
+from mcp_memory.models import Memory, Revision, RevisionCause, content_hash
+from mcp_memory.storage.base import LongTermStore
+from mcp_memory.storage.learning_base import RevisionStore
+from mcp_memory.views import HistoryResult, MemoryView, RevisionView, WrittenMemory
 
 # Turns are the verbatim record of what was said; summaries are rewritten by summarization and
 # mirrored in working memory. Facts and the profile are what a user corrects.

@@ -19,25 +19,28 @@ from datetime import UTC, datetime, timedelta
 
 import anyio
 
-from ..config import Settings
-from ..errors import BackendUnavailableError, LimitExceededError, MemoryServerError
-from ..llm.chat import ChatModel
-from ..llm.sampling import SamplingSessions
-from ..models import Memory, Scope, utcnow
-from ..prompts import RenderedPrompt
-from ..storage.base import LongTermStore
-from ..storage.learning_base import RevisionStore, TriggerCounters
-from .budget import BudgetUsedUp, LlmBudget
-from .editing import MemoryEditor
-from .extraction import ExtractionBatch, Extractor, mark_key
-from .parsing import MalformedAnswer
-from .profile import ProfileBatch, ProfileWriter, profile_id
-from .reconcile import ReconcileBatch, Reconciler
-from .status import StatusBoard
-from .triggers import Triggers, turns_key
-from .views import ExtractionReport, LearningStatus, ReconcileReport
-from .worker import Job, Worker
-from .writer import MemoryWriter
+from mcp_memory.config import Settings
+from mcp_memory.errors import (
+    BackendUnavailableError,
+    LimitExceededError,
+    MemoryServerError,
+)
+from mcp_memory.learning.budget import BudgetUsedUp, LlmBudget
+from mcp_memory.learning.editing import MemoryEditor
+from mcp_memory.learning.extraction import ExtractionBatch, Extractor, mark_key
+from mcp_memory.learning.profile import ProfileBatch, ProfileWriter, profile_id
+from mcp_memory.learning.reconcile import ReconcileBatch, Reconciler
+from mcp_memory.learning.status import StatusBoard
+from mcp_memory.learning.triggers import Triggers, turns_key
+from mcp_memory.learning.worker import Job, Worker
+from mcp_memory.learning.writer import MemoryWriter
+from mcp_memory.llm.chat import ChatModel
+from mcp_memory.llm.prompts import RenderedPrompt
+from mcp_memory.llm.sampling import SamplingSessions
+from mcp_memory.models import Memory, Scope, utcnow
+from mcp_memory.storage.base import LongTermStore
+from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
+from mcp_memory.views import ExtractionReport, LearningStatus, ReconcileReport
 
 log = logging.getLogger(__name__)
 
@@ -163,7 +166,7 @@ class Learning:
             self._wake_at(user_id, e.resets_at)
             log.info("thread %s: waiting for the LLM budget; its turns stay pending", thread_id)
             return
-        except (MemoryServerError, MalformedAnswer) as e:
+        except MemoryServerError as e:
             self.status.wait(user_id, thread_id, f"model failed: {e}")
             raise  # the lane logs it; the turns stay pending for the next extraction
         if len(batch.turns) == self.settings.learning.max_turns_per_extraction:

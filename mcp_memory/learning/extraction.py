@@ -14,16 +14,16 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..config import LearningSettings
-from ..errors import NotFoundError
-from ..models import Memory, summary_id, utcnow
-from ..prompts import RenderedPrompt
-from ..storage.base import LongTermStore
-from ..storage.learning_base import TriggerCounters
-from .parsing import parse_facts
-from .templates import LearningPrompts
-from .views import ExtractionReport, MemoryView, WrittenMemory
-from .writer import MemoryWriter
+from mcp_memory.config import LearningSettings
+from mcp_memory.errors import NotFoundError
+from mcp_memory.learning.parsing import parse_facts
+from mcp_memory.learning.templates import LearningPrompts
+from mcp_memory.learning.writer import MemoryWriter
+from mcp_memory.llm.prompts import RenderedPrompt
+from mcp_memory.models import Memory, summary_id, utcnow
+from mcp_memory.storage.base import LongTermStore
+from mcp_memory.storage.learning_base import TriggerCounters
+from mcp_memory.views import ExtractionReport, MemoryView, WrittenMemory
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +82,7 @@ class Extractor:
         return ExtractionBatch(user_id, thread_id, pending, labels, prompt, mark, after)
 
     async def apply(self, batch: ExtractionBatch, answer: str, *, model: str) -> ExtractionReport:
-        """Store the facts of a model's answer. Raises MalformedAnswer (nothing stored) when it is not
+        """Store the facts of a model's answer. Raises MalformedAnswerError (nothing stored) when it is not
         the JSON asked for."""
         facts = parse_facts(answer, batch.labels)
         kept = sorted(

@@ -1,7 +1,7 @@
 """Tolerant reading of a model's JSON answers: fences, prose around the object, loose field names.
 
 Tolerant about form, strict about substance: an answer whose shape cannot be recognised raises
-MalformedAnswer (the caller skips the whole batch and stores nothing); a single unusable item in an
+MalformedAnswerError (the caller skips the whole batch and stores nothing); a single unusable item in an
 otherwise good answer is dropped with a log line.
 """
 
@@ -13,6 +13,8 @@ import re
 from typing import Any, Literal
 
 from pydantic import BaseModel
+
+from mcp_memory.errors import MalformedAnswerError
 
 log = logging.getLogger(__name__)
 
@@ -35,10 +37,6 @@ _KIND_ALIASES: dict[str, FactKind] = {
 }
 _FENCE = re.compile(r"```[\w-]*\s*\n?(.*?)```", re.DOTALL)
 _MAX_FACT_CHARS = 1000
-
-
-class MalformedAnswer(Exception):
-    """The model's answer is not the JSON the prompt asked for; the batch is skipped."""
 
 
 class ExtractedFact(BaseModel):
@@ -69,7 +67,7 @@ def json_object(answer: str) -> dict[str, Any]:
             return value
         if isinstance(value, list):  # a bare list of items: the object's only field
             return {"items": value}
-    raise MalformedAnswer(f"no JSON object in the answer (starts {answer[:80]!r})")
+    raise MalformedAnswerError(f"no JSON object in the answer (starts {answer[:80]!r})")
 
 
 def _items(document: dict[str, Any], *names: str) -> list[Any]:
@@ -77,7 +75,9 @@ def _items(document: dict[str, Any], *names: str) -> list[Any]:
         value = document.get(name)
         if isinstance(value, list):
             return value
-    raise MalformedAnswer(f"the JSON object has no list named {names[0]!r} (keys: {sorted(document)[:8]})")
+    raise MalformedAnswerError(
+        f"the JSON object has no list named {names[0]!r} (keys: {sorted(document)[:8]})"
+    )
 
 
 def parse_facts(answer: str, turn_ids: list[str]) -> list[ExtractedFact]:

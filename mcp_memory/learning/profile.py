@@ -11,17 +11,16 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from ..config import LearningSettings
-from ..errors import NotFoundError
-from ..llm.embedder import Embedder
-from ..models import Memory, utcnow
-from ..prompts import RenderedPrompt
-from ..storage.base import LongTermStore
-from ..summarize import clean_answer, fit_tokens
-from ..tokens import TokenCounter
-from .parsing import MalformedAnswer
-from .templates import LearningPrompts
-from .writer import MemoryWriter
+from mcp_memory.config import LearningSettings
+from mcp_memory.errors import MalformedAnswerError, NotFoundError
+from mcp_memory.learning.templates import LearningPrompts
+from mcp_memory.learning.writer import MemoryWriter
+from mcp_memory.llm.chat import clean_answer
+from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.prompts import RenderedPrompt
+from mcp_memory.llm.tokens import TokenCounter, fit_tokens
+from mcp_memory.models import Memory, utcnow
+from mcp_memory.storage.base import LongTermStore
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +77,7 @@ class ProfileWriter:
     async def apply(self, batch: ProfileBatch, answer: str, *, model: str) -> Memory:
         text = clean_answer(answer)
         if not any(ch.isalnum() for ch in text):
-            raise MalformedAnswer("the profile answer has no text")
+            raise MalformedAnswerError("the profile answer has no text")
         return await self._store(batch.user_id, batch.previous, text, batch.facts, writer=f"llm:{model}")
 
     async def rebuild_offline(self, user_id: str) -> Memory | None:

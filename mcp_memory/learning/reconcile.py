@@ -13,14 +13,14 @@ import logging
 from dataclasses import dataclass
 from typing import Literal
 
-from ..config import LearningSettings
-from ..models import Memory, utcnow
-from ..prompts import RenderedPrompt
-from ..storage.base import LongTermStore
-from .parsing import parse_groups
-from .templates import LearningPrompts
-from .views import ReconcileReport
-from .writer import MemoryWriter
+from mcp_memory.config import LearningSettings
+from mcp_memory.learning.parsing import parse_groups
+from mcp_memory.learning.templates import LearningPrompts
+from mcp_memory.learning.writer import MemoryWriter
+from mcp_memory.llm.prompts import RenderedPrompt
+from mcp_memory.models import Memory, utcnow
+from mcp_memory.storage.base import LongTermStore
+from mcp_memory.views import ReconcileReport
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ class Reconciler:
         return ReconcileBatch(user_id, labelled, prompt)
 
     async def apply(self, batch: ReconcileBatch, answer: str, *, model: str) -> ReconcileReport:
-        """Supersede the losers of every group in the answer. Raises MalformedAnswer (nothing changed)
+        """Supersede the losers of every group in the answer. Raises MalformedAnswerError (nothing changed)
         when the answer is not the JSON asked for."""
         groups = parse_groups(answer, list(batch.facts))
         report = ReconcileReport(model=model, facts_reviewed=len(batch.facts))

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from ..models import utcnow
-from .views import ExtractionReport, ExtractionSeen, WaitingThread
+from mcp_memory.models import utcnow
+from mcp_memory.views import ExtractionReport, ExtractionSeen, WaitingThread
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The learning prompts (extract, reconcile, profile), loaded once at start.
 
-Their required and allowed placeholders are registered with the others in mcp_memory/prompts.py
+Their required and allowed placeholders are registered with the others in mcp_memory/llm/prompts.py
 (documented in prompts/README.md), so a broken template of the user's fails at load, naming it.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..prompts import PromptTemplate, load_prompt
+from mcp_memory.llm.prompts import PromptTemplate, load_prompt
 
 
 @dataclass(frozen=True)

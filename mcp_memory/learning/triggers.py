@@ -9,8 +9,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from ..config import LearningSettings
-from ..storage.learning_base import TriggerCounters
+from mcp_memory.config import LearningSettings
+from mcp_memory.storage.learning_base import TriggerCounters
 
 log = logging.getLogger(__name__)
 

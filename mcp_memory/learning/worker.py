@@ -24,8 +24,7 @@ from typing import Any
 
 import anyio
 
-from ..errors import MemoryServerError
-from .parsing import MalformedAnswer
+from mcp_memory.errors import MemoryServerError
 
 log = logging.getLogger(__name__)
 
@@ -162,7 +161,7 @@ class Worker:
     async def _run(self, job: Job) -> None:
         try:
             await job.run()
-        except (MemoryServerError, MalformedAnswer) as e:
+        except MemoryServerError as e:
             log.warning("%s skipped: %s", job.name, e)
         except Exception:
             # Top boundary of the background lane, on purpose: one job's bug (or an unmapped driver

@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..llm.embedder import Embedder
-from ..models import Memory, content_hash, utcnow
-from ..storage.base import LongTermStore
-from ..storage.learning_base import Revision, RevisionAction, RevisionCause, RevisionStore
-from ..storage.usage import content_bytes, refuse_without_room, revision_bytes
-from ..tokens import TokenCounter
-from .parsing import FactKind
+from mcp_memory.learning.parsing import FactKind
+from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.models import Memory, Revision, RevisionAction, RevisionCause, content_hash, utcnow
+from mcp_memory.storage.base import LongTermStore
+from mcp_memory.storage.learning_base import RevisionStore
+from mcp_memory.storage.usage import content_bytes, refuse_without_room, revision_bytes
 
 WriteAction = Literal["created", "updated", "unchanged"]
 # What is checked against the quota. A supersession or a deletion never is: a user over a lowered

@@ -6,11 +6,15 @@ sampling (the connected client's own model). Each maps its failures to mcp_memor
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Protocol
 
-from ..config import LLMSettings
+from mcp_memory.config import LLMSettings
+
+_FENCE_LINE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*(\n|$)", re.MULTILINE)
+_LABEL = re.compile(r"^(updated\s+)?summary\s*:\s*", re.IGNORECASE)
 
 
 class ChatModel(Protocol):
@@ -38,7 +42,15 @@ async def open_chat_model(settings: LLMSettings) -> AsyncIterator[ChatModel | No
         case "none":
             yield None
         case "openai" | "azure":
-            from .openai_chat import OpenAIChatModel  # the SDK loads only when an LLM is configured
+            from mcp_memory.llm.openai_chat import (
+                OpenAIChatModel,  # the SDK loads only when an LLM is configured
+            )
 
             async with OpenAIChatModel.open(settings) as model:
                 yield model
+
+
+def clean_answer(text: str) -> str:
+    """The summary inside a model's answer: no code fences, no "Summary:" label, no edge spaces."""
+    text = _FENCE_LINE.sub("", text).strip()
+    return _LABEL.sub("", text).strip()

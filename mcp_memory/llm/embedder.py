@@ -14,8 +14,8 @@ from typing import Protocol
 import anyio
 import numpy as np
 
-from ..config import EmbeddingSettings
-from ..storage.base import EmbeddingSpec
+from mcp_memory.config import EmbeddingSettings
+from mcp_memory.models import EmbeddingSpec
 
 
 class Embedder(Protocol):
@@ -36,16 +36,16 @@ async def open_embedder(settings: EmbeddingSettings) -> AsyncIterator[Embedder]:
     embedder: Embedder
     match settings.provider:
         case "local":
-            from .onnx_minilm import LocalMiniLMEmbedder
+            from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
 
             # Loading hashes and maps ~23 MB: keep it off the event loop.
             embedder = await anyio.to_thread.run_sync(LocalMiniLMEmbedder.load, settings)
         case "hash":
-            from .hash_embedder import HashingEmbedder
+            from mcp_memory.llm.hash_embedder import HashingEmbedder
 
             embedder = HashingEmbedder(settings.dimension or HashingEmbedder.DEFAULT_DIMENSION)
         case "openai" | "azure":
-            from .openai_embedder import OpenAIEmbedder
+            from mcp_memory.llm.openai_embedder import OpenAIEmbedder
 
             embedder = await OpenAIEmbedder.open(settings)
     try:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..storage.base import EmbeddingSpec
-from .embedder import normalize_rows
+from mcp_memory.llm.embedder import normalize_rows
+from mcp_memory.models import EmbeddingSpec
 
 _WORD = re.compile(r"\w+")
 _TRIGRAM_WEIGHT = 0.5  # words carry more meaning than spellings

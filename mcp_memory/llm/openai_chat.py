@@ -13,9 +13,9 @@ from typing import Any
 import anyio
 import openai
 
-from ..config import LLMSettings
-from ..errors import BackendUnavailableError, ConfigError
-from .openai_client import deadline, label, make_client, translated_errors
+from mcp_memory.config import LLMSettings
+from mcp_memory.errors import BackendUnavailableError, ConfigError
+from mcp_memory.llm.openai_client import deadline, label, make_client, translated_errors
 
 
 class OpenAIChatModel:

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 import openai
 
-from ..config import EmbeddingSettings, LLMSettings
-from ..errors import BackendUnavailableError, ConfigError, InvalidInputError
+from mcp_memory.config import EmbeddingSettings, LLMSettings
+from mcp_memory.errors import BackendUnavailableError, ConfigError, InvalidInputError
 
 AZURE_SCOPE = "https://cognitiveservices.azure.com/.default"
 # Local servers (Ollama, vLLM) ignore the key, but the SDK insists on one.

@@ -14,11 +14,11 @@ import anyio
 import numpy as np
 import openai
 
-from ..config import EmbeddingSettings
-from ..errors import ConfigError, EmbeddingMismatchError
-from ..storage.base import EmbeddingSpec
-from .embedder import normalize_rows
-from .openai_client import deadline, label, make_client, translated_errors
+from mcp_memory.config import EmbeddingSettings
+from mcp_memory.errors import ConfigError, EmbeddingMismatchError
+from mcp_memory.llm.embedder import normalize_rows
+from mcp_memory.llm.openai_client import deadline, label, make_client, translated_errors
+from mcp_memory.models import EmbeddingSpec
 
 DEFAULT_MODEL = "text-embedding-3-small"
 # Models whose size we know; any other model (or Azure deployment name) needs embedding.dimension.

@@ -27,7 +27,7 @@ from mcp.server.session import ServerSession
 from mcp.shared.exceptions import MCPError, NoBackChannelError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from ..errors import BackendUnavailableError
+from mcp_memory.errors import BackendUnavailableError
 
 log = logging.getLogger(__name__)
 

@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
-from ..config import Settings
-from .base import EmbeddingSpec, LongTermStore, WorkingForgetCount, WorkingMemoryStore
+from mcp_memory.config import Settings
+from mcp_memory.models import EmbeddingSpec
+from mcp_memory.storage.base import LongTermStore, WorkingForgetCount, WorkingMemoryStore
 
 __all__ = [
     "EmbeddingSpec",
@@ -36,26 +37,28 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
     async with AsyncExitStack() as stack:
         db = None
         if "sqlite" in (working_backend, long_term_backend):
-            from .sqlite_db import SqliteDatabase
+            from mcp_memory.storage.sqlite.db import SqliteDatabase
 
             db = await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path))
 
         working: WorkingMemoryStore
         match working_backend:
             case "sqlite":
-                from .sqlite_working import SqliteWorkingMemoryStore
+                from mcp_memory.storage.sqlite.working import SqliteWorkingMemoryStore
 
                 assert db is not None
                 working = SqliteWorkingMemoryStore(db)
             case "redis":
-                from .redis_working import RedisWorkingMemoryStore  # optional extra: mcp-memory[redis]
+                from mcp_memory.storage.redis.working import (
+                    RedisWorkingMemoryStore,  # optional extra: mcp-memory[redis]
+                )
 
                 working = await stack.enter_async_context(RedisWorkingMemoryStore.open(settings.working))
 
         long_term: LongTermStore
         match long_term_backend:
             case "sqlite":
-                from .sqlite_long_term import SqliteLongTermStore
+                from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
                 assert db is not None
                 long_term = await stack.enter_async_context(
@@ -67,7 +70,9 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                     )
                 )
             case "cosmos":
-                from .cosmos import CosmosLongTermStore  # optional extra: mcp-memory[cosmos]
+                from mcp_memory.storage.cosmos.long_term import (
+                    CosmosLongTermStore,  # optional extra: mcp-memory[cosmos]
+                )
 
                 long_term = await stack.enter_async_context(
                     CosmosLongTermStore.open(

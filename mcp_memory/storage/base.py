@@ -11,8 +11,16 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from ..errors import EmbeddingMismatchError
-from ..models import Hit, Memory, Message, Scope, SearchQuery, ThreadInfo, ThreadTotals, WorkingMemory
+from mcp_memory.models import (
+    Hit,
+    Memory,
+    Message,
+    Scope,
+    SearchQuery,
+    ThreadInfo,
+    ThreadTotals,
+    WorkingMemory,
+)
 
 # A search's query vector: ready, still being computed (the service embeds the query while the store
 # starts on the full-text side), or none (text mode).
@@ -23,30 +31,6 @@ async def resolve_vector(vector: QueryVector) -> list[float] | None:
     if vector is None or isinstance(vector, list):
         return vector
     return await vector
-
-
-class EmbeddingSpec(BaseModel):
-    """Which model made the stored vectors. Stored with the data; a mismatch refuses to start."""
-
-    model: str
-    dimension: int
-
-    def check_stored(self, model: object, dimension: object, where: str, instead: str) -> None:
-        """Refuse data embedded by another model: its vectors cannot be compared with ours."""
-        if model != self.model or str(dimension) != str(self.dimension):
-            raise EmbeddingMismatchError(
-                f"the memories in {where} were embedded with {model} ({dimension} dimensions) but the "
-                f"configured embedder is {self.model} ({self.dimension}); configure the original embedder "
-                f"or use {instead}"
-            )
-
-    def check_vectors(self, memories: Sequence[Memory]) -> None:
-        for memory in memories:
-            if memory.embedding is not None and len(memory.embedding) != self.dimension:
-                raise EmbeddingMismatchError(
-                    f"memory {memory.id} has a {len(memory.embedding)}-dimension vector; the store holds "
-                    f"{self.dimension}"
-                )
 
 
 class WorkingForgetCount(BaseModel):

@@ -6,49 +6,17 @@ after the change and what caused it. Trigger counters are the per-user numbers t
 background extraction or reconciliation runs; every increment is atomic, so among any number of
 replicas exactly one sees the value that fires a trigger.
 
-SQLite implements both in storage/sqlite_revisions.py. Redis can implement TriggerCounters with
+SQLite implements both in storage/sqlite/revisions.py. Redis can implement TriggerCounters with
 INCR (+ EXPIRE in the same MULTI) and a Lua compare-and-set; Cosmos DB with one item per counter
 replaced under its ETag (If-Match), retried on 412.
 """
 
 from __future__ import annotations
 
-import uuid
 from datetime import datetime
-from typing import Any, Literal, Protocol
+from typing import Protocol
 
-from pydantic import BaseModel, Field
-
-from ..models import MemoryType, Scope, utcnow
-
-RevisionAction = Literal["create", "update", "supersede", "delete", "restore"]
-RevisionCause = Literal["extraction", "reconcile", "user_edit", "rollback", "forget", "summary", "profile"]
-
-
-def revision_id() -> str:
-    return f"rev_{uuid.uuid4().hex}"
-
-
-class Revision(BaseModel):
-    """One immutable change of one long-term memory: the state after it, and why it happened."""
-
-    id: str = Field(default_factory=revision_id)
-    user_id: str
-    memory_id: str
-    thread_id: str | None = None
-    memory_type: MemoryType
-    # 1, 2, 3 ... per memory, assigned by the store when the revision is appended.
-    seq: int = 0
-    action: RevisionAction
-    cause: RevisionCause
-    content: str
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    superseded_by: str | None = None
-    supersede_reason: str | None = None
-    # The text that led to the change: the extracted fact, the user's words, the reconcile verdict.
-    source_text: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    created_at: datetime = Field(default_factory=utcnow)
+from mcp_memory.models import Revision, Scope
 
 
 class RevisionStore(Protocol):

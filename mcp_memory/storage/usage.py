@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..errors import LimitExceededError
+from mcp_memory.errors import LimitExceededError
 
 if TYPE_CHECKING:
-    from .base import LongTermStore
+    from mcp_memory.storage.base import LongTermStore
 
 
 def content_bytes(content: str) -> int:

@@ -25,8 +25,8 @@ def working_store_opener(
 ) -> WorkingStoreOpener:
     """Opens the backend's store afresh on the same data each call (hypothesis examples need that)."""
     if working_backend == "sqlite":
-        from mcp_memory.storage.sqlite_db import SqliteDatabase
-        from mcp_memory.storage.sqlite_working import SqliteWorkingMemoryStore
+        from mcp_memory.storage.sqlite.db import SqliteDatabase
+        from mcp_memory.storage.sqlite.working import SqliteWorkingMemoryStore
 
         @asynccontextmanager
         async def open_sqlite() -> AsyncIterator[WorkingMemoryStore]:
@@ -35,7 +35,7 @@ def working_store_opener(
 
         return open_sqlite
 
-    from mcp_memory.storage.redis_working import RedisWorkingMemoryStore
+    from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
 
     # redis-cluster: three masters, which refuse a script whose keys span two hash slots (CROSSSLOT).
     fixture = (

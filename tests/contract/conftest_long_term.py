@@ -20,8 +20,8 @@ from pydantic import SecretStr
 
 from mcp_memory.config import CosmosSettings
 from mcp_memory.llm.hash_embedder import HashingEmbedder
-from mcp_memory.models import Memory, MemoryType
-from mcp_memory.storage.base import EmbeddingSpec, LongTermStore
+from mcp_memory.models import EmbeddingSpec, Memory, MemoryType
+from mcp_memory.storage.base import LongTermStore
 from tests.services.cosmos_server import CosmosServer
 
 DIMENSION = 64
@@ -50,8 +50,8 @@ def local_cosmos_settings(server: CosmosServer, **overrides: object) -> CosmosSe
 
 @asynccontextmanager
 async def open_sqlite(path: Path) -> AsyncIterator[LongTermStore]:
-    from mcp_memory.storage.sqlite_db import SqliteDatabase
-    from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+    from mcp_memory.storage.sqlite.db import SqliteDatabase
+    from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
     async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, EMBEDDING) as store:
         yield store
@@ -59,7 +59,7 @@ async def open_sqlite(path: Path) -> AsyncIterator[LongTermStore]:
 
 @asynccontextmanager
 async def open_cosmos(settings: CosmosSettings) -> AsyncIterator[LongTermStore]:
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 
     async with CosmosLongTermStore.open(settings, EMBEDDING) as store:
         yield store

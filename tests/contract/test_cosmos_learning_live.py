@@ -43,8 +43,8 @@ globals().update(
 
 @pytest.fixture
 async def revision_store(live_settings: CosmosSettings) -> AsyncIterator[RevisionStore]:  # noqa: F811
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
-    from mcp_memory.storage.cosmos_revisions import CosmosRevisionStore
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+    from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
 
     async with open_cosmos(live_settings) as store:
         assert isinstance(store, CosmosLongTermStore)
@@ -57,8 +57,8 @@ async def revision_store(live_settings: CosmosSettings) -> AsyncIterator[Revisio
 
 @pytest.fixture
 async def counters(live_settings: CosmosSettings) -> AsyncIterator[TriggerCounters]:  # noqa: F811
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
-    from mcp_memory.storage.cosmos_counters import CosmosTriggerCounters
+    from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 
     async with open_cosmos(live_settings) as store:
         assert isinstance(store, CosmosLongTermStore)

@@ -13,11 +13,11 @@ import re
 from datetime import UTC, datetime
 
 from mcp_memory.models import Memory, Scope
-from mcp_memory.storage import cosmos_queries as sql
-from mcp_memory.storage.cosmos_counters import COUNTERS_GROUP, counter_id, counter_query, prefix_query
-from mcp_memory.storage.cosmos_documents import to_document
-from mcp_memory.storage.cosmos_queries import LIVE, CosmosQuery
-from mcp_memory.storage.cosmos_revisions import (
+from mcp_memory.storage.cosmos import queries as sql
+from mcp_memory.storage.cosmos.counters import COUNTERS_GROUP, counter_id, counter_query, prefix_query
+from mcp_memory.storage.cosmos.documents import to_document
+from mcp_memory.storage.cosmos.queries import LIVE, CosmosQuery
+from mcp_memory.storage.cosmos.revisions import (
     by_revision_id_query,
     history_query,
     last_seq_query,

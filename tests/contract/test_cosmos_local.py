@@ -14,10 +14,9 @@ from azure.core import MatchConditions
 
 from mcp_memory.config import CosmosSettings
 from mcp_memory.errors import BackendUnavailableError, ConfigError, ConflictError, EmbeddingMismatchError
-from mcp_memory.models import Memory, Scope
-from mcp_memory.storage.base import EmbeddingSpec
-from mcp_memory.storage.cosmos import CosmosLongTermStore
-from mcp_memory.storage.cosmos_errors import cosmos_errors
+from mcp_memory.models import EmbeddingSpec, Memory, Scope
+from mcp_memory.storage.cosmos.errors import cosmos_errors
+from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 from tests.contract.conftest_long_term import EMBEDDING, embed, local_cosmos_settings
 from tests.services.cosmos_server import CosmosServer
 

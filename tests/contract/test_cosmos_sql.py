@@ -17,10 +17,9 @@ from datetime import UTC, datetime
 import pytest
 
 from mcp_memory.config import CosmosSettings
-from mcp_memory.models import SearchQuery
-from mcp_memory.storage import cosmos_queries as sql
-from mcp_memory.storage.base import EmbeddingSpec
-from mcp_memory.storage.cosmos_setup import (
+from mcp_memory.models import EmbeddingSpec, SearchQuery
+from mcp_memory.storage.cosmos import queries as sql
+from mcp_memory.storage.cosmos.setup import (
     full_text_policy,
     indexing_policy,
     policy_differences,

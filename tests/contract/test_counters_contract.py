@@ -32,22 +32,22 @@ CONCURRENT = 12
 async def counters(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TriggerCounters]:
     match request.param:
         case "sqlite":
-            from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
-            from mcp_memory.storage.sqlite_revisions import SqliteTriggerCounters
+            from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+            from mcp_memory.storage.sqlite.revisions import SqliteTriggerCounters
 
             async with open_sqlite(tmp_path / "memory.db") as store:
                 assert isinstance(store, SqliteLongTermStore)
                 yield SqliteTriggerCounters(store.db)
         case "cosmos":
-            from mcp_memory.storage.cosmos import CosmosLongTermStore
-            from mcp_memory.storage.cosmos_counters import CosmosTriggerCounters
+            from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
+            from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 
             server: CosmosServer = request.getfixturevalue("cosmos_server")
             async with open_cosmos(local_cosmos_settings(server)) as store:
                 assert isinstance(store, CosmosLongTermStore)
                 yield CosmosTriggerCounters(await store.open_learning_container(), timeout_seconds=10.0)
         case "redis" | "redis-cluster":
-            from mcp_memory.storage.redis_counters import RedisTriggerCounters
+            from mcp_memory.storage.redis.counters import RedisTriggerCounters
 
             # redis-cluster: three masters, each user's counters on the master of the user's slot.
             fixture = (
@@ -208,7 +208,7 @@ async def test_keys_may_hold_any_characters(counters: TriggerCounters, new_user:
 async def test_redis_counters_work_on_redis_cluster(cluster_url: str) -> None:  # noqa: F811
     """Every key of a user's counters is in the user's slot: the multi-key UNLINK of forget is legal on
     a cluster, which refuses a command whose keys span two slots."""
-    from mcp_memory.storage.redis_counters import RedisTriggerCounters
+    from mcp_memory.storage.redis.counters import RedisTriggerCounters
 
     settings = redis_settings(cluster_url, cluster=True)
     async with RedisTriggerCounters.open(settings) as on_cluster:
@@ -224,7 +224,7 @@ async def test_redis_counters_work_on_redis_cluster(cluster_url: str) -> None:  
 
 
 async def test_redis_counters_unreachable_is_a_clear_error(private_redis: RedisServer) -> None:
-    from mcp_memory.storage.redis_counters import RedisTriggerCounters
+    from mcp_memory.storage.redis.counters import RedisTriggerCounters
 
     settings = redis_settings(private_redis.url, retries=0, timeout_seconds=1.0)
     async with RedisTriggerCounters.open(settings) as on_redis:

@@ -17,8 +17,8 @@ import anyio
 import pytest
 
 from mcp_memory.errors import ConfigError, InvalidInputError, NotFoundError
-from mcp_memory.models import Scope
-from mcp_memory.storage.learning_base import Revision, RevisionStore
+from mcp_memory.models import Revision, Scope
+from mcp_memory.storage.learning_base import RevisionStore
 from tests.contract.conftest_long_term import local_cosmos_settings, open_cosmos, open_sqlite
 from tests.services.cosmos_server import CosmosServer
 
@@ -31,15 +31,15 @@ NewUser = Callable[[], str]
 @pytest.fixture(params=["sqlite", "cosmos"])
 async def revision_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[RevisionStore]:
     if request.param == "sqlite":
-        from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
-        from mcp_memory.storage.sqlite_revisions import SqliteRevisionStore
+        from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+        from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore
 
         async with open_sqlite(tmp_path / "memory.db") as store:
             assert isinstance(store, SqliteLongTermStore)
             yield SqliteRevisionStore(store.db)
         return
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
-    from mcp_memory.storage.cosmos_revisions import CosmosRevisionStore
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+    from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
 
     server: CosmosServer = request.getfixturevalue("cosmos_server")
     async with open_cosmos(local_cosmos_settings(server)) as store:
@@ -228,8 +228,8 @@ async def test_prune_deletes_what_is_older_than_the_bound_for_every_user(
 async def test_cosmos_revisions_live_in_the_memorys_partition_without_a_ttl(
     cosmos_server: CosmosServer, new_user: NewUser
 ) -> None:
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
-    from mcp_memory.storage.cosmos_revisions import CosmosRevisionStore
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+    from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
 
     settings = local_cosmos_settings(cosmos_server)
     user = new_user()
@@ -264,7 +264,7 @@ async def test_cosmos_revisions_live_in_the_memorys_partition_without_a_ttl(
 async def test_cosmos_learning_container_with_another_key_is_refused(cosmos_server: CosmosServer) -> None:
     from azure.cosmos import PartitionKey
 
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 
     settings = local_cosmos_settings(cosmos_server)
     async with open_cosmos(settings) as store:

@@ -20,9 +20,9 @@ import anyio
 import pytest
 
 from mcp_memory.errors import LimitExceededError, NotFoundError
-from mcp_memory.models import Scope
+from mcp_memory.models import Revision, Scope
 from mcp_memory.storage.base import LongTermStore
-from mcp_memory.storage.learning_base import Revision, RevisionStore
+from mcp_memory.storage.learning_base import RevisionStore
 from mcp_memory.storage.usage import revision_bytes
 from tests.contract.conftest_long_term import EMBEDDING, local_cosmos_settings, memory
 from tests.services.cosmos_server import CosmosServer
@@ -36,8 +36,8 @@ Opener = Callable[[int | None], AbstractAsyncContextManager[LongTermStore]]
 @pytest.fixture(params=["sqlite", "cosmos"])
 def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
     if request.param == "sqlite":
-        from mcp_memory.storage.sqlite_db import SqliteDatabase
-        from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+        from mcp_memory.storage.sqlite.db import SqliteDatabase
+        from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
         @asynccontextmanager
         async def open_sqlite(limit: int | None) -> AsyncIterator[LongTermStore]:
@@ -49,7 +49,7 @@ def opener(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
 
         return open_sqlite
 
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 
     settings = local_cosmos_settings(request.getfixturevalue("cosmos_server"))
 
@@ -77,14 +77,14 @@ async def assert_exact(store: LongTermStore, user_id: str) -> int:
 
 async def revision_store(store: LongTermStore) -> RevisionStore:
     """The revisions kept beside this long-term store, as learning opens them."""
-    from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
+    from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
     if isinstance(store, SqliteLongTermStore):
-        from mcp_memory.storage.sqlite_revisions import SqliteRevisionStore
+        from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore
 
         return SqliteRevisionStore(store.db)
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
-    from mcp_memory.storage.cosmos_revisions import CosmosRevisionStore
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+    from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
 
     assert isinstance(store, CosmosLongTermStore)
     return CosmosRevisionStore(await store.open_learning_container(), store.usage, timeout_seconds=10.0)
@@ -243,8 +243,8 @@ async def test_a_first_count_on_cosmos_takes_the_revisions_without_a_ttl(
 ) -> None:
     """Revisions written before they were counted carry their retention as a ttl and expire by
     themselves: a user's first count leaves them out, and pruning them gives nothing back."""
-    from mcp_memory.storage.cosmos import CosmosLongTermStore
-    from mcp_memory.storage.cosmos_revisions import CosmosRevisionStore, revision_document
+    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+    from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore, revision_document
 
     ann = user()
     long_ago = datetime.now(UTC) - timedelta(days=400)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from mcp_memory.models import Message, Scope, WorkingMemory
 from mcp_memory.storage.base import WorkingForgetCount, WorkingMemoryStore
-from mcp_memory.storage.redis_working import RedisWorkingMemoryStore
+from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
 from tests.contract.conftest import WorkingStoreOpener
 from tests.services.redis_server import delete_prefix, redis_settings
 

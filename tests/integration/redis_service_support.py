@@ -13,11 +13,11 @@ from typing import Any
 import anyio
 
 from mcp_memory.config import Settings
-from mcp_memory.host import open_service
 from mcp_memory.models import Message
-from mcp_memory.service import MemoryService
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.service.summarizer import Summarizer
 from mcp_memory.storage import Stores, WorkingMemoryStore
-from mcp_memory.summarize import Summarizer
 from tests.services.redis_server import redis_settings
 
 USER = "tester"

@@ -13,9 +13,9 @@ import pytest
 
 from mcp_memory.config import LongTermSettings, Settings
 from mcp_memory.errors import BackendUnavailableError, MemoryServerError, NotFoundError
-from mcp_memory.host import open_service
 from mcp_memory.models import Scope, summary_id
-from mcp_memory.service import MemoryService
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
 from tests.contract.conftest_long_term import local_cosmos_settings
 from tests.services.cosmos_server import CosmosServer
 

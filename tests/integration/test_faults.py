@@ -15,9 +15,9 @@ from pydantic import SecretStr
 
 from mcp_memory.config import LongTermSettings, Settings
 from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.host import open_service
-from mcp_memory.testing.openai_stub import OpenAIStub
+from mcp_memory.service.assembly import open_service
 from tests.contract.conftest_long_term import local_cosmos_settings
+from tests.fakes.openai_stub import OpenAIStub
 from tests.services.cosmos_server import CosmosServer
 from tests.services.redis_server import RedisServer, redis_settings
 

@@ -18,12 +18,12 @@ import pytest
 import redis.asyncio as aioredis
 
 from mcp_memory.config import LearningSettings, LongTermSettings, Settings, WorkingSettings
-from mcp_memory.host import open_service
 from mcp_memory.learning import Learning
 from mcp_memory.learning.triggers import turns_key
 from mcp_memory.models import Memory, Scope
-from mcp_memory.service import MemoryService
-from mcp_memory.storage.redis_keys import RedisKeys
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.storage.redis.keys import RedisKeys
 from tests.contract.conftest_long_term import local_cosmos_settings
 from tests.services.cosmos_server import CosmosServer
 

@@ -16,11 +16,11 @@ from mcp import Client
 
 from mcp_memory.config import LearningSettings, SecuritySettings, Settings
 from mcp_memory.errors import BackendUnavailableError, LimitExceededError
-from mcp_memory.host import open_service
 from mcp_memory.learning import Learning
-from mcp_memory.server import build_server
-from mcp_memory.service import MemoryService
-from mcp_memory.testing.openai_stub import OpenAIStub
+from mcp_memory.mcp.server import build_server
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
+from tests.fakes.openai_stub import OpenAIStub
 from tests.integration.test_learning_openai import llm_settings
 
 pytestmark = pytest.mark.anyio

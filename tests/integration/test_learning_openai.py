@@ -14,12 +14,12 @@ from mcp import Client
 from pydantic import SecretStr
 
 from mcp_memory.config import LearningSettings, LLMSettings, Settings
-from mcp_memory.host import open_service
 from mcp_memory.learning import Learning
+from mcp_memory.mcp.server import build_server
 from mcp_memory.models import Memory, summary_id
-from mcp_memory.server import build_server
-from mcp_memory.service import MemoryService
-from mcp_memory.testing.openai_stub import OpenAIStub
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
+from tests.fakes.openai_stub import OpenAIStub
 from tests.services.mcp_client import call, call_error
 
 pytestmark = pytest.mark.anyio

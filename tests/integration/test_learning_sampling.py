@@ -19,7 +19,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_memory.config import LearningSettings, Settings
 from mcp_memory.learning import Learning
-from mcp_memory.server import build_server
+from mcp_memory.mcp.server import build_server
 from tests.services.mcp_client import call, call_error
 
 pytestmark = pytest.mark.anyio

@@ -10,10 +10,10 @@ import pytest
 from pydantic import SecretStr
 
 from mcp_memory.config import LLMSettings, Settings
-from mcp_memory.host import open_service
 from mcp_memory.models import summary_id
-from mcp_memory.service import MemoryService
-from mcp_memory.testing.openai_stub import OpenAIStub
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
+from tests.fakes.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.anyio
 USER = "tester"

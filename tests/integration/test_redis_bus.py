@@ -15,13 +15,13 @@ from mcp_types import SubscribeRequestParams
 from redis.asyncio.cluster import RedisCluster
 from redis.crc import key_slot
 
-from mcp_memory.bus import ReplicaBus
 from mcp_memory.config import Settings, WorkingSettings
 from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.events import UserEvent
-from mcp_memory.storage.redis_bus import RedisEventRelay, decode_event, encode_event
-from mcp_memory.storage.redis_client import connect
-from mcp_memory.storage.redis_keys import RedisKeys
+from mcp_memory.mcp.subscriptions import ReplicaBus
+from mcp_memory.models import UserEvent
+from mcp_memory.storage.redis.client import connect
+from mcp_memory.storage.redis.keys import RedisKeys
+from mcp_memory.storage.redis.relay import RedisEventRelay, decode_event, encode_event
 from tests.services.redis_cluster import RedisClusterProcesses, RedisDeployment
 from tests.services.redis_server import RedisServer, redis_settings
 from tests.unit.test_bus import LegacySession, as_principal

@@ -7,7 +7,7 @@ import anyio
 import pytest
 
 from mcp_memory.config import Settings
-from mcp_memory.service import MemoryService
+from mcp_memory.service.memory_service import MemoryService
 from tests.integration.redis_service_support import USER, check_thread, recorded_service, service_settings
 
 pytestmark = pytest.mark.anyio

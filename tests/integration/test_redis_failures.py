@@ -12,7 +12,7 @@ import pytest
 
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.models import Message, Scope, WorkingMemory
-from mcp_memory.storage.redis_working import RedisWorkingMemoryStore
+from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
 from tests.services.redis_server import RedisServer, redis_settings
 
 pytestmark = pytest.mark.anyio

@@ -14,9 +14,9 @@ from mcp import Client
 from mcp.shared.subscriptions import ResourceUpdated
 
 from mcp_memory.config import Settings
-from mcp_memory.server import build_server, thread_uri
-from mcp_memory.service import MemoryService
-from mcp_memory.storage.redis_keys import RedisKeys
+from mcp_memory.mcp.server import build_server, thread_uri
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.storage.redis.keys import RedisKeys
 from tests.integration.redis_service_support import (
     USER,
     SlowSummarizer,

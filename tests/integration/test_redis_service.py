@@ -14,8 +14,8 @@ from redis.asyncio.cluster import RedisCluster
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.service import MemoryService
-from mcp_memory.storage.redis_keys import RedisKeys
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.storage.redis.keys import RedisKeys
 from tests.integration.redis_service_support import USER, recorded_service, service_settings
 from tests.services.redis_cluster import RedisDeployment
 from tests.services.redis_server import RedisServer

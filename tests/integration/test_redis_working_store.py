@@ -12,8 +12,8 @@ from redis.crc import key_slot
 
 from mcp_memory.config import WorkingSettings
 from mcp_memory.models import Message, Scope
-from mcp_memory.storage.redis_keys import RedisKeys
-from mcp_memory.storage.redis_working import RedisWorkingMemoryStore
+from mcp_memory.storage.redis.keys import RedisKeys
+from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
 from tests.services.redis_server import RedisServer, find_redis_binary, redis_settings
 
 pytestmark = pytest.mark.anyio

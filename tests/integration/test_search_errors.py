@@ -10,9 +10,9 @@ from pydantic import SecretStr
 
 from mcp_memory.config import EmbeddingSettings, Settings
 from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.host import open_service
-from mcp_memory.service import MemoryService
-from mcp_memory.testing.openai_stub import OpenAIStub
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
+from tests.fakes.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.anyio
 

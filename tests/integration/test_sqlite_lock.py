@@ -7,7 +7,7 @@ import sqlite3
 import pytest
 
 from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.service import MemoryService
+from mcp_memory.service.memory_service import MemoryService
 
 pytestmark = pytest.mark.anyio
 

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 
 from mcp_memory.config import Settings
-from mcp_memory.server import build_server
-from mcp_memory.service import MemoryService
+from mcp_memory.mcp.server import build_server
+from mcp_memory.service.memory_service import MemoryService
 from tests.security.bearer import bearer_client, credential, start_with_tokens
 from tests.services.mcp_client import call
 from tests.services.server_process import E2E_USER, ServerStarter, mcp_memory_command, server_env

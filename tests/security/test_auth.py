@@ -9,9 +9,9 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from mcp_memory.auth import HashedTokenVerifier, check_exposure, hash_token, load_tokens
-from mcp_memory.config import SecuritySettings, Settings, TokenEntry
+from mcp_memory.config import SecuritySettings, Settings, TokenEntry, load_tokens
 from mcp_memory.errors import ConfigError
+from mcp_memory.mcp.auth import HashedTokenVerifier, check_exposure, hash_token
 from tests.security.bearer import bearer_client, credential, start_with_tokens
 from tests.services.mcp_client import call
 from tests.services.server_process import START_SECONDS, ServerStarter, mcp_memory_command, server_env

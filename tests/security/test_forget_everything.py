@@ -16,11 +16,11 @@ import redis
 from mcp import Client
 
 from mcp_memory.config import Settings
-from mcp_memory.server import build_server
-from mcp_memory.service import MemoryService
-from mcp_memory.storage.index_snapshot import SnapshotFolder
-from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
-from mcp_memory.storage.text_index import terms
+from mcp_memory.mcp.server import build_server
+from mcp_memory.search.text_index import terms
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+from mcp_memory.storage.sqlite.snapshots import SnapshotFolder
 from tests.services.mcp_client import call
 from tests.services.redis_server import delete_prefix, redis_settings
 

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from mcp import Client
 
 from mcp_memory.config import SecuritySettings, Settings
-from mcp_memory.server import build_server
+from mcp_memory.mcp.server import build_server
 
 THREADS = ["t", "other", "x" * 129, "../etc", "", "a b"]
 JUNK = st.one_of(

@@ -28,7 +28,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.subscriptions import ResourceUpdated
 
-from mcp_memory.server import thread_uri
+from mcp_memory.mcp.server import thread_uri
 from tests.security.bearer import Credential, credential, tokens_env
 from tests.services.mcp_client import call
 from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, ServerStarter

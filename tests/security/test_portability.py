@@ -11,8 +11,8 @@ import pytest
 from mcp import Client
 
 from mcp_memory.config import LongTermSettings, Settings
-from mcp_memory.host import open_service
-from mcp_memory.server import build_server
+from mcp_memory.mcp.server import build_server
+from mcp_memory.service.assembly import open_service
 from tests.contract.conftest_long_term import local_cosmos_settings
 from tests.services.cosmos_server import CosmosServer
 from tests.services.mcp_client import call, call_error

@@ -9,7 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcp_memory.testing.openai_stub import OpenAIStub
+from tests.fakes.openai_stub import OpenAIStub
 from tests.services.mcp_client import call
 from tests.services.server_process import STOP_SECONDS, ServerStarter
 

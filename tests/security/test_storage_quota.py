@@ -13,12 +13,12 @@ from mcp import Client
 
 from mcp_memory.config import SecuritySettings, Settings
 from mcp_memory.errors import LimitExceededError
-from mcp_memory.host import open_service
 from mcp_memory.learning import Learning
-from mcp_memory.server import build_server
-from mcp_memory.service import MemoryService
+from mcp_memory.mcp.server import build_server
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.usage import revision_bytes
-from mcp_memory.testing.openai_stub import OpenAIStub
+from tests.fakes.openai_stub import OpenAIStub
 from tests.integration.test_learning_openai import fact, facts_answer, llm_settings
 from tests.services.mcp_client import call, call_error
 

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 
 from mcp_memory.config import Settings
-from mcp_memory.server import build_server
+from mcp_memory.mcp.server import build_server
 
 
 @pytest.fixture

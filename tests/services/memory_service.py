@@ -7,8 +7,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from mcp_memory.config import Settings
-from mcp_memory.host import open_service
-from mcp_memory.service import MemoryService
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
 
 
 @pytest.fixture

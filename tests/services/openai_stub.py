@@ -1,4 +1,4 @@
-"""The OpenAI-compatible stub server (mcp_memory.testing.openai_stub) as a pytest fixture.
+"""The OpenAI-compatible stub server (tests.fakes.openai_stub) as a pytest fixture.
 
 One server per session in a background thread; each test gets it reset: mode ok, no script, no
 recorded requests, no hung request left over.
@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_memory.testing.openai_stub import OpenAIStub
+from tests.fakes.openai_stub import OpenAIStub
 
 
 @pytest.fixture(scope="session")

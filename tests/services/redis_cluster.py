@@ -23,7 +23,7 @@ import redis.asyncio as aioredis
 from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
 
 from mcp_memory.config import WorkingSettings
-from mcp_memory.storage.redis_keys import RedisKeys
+from mcp_memory.storage.redis.keys import RedisKeys
 from tests.services.redis_server import RedisServer, _binary_or_fail, delete_prefix, redis_settings
 
 MASTERS = 3

@@ -23,7 +23,7 @@ import redis
 from pydantic import SecretStr
 
 from mcp_memory.config import WorkingSettings
-from mcp_memory.storage.redis_keys import RedisKeys
+from mcp_memory.storage.redis.keys import RedisKeys
 
 _START_DEADLINE_SECONDS = 20.0
 _INSTALL_HINT = (

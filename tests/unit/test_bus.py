@@ -15,8 +15,8 @@ from mcp.server.auth.provider import AccessToken
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent, ToolsListChanged
 from mcp_types import SubscribeRequestParams, UnsubscribeRequestParams
 
-from mcp_memory.bus import ReplicaBus
 from mcp_memory.config import Settings
+from mcp_memory.mcp.subscriptions import ReplicaBus
 
 pytestmark = pytest.mark.anyio
 

@@ -16,7 +16,7 @@ from mcp_memory.errors import BackendUnavailableError, ConfigError, EmbeddingMis
 from mcp_memory.llm.embedder import open_embedder
 from mcp_memory.llm.hash_embedder import HashingEmbedder
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
-from mcp_memory.testing.openai_stub import OpenAIStub
+from tests.fakes.openai_stub import OpenAIStub
 
 PARAPHRASES = [
     ("A man is playing a guitar.", "Someone plays an acoustic guitar."),

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.errors import ConfigError
-from mcp_memory.learning.parsing import MalformedAnswer, json_object, parse_facts, parse_groups
-from mcp_memory.learning.recall import default_floor, is_small_talk, is_vague, with_context
+from mcp_memory.errors import ConfigError, MalformedAnswerError
+from mcp_memory.learning.parsing import json_object, parse_facts, parse_groups
 from mcp_memory.learning.templates import LearningPrompts
+from mcp_memory.service.recall import default_floor, is_small_talk, is_vague, with_context
 
 TURNS = ["T1", "T2", "T3"]
 
@@ -44,7 +44,7 @@ def test_loose_fields_are_understood() -> None:
     ["", "I could not find any facts.", '{"facts": "none"}', '["a", ', "{'facts': []}", '{"notes": []}'],
 )
 def test_an_answer_of_another_shape_is_malformed(answer: str) -> None:
-    with pytest.raises(MalformedAnswer):
+    with pytest.raises(MalformedAnswerError):
         parse_facts(answer, TURNS)
 
 

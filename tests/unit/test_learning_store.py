@@ -11,11 +11,10 @@ import pytest
 
 from mcp_memory.errors import NotFoundError
 from mcp_memory.llm.hash_embedder import HashingEmbedder
-from mcp_memory.models import Memory, Scope, content_hash, utcnow
-from mcp_memory.storage.learning_base import Revision
-from mcp_memory.storage.sqlite_db import SqliteDatabase
-from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
-from mcp_memory.storage.sqlite_revisions import SqliteRevisionStore, SqliteTriggerCounters
+from mcp_memory.models import Memory, Revision, Scope, content_hash, utcnow
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore, SqliteTriggerCounters
 
 pytestmark = pytest.mark.anyio
 EMBEDDER = HashingEmbedder(64)

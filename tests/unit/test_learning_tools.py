@@ -9,8 +9,8 @@ import pytest
 from mcp import Client
 
 from mcp_memory.config import Settings
+from mcp_memory.mcp.server import build_server
 from mcp_memory.models import Scope
-from mcp_memory.server import build_server
 from tests.services.mcp_client import call, call_error
 
 pytestmark = pytest.mark.anyio

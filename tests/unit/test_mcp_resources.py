@@ -100,7 +100,7 @@ async def test_a_2025_protocol_client_subscribes_per_uri_and_is_notified(fast_se
     import mcp_types
     from mcp import Client as McpClient
 
-    from mcp_memory.server import build_server
+    from mcp_memory.mcp.server import build_server
 
     updated: list[str] = []
     got_one = anyio.Event()

@@ -18,7 +18,7 @@ from mcp_memory.config import LLMSettings
 from mcp_memory.errors import BackendUnavailableError, ConfigError, MemoryServerError
 from mcp_memory.llm.chat import ChatModel, open_chat_model
 from mcp_memory.llm.hash_embedder import HashingEmbedder
-from mcp_memory.testing.openai_stub import OpenAIStub
+from tests.fakes.openai_stub import OpenAIStub
 
 pytestmark = pytest.mark.anyio
 
@@ -192,7 +192,7 @@ async def test_stub_embeddings_are_the_hashing_embedders_vectors(openai_stub: Op
 
 
 async def test_stub_runs_as_a_process_and_stops_with_a_request_hanging() -> None:
-    command = [sys.executable, "-m", "mcp_memory.testing.openai_stub", "--port", "0"]
+    command = [sys.executable, "-m", "tests.fakes.openai_stub", "--port", "0"]
     async with await anyio.open_process(command, stderr=subprocess.DEVNULL) as process:
         assert process.stdout is not None
         with anyio.fail_after(30):

@@ -8,12 +8,7 @@ from pathlib import Path
 import pytest
 
 from mcp_memory.errors import ConfigError
-from mcp_memory.prompts import (
-    OPTIONAL_PLACEHOLDERS,
-    REQUIRED_PLACEHOLDERS,
-    load_prompt,
-    parse_prompt,
-)
+from mcp_memory.llm.prompts import OPTIONAL_PLACEHOLDERS, REQUIRED_PLACEHOLDERS, load_prompt, parse_prompt
 
 SHIPPED = Path(__file__).resolve().parents[2] / "prompts"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcp_memory.settings_table import markdown
+from mcp_memory.cli.settings_table import markdown
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 START, END = "<!-- settings-table:start -->", "<!-- settings-table:end -->"

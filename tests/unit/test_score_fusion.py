@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_memory.search import score_fusion
+from mcp_memory.search.fusion import score_fusion
 
 scores = st.floats(min_value=0.0, max_value=30.0, allow_nan=False)
 

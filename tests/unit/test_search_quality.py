@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcp_memory.service import MemoryService
+from mcp_memory.service.memory_service import MemoryService
 
 pytestmark = pytest.mark.anyio
 

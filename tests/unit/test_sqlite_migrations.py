@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from mcp_memory.models import Memory, Scope, SearchQuery
-from mcp_memory.storage import sqlite_db
-from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore, _row
-from mcp_memory.storage.sqlite_revisions import SqliteRevisionStore
+from mcp_memory.storage.sqlite import db as sqlite_db
+from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore, _row
+from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore
 from tests.contract.conftest_long_term import memory, open_sqlite
 
 pytestmark = pytest.mark.anyio

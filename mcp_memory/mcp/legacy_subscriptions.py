@@ -1,0 +1,75 @@
+"""resources/subscribe for clients on the 2025 protocol (most deployed clients speak it).
+
+2026-07-28 clients listen through the SDK's `subscriptions/listen` on our ReplicaBus. Older clients
+subscribe per URI instead; this keeps, per (user, uri), the sessions subscribed to it, and sends them
+notifications/resources/updated for every ResourceUpdated of that user the bus carries, local or from
+another replica. URIs name a thread, not its owner (`memory://threads/default` is every user's
+default thread), so the user is part of the key: a session only hears about its own principal's
+memory. A session that can no longer be reached is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from mcp.server.subscriptions import ResourceUpdated
+from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
+
+from mcp_memory.models import UserEvent
+
+log = logging.getLogger(__name__)
+
+Subscription = tuple[str, str]  # (user id, uri)
+
+
+class LegacySubscriptions:
+    def __init__(self, principal: Callable[[], str]) -> None:
+        self._principal = principal  # the user id of the request being served
+        self._subscribers: dict[Subscription, dict[int, Any]] = {}  # -> {id(session): session}
+        self._pending: set[asyncio.Task[None]] = set()
+
+    async def subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
+        key = (self._principal(), str(params.uri))
+        self._subscribers.setdefault(key, {})[id(ctx.session)] = ctx.session
+        return EmptyResult()
+
+    async def unsubscribe(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
+        key = (self._principal(), str(params.uri))
+        sessions = self._subscribers.get(key, {})
+        sessions.pop(id(ctx.session), None)
+        if not sessions:
+            self._subscribers.pop(key, None)
+        return EmptyResult()
+
+    async def forward(self, envelope: UserEvent) -> None:
+        """Notify the sessions of the event's user subscribed to its URI."""
+        for key in self._keys_for(envelope):
+            sessions = self._subscribers.get(key, {})
+            for session_id, session in list(sessions.items()):
+                try:
+                    await session.send_resource_updated(key[1])
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError, OSError, RuntimeError):
+                    # The client went away; forget its subscriptions rather than fail the write that changed it.
+                    sessions.pop(session_id, None)
+
+    def forward_soon(self, envelope: UserEvent) -> None:
+        """For events arriving from another replica on a synchronous relay callback."""
+        if not self._keys_for(envelope):
+            return
+        # The send runs as its own task (kept referenced until done).
+        task = asyncio.get_running_loop().create_task(self.forward(envelope))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+
+    def _keys_for(self, envelope: UserEvent) -> list[Subscription]:
+        event = envelope.event
+        if not isinstance(event, ResourceUpdated):
+            return []
+        if envelope.user_id is not None:
+            key = (envelope.user_id, event.uri)
+            return [key] if key in self._subscribers else []
+        return [key for key in self._subscribers if key[1] == event.uri]

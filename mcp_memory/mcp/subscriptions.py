@@ -1,0 +1,96 @@
+"""The subscription bus the MCP server is built with, before any backend is connected.
+
+The server needs its bus at construction, but a Redis connection opens later, in the host. Every
+change goes through `publish_for` with the user it belongs to and takes one path: one fan-out to this
+replica's sessions (listen streams and 2025-protocol subscriptions alike, each once), then, when the
+host has attached a Redis relay, to the other replicas, whose relays deliver it to their own fan-out.
+The relay drops the echo of our own events, so no session hears a change twice.
+
+Each listen stream belongs to the principal that opened it: the SDK's ListenHandler calls
+`subscribe` inside the `subscriptions/listen` request, where the request's token is known, and the
+stream then hears only that user's events.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Protocol
+
+import anyio.lowlevel
+from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
+
+from mcp_memory.config import Settings
+from mcp_memory.mcp.auth import current_principal
+from mcp_memory.mcp.legacy_subscriptions import LegacySubscriptions
+from mcp_memory.models import UserEvent
+
+log = logging.getLogger(__name__)
+Listener = Callable[[ServerEvent], None]
+
+
+class Relay(Protocol):
+    """Carries events to the other replicas (storage/redis_bus.py) and hands theirs to `listener`."""
+
+    async def publish(self, envelope: UserEvent) -> None: ...
+
+    def subscribe(self, listener: Callable[[UserEvent], None]) -> Callable[[], None]: ...
+
+
+class ReplicaBus:
+    def __init__(self, settings: Settings) -> None:
+        self._settings = settings
+        self._listeners: dict[object, tuple[str, Listener]] = {}
+        self._relay: Relay | None = None
+        self._detach: Callable[[], None] | None = None
+        self.legacy = LegacySubscriptions(self._principal)
+
+    def _principal(self) -> str:
+        return current_principal(self._settings).user_id
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """The SDK's listen streams register here; each hears its own principal's events only."""
+        token = object()
+        self._listeners[token] = (self._principal(), listener)
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    async def publish(self, event: ServerEvent) -> None:
+        """Events the SDK publishes itself. Resources here are always some user's, so a resource event
+        belongs to the principal of the request that raised it; a tool or prompt list change is everyone's."""
+        resource_event = isinstance(event, ResourceUpdated | ResourcesListChanged)
+        await self.publish_for(self._principal() if resource_event else None, event)
+
+    async def publish_for(self, user_id: str | None, event: ServerEvent) -> None:
+        envelope = UserEvent(user_id, event)
+        self._deliver(envelope)
+        await self.legacy.forward(envelope)
+        if self._relay is not None:
+            await self._relay.publish(envelope)  # fire-and-forget: a relay failure is logged there
+        await anyio.lowlevel.checkpoint()
+
+    def attach(self, relay: Relay) -> None:
+        self.detach()
+        self._relay = relay
+        self._detach = relay.subscribe(self._from_other_replica)
+
+    def detach(self) -> None:
+        if self._detach is not None:
+            self._detach()
+        self._relay, self._detach = None, None
+
+    def _from_other_replica(self, envelope: UserEvent) -> None:
+        self._deliver(envelope)
+        self.legacy.forward_soon(envelope)  # a relay listener cannot await; the sends run as a task
+
+    def _deliver(self, envelope: UserEvent) -> None:
+        for user_id, listener in list(self._listeners.values()):
+            if not envelope.concerns(user_id):
+                continue
+            try:
+                listener(envelope.event)
+            except Exception:  # fan-out boundary: one broken listen stream must not starve the others
+                log.exception("subscription listener raised; continuing")

@@ -1,0 +1,87 @@
+"""Running the server over stdio, SSE or streamable HTTP, with a /health route on the HTTP ones."""
+
+from __future__ import annotations
+
+import logging
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from mcp.server.mcpserver import MCPServer
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from mcp_memory import __version__
+from mcp_memory.errors import ConfigError
+from mcp_memory.mcp.auth import check_exposure
+from mcp_memory.mcp.observability import add_readiness_route
+
+log = logging.getLogger(__name__)
+
+
+async def serve(server: MCPServer[Any], transport: str, host: str, port: int) -> None:
+    if transport == "stdio":
+        await server.run_stdio_async()
+        return
+
+    settings = server.host.settings  # type: ignore[attr-defined]
+    check_exposure(settings, transport, host)  # no memories on a public address without auth
+    add_readiness_route(server)  # GET /ready: each backend answers
+
+    @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]  # the SDK's is untyped
+    async def health(_: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "version": __version__})
+
+    if transport == "sse":
+        app = server.sse_app(host=host, max_request_body_size=settings.security.max_request_bytes)
+        where = f"http://{host}:{port}/sse"
+    else:
+        app = server.streamable_http_app(host=host, max_request_body_size=settings.security.max_request_bytes)
+        where = f"http://{host}:{port}/mcp"
+    # Bound here rather than by uvicorn, which logs a busy port and exits 3 after we said "listening".
+    listener = _listen_socket(host, port)
+    log.info("mcp-memory listening on %s", where)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    try:
+        with _sigterm_unwinds():
+            await uvicorn.Server(config).serve(sockets=[listener])
+    finally:
+        listener.close()
+
+
+def _listen_socket(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise ConfigError(
+            f"cannot listen on {host}:{port}: {e.strerror}; stop what uses that port or pass another --port"
+        ) from e
+    return sock
+
+
+@contextmanager
+def _sigterm_unwinds() -> Iterator[None]:
+    """Make SIGTERM unwind the stack like Ctrl+C. uvicorn shuts down gracefully on SIGTERM and then
+    re-raises the signal; under the default handler that kills the process before the CLI closes the
+    memory service (SQLite file, backend clients), and it exits with 143 instead of 0."""
+    if threading.current_thread() is not threading.main_thread():  # signals only work on the main thread
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt

@@ -1,0 +1,271 @@
+"""An in-memory BM25 index of one user's memories: the full-text half of a search on the embedded store.
+
+SQLite's FTS5 computes bm25() one matching row at a time through its auxiliary-function API. At 10k
+memories, where a question's words match ~4k rows, that was ~8 ms of a ~15 ms search, and it grows
+with the number of matching rows. Here the same formula runs over numpy posting lists (~0.5 ms at 10k
+in a profile; a whole text-only search_memory 1.7 ms, bench/latency.py):
+
+    score(d) = sum over query terms t of  idf(t) * w * (K1 + 1) / (w + K1 * (1 - B + B * |d| / avg|d|))
+
+with w = tf(t, content) + context_weight * tf(t, context), |d| every token of both columns, and
+idf(t) = ln((N - n_t + 0.5) / (n_t + 0.5)), floored at 1e-6 as FTS5 does. N, n_t and avg|d| count the
+user's active memories only (FTS5 counted every row of the file, other users' and superseded ones too),
+and a term counts once even when two of the query's words stem to it (FTS5 counted each).
+
+Words are split like FTS5's `unicode61 remove_diacritics 2` tokenizer and stemmed with the Porter
+stemmer (as FTS5 with `porter unicode61 remove_diacritics 2` would). It is the only text index: a
+quoted phrase needs its words in a memory's own text here, and is then checked verbatim against the
+rows returned. Like the vectors, it is a cache of the file, kept current by storage/sqlite_indexes.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from itertools import pairwise
+from typing import NamedTuple
+
+import numpy as np
+import Stemmer
+
+from mcp_memory.search.rows import MemoryRows, RowFilter, best, packed_names, resized, unpacked_names
+
+K1 = 1.2  # FTS5's bm25() constants
+B = 0.75
+MIN_IDF = 1e-6
+
+_WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as unicode61 splits
+_STEMMER = Stemmer.Stemmer("porter")
+
+
+def terms(text: str) -> list[str]:
+    """The text's index terms: case-folded, diacritics removed, split into words, Porter-stemmed."""
+    folded = text.casefold()
+    if not folded.isascii():
+        folded = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
+    words: list[str] = _STEMMER.stemWords(_WORD.findall(folded))
+    return words
+
+
+def query_terms(words: Iterable[str]) -> list[str]:
+    """The distinct terms of a query's words (a word like "o'neil" gives two), first-seen order."""
+    return list(dict.fromkeys(t for word in words for t in terms(word)))
+
+
+class Document(NamedTuple):
+    rowid: int
+    content: str
+    context: str
+    thread_id: str | None
+    type: str
+    created: float
+
+
+class _Postings:
+    """One term's rows (positions) with its count in each column; appended in position order."""
+
+    __slots__ = ("content", "context", "positions", "size")
+
+    def __init__(self, positions: np.ndarray, content: np.ndarray, context: np.ndarray) -> None:
+        self.positions = positions
+        self.content = content
+        self.context = context
+        self.size = len(positions)
+
+    @classmethod
+    def empty(cls) -> _Postings:
+        return cls(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32))
+
+    def append(self, position: int, content: int, context: int) -> None:
+        if self.size == len(self.positions):
+            capacity = max(4, 2 * self.size)
+            self.positions = resized(self.positions, capacity)
+            self.content = resized(self.content, capacity)
+            self.context = resized(self.context, capacity)
+        self.positions[self.size] = position
+        self.content[self.size] = content
+        self.context[self.size] = context
+        self.size += 1
+
+
+class TextIndex(MemoryRows):
+    def __init__(self) -> None:
+        super().__init__()
+        self._lengths = np.zeros(len(self._rowids), dtype=np.float32)
+        self._postings: dict[str, _Postings] = {}
+        self._posting_count = 0  # entries over every term, dead rows' too (for nbytes)
+
+    @classmethod
+    def of(cls, documents: Sequence[Document]) -> TextIndex:
+        """An index of many documents at once: grouped with numpy rather than appended one by one."""
+        index = cls()
+        if not documents:
+            return index
+        index._grow(max(16, len(documents)))
+        vocabulary: dict[str, int] = {}
+        term_ids: list[int] = []
+        columns: list[int] = []
+        per_row: list[int] = []
+        for d in documents:
+            position = index._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
+            own, around = terms(d.content), terms(d.context)
+            index._lengths[position] = len(own) + len(around)
+            term_ids += [vocabulary.setdefault(t, len(vocabulary)) for t in own + around]
+            columns += [0] * len(own) + [1] * len(around)
+            per_row.append(len(own) + len(around))
+        rows = np.repeat(np.arange(len(documents), dtype=np.int64), per_row)
+        keys, which = np.unique(
+            np.asarray(term_ids, dtype=np.int64) * len(documents) + rows, return_inverse=True
+        )
+        in_context = np.asarray(columns, dtype=np.float64)
+        content = np.bincount(which, weights=1.0 - in_context).astype(np.float32)
+        context = np.bincount(which, weights=in_context).astype(np.float32)
+        term_of, position_of = np.divmod(keys, len(documents))
+        starts = np.flatnonzero(np.diff(term_of, prepend=-1))  # where each term's rows begin
+        ends = np.append(starts[1:], len(keys)) if starts.size else starts
+        names = list(vocabulary)
+        for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+            index._postings[names[int(term_of[start])]] = _Postings(
+                position_of[start:end].astype(np.int32), content[start:end].copy(), context[start:end].copy()
+            )
+        index._posting_count = len(keys)
+        return index
+
+    def upsert(self, document: Document) -> None:
+        """Index an active memory; one indexed before is replaced (its old postings stay on a dead row)."""
+        d = document
+        self.remove(d.rowid)
+        position = self._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
+        own, around = Counter(terms(d.content)), Counter(terms(d.context))
+        self._lengths[position] = own.total() + around.total()
+        for term in own.keys() | around.keys():
+            postings = self._postings.get(term)
+            if postings is None:
+                postings = self._postings[term] = _Postings.empty()
+            postings.append(position, own[term], around[term])
+            self._posting_count += 1
+
+    def search(
+        self,
+        query: Sequence[str],
+        limit: int,
+        where: RowFilter,
+        *,
+        context_weight: float,
+        required: Sequence[str] = (),
+    ) -> list[tuple[int, float]]:
+        """(rowid, BM25) of the best `limit` active rows passing the filter that hold a query term.
+
+        `query` is already terms (query_terms); rows must also hold every `required` term in their own
+        text (a quoted phrase's words: the phrase itself is checked on the rows returned).
+        """
+        n = self._size
+        active = self._active[:n]
+        documents = int(active.sum())
+        if documents == 0 or limit <= 0:
+            return []
+        average = float(self._lengths[:n][active].mean())
+        scores = np.zeros(n, dtype=np.float64)
+        matched = np.zeros(n, dtype=bool)
+        for term in query:
+            postings = self._postings.get(term)
+            if postings is None:
+                continue
+            positions = postings.positions[: postings.size]
+            frequency = int(active[positions].sum())
+            if frequency == 0:
+                continue
+            idf = max(math.log((documents - frequency + 0.5) / (frequency + 0.5)), MIN_IDF)
+            w = postings.content[: postings.size] + context_weight * postings.context[: postings.size]
+            norm = K1 * (1 - B + B * self._lengths[positions] / average)
+            scores[positions] += idf * w * (K1 + 1) / (w + norm)
+            matched[positions] = True
+        matched &= self._mask(where)
+        for term in required:
+            matched &= self._in_content(term)
+        top = best(scores, np.flatnonzero(matched), limit)
+        return list(zip(self._rowids[top].tolist(), scores[top].tolist(), strict=True))
+
+    def frozen(self) -> TextIndex:
+        copy = super().frozen()
+        # Postings are appended to in place: the copy keeps each term's entries as they are now.
+        copy._postings = {
+            term: _Postings(p.positions[: p.size], p.content[: p.size], p.context[: p.size])
+            for term, p in self._postings.items()
+        }
+        return copy
+
+    def _in_content(self, term: str) -> np.ndarray:
+        """Positions whose own text (not their context) holds the term."""
+        holds = np.zeros(self._size, dtype=bool)
+        postings = self._postings.get(term)
+        if postings is not None:
+            own = postings.content[: postings.size] > 0
+            holds[postings.positions[: postings.size][own]] = True
+        return holds
+
+    def nbytes(self) -> int:
+        """An estimate of the memory this index holds: its arrays, postings and dict entries."""
+        per_term = 300  # the _Postings object, its three array headers and the dict entry
+        postings = self._posting_count * 12 * 3 // 2  # 12 B an entry, capacity grows by doubling
+        return self._rows_nbytes() + self._lengths.nbytes + postings + per_term * len(self._postings)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The live rows and their postings (as one array each, cut by `offsets`), for a snapshot."""
+        live = self._live()
+        new_position = np.full(self._size, -1, dtype=np.int64)
+        new_position[live] = np.arange(live.size)
+        names, offsets = [], [0]
+        positions, content, context = [], [], []
+        for term, postings in self._postings.items():
+            old = postings.positions[: postings.size]
+            moved = new_position[old]
+            kept = moved >= 0
+            if not kept.any():
+                continue
+            names.append(term)
+            positions.append(moved[kept].astype(np.int32))
+            content.append(postings.content[: postings.size][kept])
+            context.append(postings.context[: postings.size][kept])
+            offsets.append(offsets[-1] + int(kept.sum()))
+        return {
+            **self._row_columns(live),
+            "lengths": self._lengths[live],
+            "terms": packed_names(names),
+            "offsets": np.asarray(offsets, dtype=np.int64),
+            "positions": _joined(positions, np.int32),
+            "content": _joined(content, np.float32),
+            "context": _joined(context, np.float32),
+        }
+
+    def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
+        super()._load_row_columns(columns)
+        self._lengths[: self._size] = columns["lengths"]
+        offsets = columns["offsets"].tolist()
+        positions, content, context = columns["positions"], columns["content"], columns["context"]
+        names = unpacked_names(columns["terms"])
+        fits = (
+            len(offsets) == len(names) + 1
+            and offsets[0] == 0
+            and offsets[-1] == len(positions) == len(content) == len(context)
+            and all(a <= b for a, b in pairwise(offsets))
+            and (len(positions) == 0 or 0 <= int(positions.min()) <= int(positions.max()) < self._size)
+        )
+        if not fits:
+            raise ValueError("postings that do not fit their rows")
+        for term, start, end in zip(names, offsets, offsets[1:], strict=False):
+            # Views of the loaded arrays: no copy. A view is full (size == len), so its first append
+            # moves the term to an array of its own instead of writing over its neighbour's entries.
+            self._postings[term] = _Postings(positions[start:end], content[start:end], context[start:end])
+        self._posting_count = len(positions)
+
+    def _grow(self, capacity: int) -> None:
+        super()._grow(capacity)
+        self._lengths = resized(self._lengths, capacity)
+
+
+def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)

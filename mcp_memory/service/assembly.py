@@ -1,0 +1,70 @@
+"""Opens everything the memory service needs, in order, and closes it in reverse.
+
+The server (mcp/host.py) and the CLI's export, import and forget-user commands open the service here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+
+import anyio
+from threadpoolctl import threadpool_limits
+
+from mcp_memory.config import Settings, load_tokens
+from mcp_memory.learning import open_learning
+from mcp_memory.llm.chat import open_chat_model
+from mcp_memory.llm.embedder import open_embedder
+from mcp_memory.llm.sampling import SamplingSessions
+from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.service.memory_service import ChangeListener, MemoryService
+from mcp_memory.service.summarizer import build_summarizer
+from mcp_memory.service.warmup import Warmup
+from mcp_memory.storage import open_stores
+
+log = logging.getLogger(__name__)
+
+
+@asynccontextmanager
+async def open_service(
+    settings: Settings, on_change: ChangeListener | None = None, sampling: SamplingSessions | None = None
+) -> AsyncIterator[MemoryService]:
+    """Everything the service needs, opened in order and closed in reverse."""
+    async with AsyncExitStack() as stack:
+        # One BLAS thread: a search does one mat-vec; OpenBLAS waking its sleeping worker threads
+        # between requests cost 5-7 ms a search (measured at 3k memories) against 0.6 ms on one thread.
+        stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
+        tokens = await anyio.to_thread.run_sync(
+            lambda: TokenCounter.load(settings.token_encoding, cache_dir=settings.data_dir / "tiktoken")
+        )
+        embedder = await stack.enter_async_context(open_embedder(settings.embedding))
+        stores = await stack.enter_async_context(open_stores(settings, embedder.spec))
+        warmup = None
+        if settings.long_term.warm_on_start:
+            users = [settings.user_id, *(t.user_id for t in load_tokens(settings.security))]
+            warmup = await stack.enter_async_context(Warmup.running(stores.long_term, users))
+        chat = await stack.enter_async_context(open_chat_model(settings.llm))
+        summarizer = build_summarizer(chat, tokens.count, settings.prompts_dir)
+        # Facts, revisions, the profile; its background lane closes before the stores do.
+        learning = await stack.enter_async_context(
+            open_learning(settings, stores, embedder, tokens, chat, sampling)
+        )
+        log.info(
+            "memory service ready for user %s: %s; embeddings: %s; summaries: %s",
+            settings.user_id,
+            stores.description,
+            embedder.spec.model,
+            summarizer.name,
+        )
+        yield MemoryService(
+            settings=settings,
+            stores=stores,
+            embedder=embedder,
+            tokens=tokens,
+            summarizer=summarizer,
+            on_change=on_change,
+            learning=learning,
+            warmup=warmup,
+            llm_budget=learning.budget if learning is not None else None,
+        )

@@ -1,0 +1,272 @@
+"""The Cosmos DB SQL the long-term store sends. Pure builders: text + parameters + partition key, no I/O.
+
+Rules every query here follows:
+- caller text only ever travels as a parameter (@name), never inside the SQL string;
+- the partition key fields are filtered in WHERE; the full key is also passed as `partition_key` when
+  both levels are known (a single-partition query). With only the user known the query names no
+  partition key and the WHERE prefix routes it: "Queries by prefix are efficiently routed to the subset
+  of partitions that hold the data" (https://learn.microsoft.com/azure/cosmos-db/hierarchical-partition-keys);
+- superseded memories are excluded from every read except get().
+
+Search syntax follows the documented forms:
+- hybrid: ORDER BY RANK RRF(VectorDistance(...), FullTextScore(...), [weights])
+  https://learn.microsoft.com/azure/cosmos-db/gen-ai/hybrid-search and
+  https://learn.microsoft.com/azure/cosmos-db/nosql/query/rrf
+- full text: FullTextScore(<path>, <term1>, <term2>, ...) only inside ORDER BY RANK or RRF, never projected;
+  FullTextContainsAny(<path>, <term1>, ...) in WHERE
+  https://learn.microsoft.com/azure/cosmos-db/nosql/query/fulltextscore
+  https://learn.microsoft.com/azure/cosmos-db/nosql/query/fulltextcontainsany
+- vector: ORDER BY VectorDistance(c.embedding, @vector) (most similar first for cosine), projectable as score
+  https://learn.microsoft.com/azure/cosmos-db/nosql/query/vectordistance
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from mcp_memory.models import SearchQuery
+from mcp_memory.search.terms import keywords
+from mcp_memory.storage.cosmos.documents import MEMORY_FIELDS, SYSTEM_USER, THREAD_ENTRY_TYPE, timestamp
+
+# FullTextScore rejects 31 or more terms.
+MAX_TERMS = 30
+
+LIVE = "(NOT IS_DEFINED(c.superseded_by) OR IS_NULL(c.superseded_by))"
+FIELDS = ", ".join(f"c.{name}" for name in MEMORY_FIELDS)
+
+SearchPlan = Literal["hybrid", "vector", "text", "phrases", "none"]
+
+
+@dataclass(frozen=True)
+class CosmosQuery:
+    sql: str
+    parameters: list[dict[str, Any]] = field(default_factory=list)
+    # The full hierarchical key [user_id, thread_id] when known; None = routed by the WHERE prefix.
+    partition_key: list[str] | None = None
+
+    def kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"query": self.sql, "parameters": self.parameters}
+        if self.partition_key is not None:
+            kw["partition_key"] = self.partition_key
+        return kw
+
+
+class _Where:
+    """WHERE clauses and their parameters, built together so a name is never reused."""
+
+    def __init__(self, user_id: str, thread_id: str | None) -> None:
+        self.clauses = ["c.user_id = @user_id"]
+        self.parameters: list[dict[str, Any]] = [{"name": "@user_id", "value": user_id}]
+        self.partition_key = None if thread_id is None else [user_id, thread_id]
+        if thread_id is not None:
+            self.add("c.thread_id = @thread_id", "@thread_id", thread_id)
+
+    def add(self, clause: str, name: str | None = None, value: Any = None) -> None:
+        self.clauses.append(clause)
+        if name is not None:
+            self.parameters.append({"name": name, "value": value})
+
+    def param(self, name: str, value: Any) -> str:
+        self.parameters.append({"name": name, "value": value})
+        return name
+
+    @property
+    def sql(self) -> str:
+        return " AND ".join(self.clauses)
+
+
+def recent(user_id: str, thread_id: str, types: Sequence[str], limit: int) -> CosmosQuery:
+    w = _Where(user_id, thread_id)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    w.param("@limit", limit)
+    sql = f"SELECT TOP @limit {FIELDS} FROM c WHERE {w.sql} ORDER BY c.created_at DESC"
+    return CosmosQuery(sql, w.parameters, w.partition_key)
+
+
+def by_id(user_id: str, memory_id: str, types: Sequence[str]) -> CosmosQuery:
+    """get(): the whole document, vector included, superseded or not. A query, not a point read: the
+    thread (second key level) is not known, and the user prefix keeps it to the user's partitions."""
+    w = _Where(user_id, None)
+    w.add("c.id = @id", "@id", memory_id)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters)
+
+
+def existing(user_id: str, ids: Sequence[str]) -> CosmosQuery:
+    """What put() needs to skip unchanged documents and replace changed ones under their ETag."""
+    w = _Where(user_id, None)
+    w.add("ARRAY_CONTAINS(@ids, c.id)", "@ids", list(ids))
+    return CosmosQuery(
+        f"SELECT c.id, c.thread_id, c.doc_hash, c._etag, c.content FROM c WHERE {w.sql}", w.parameters
+    )
+
+
+def scope(user_id: str, *, thread_id: str | None = None, memory_id: str | None = None) -> CosmosQuery:
+    """forget(): every document the scope names (superseded ones too), with what a delete needs and the
+    content whose bytes it gives back to the user's stored-bytes count."""
+    w = _Where(user_id, thread_id)
+    if memory_id is not None:
+        w.add("c.id = @id", "@id", memory_id)
+    return CosmosQuery(
+        f"SELECT c.id, c.thread_id, c.type, c.content FROM c WHERE {w.sql}", w.parameters, w.partition_key
+    )
+
+
+def user_documents(user_id: str) -> CosmosQuery:
+    """memories_of(): every document of the user (the store's own thread entries are filtered after)."""
+    w = _Where(user_id, None)
+    return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters)
+
+
+def thread_entries(user_id: str) -> CosmosQuery:
+    w = _Where(user_id, None)
+    w.add("c.type = @type", "@type", THREAD_ENTRY_TYPE)
+    return CosmosQuery(f"SELECT c.thread_id FROM c WHERE {w.sql}", w.parameters)
+
+
+def thread_turn_stats(user_id: str, thread_id: str) -> CosmosQuery:
+    """Aggregates inside one logical partition (cheap); GROUP BY across a user's threads would be one
+    query on Azure, but single-partition aggregates keep list_threads exact without a counter to drift."""
+    w = _Where(user_id, thread_id)
+    w.add("c.type = @type", "@type", "turn")
+    w.add(LIVE)
+    sql = (
+        "SELECT COUNT(1) AS message_count, SUM(c.token_count) AS token_count,"
+        f" MAX(c.created_at) AS updated_at FROM c WHERE {w.sql}"
+    )
+    return CosmosQuery(sql, w.parameters, w.partition_key)
+
+
+def thread_last_memory(user_id: str, thread_id: str, types: Sequence[str]) -> CosmosQuery:
+    w = _Where(user_id, thread_id)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    return CosmosQuery(f"SELECT VALUE MAX(c.created_at) FROM c WHERE {w.sql}", w.parameters, w.partition_key)
+
+
+def embedding_spec() -> CosmosQuery:
+    w = _Where(SYSTEM_USER, SYSTEM_USER)
+    w.add("c.id = @id", "@id", "embedding_spec")
+    return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters, w.partition_key)
+
+
+# -- learning (issue 5): write-time dedup, reconciliation, the user profile ------------------------------
+
+
+def by_hash(user_id: str, content_hash: str, types: Sequence[str]) -> CosmosQuery:
+    """find_by_hash(): the user's active memories of these types with this content hash, oldest first."""
+    w = _Where(user_id, None)
+    w.add("c.content_hash = @content_hash", "@content_hash", content_hash)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    return CosmosQuery(f"SELECT {FIELDS} FROM c WHERE {w.sql} ORDER BY c.created_at", w.parameters)
+
+
+def similar(user_id: str, vector: Sequence[float], types: Sequence[str], limit: int) -> CosmosQuery:
+    """similar(): the `limit` active memories nearest to the vector, with their cosine similarity as score
+    (the containers' distance function is cosine: -1 least to +1 most similar, most similar first). The
+    similarity floor is applied to these rows by the store, which gives the same answer as filtering
+    first: the rows at or above the floor are a prefix of this order."""
+    w = _Where(user_id, None)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    w.param("@limit", limit)
+    w.param("@vector", list(vector))
+    sql = (
+        f"SELECT TOP @limit {FIELDS}, VectorDistance(c.embedding, @vector) AS score FROM c WHERE {w.sql}"
+        " ORDER BY VectorDistance(c.embedding, @vector)"
+    )
+    return CosmosQuery(sql, w.parameters)
+
+
+def active(user_id: str, types: Sequence[str], limit: int, changed_since: datetime | None) -> CosmosQuery:
+    """list_active(): the user's active memories of these types across threads, most recently changed
+    first (changed_at = updated_at, else created_at; see cosmos_documents.py)."""
+    w = _Where(user_id, None)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    if changed_since is not None:
+        w.add("c.changed_at > @changed_since", "@changed_since", timestamp(changed_since))
+    w.param("@limit", limit)
+    sql = f"SELECT TOP @limit {FIELDS}, c.changed_at FROM c WHERE {w.sql} ORDER BY c.changed_at DESC"
+    return CosmosQuery(sql, w.parameters)
+
+
+def search_terms(query: SearchQuery) -> list[str]:
+    return keywords(query.text, limit=MAX_TERMS)
+
+
+def search_plan(query: SearchQuery, vector: Sequence[float] | None) -> SearchPlan:
+    """Which search runs. No keywords left (an all-stopword query) falls back to vector-only; a text
+    query of quoted phrases only filters on them, newest first."""
+    terms = search_terms(query)
+    use_text = (
+        query.mode in ("hybrid", "text") and bool(terms) and (query.mode == "text" or query.text_weight > 0)
+    )
+    use_vector = (
+        query.mode in ("hybrid", "vector")
+        and vector is not None
+        and (query.mode == "vector" or query.vector_weight > 0)
+    )
+    if use_text and use_vector:
+        return "hybrid"
+    if use_vector:
+        return "vector"
+    if use_text:
+        return "text"
+    if query.phrases and query.mode in ("hybrid", "text"):
+        return "phrases"
+    return "none"
+
+
+def search(
+    query: SearchQuery, vector: Sequence[float] | None, types: Sequence[str], plan: SearchPlan
+) -> CosmosQuery:
+    """One container's search for `plan` (never "none"), restricted to `types`."""
+    w = _Where(query.user_id, query.thread_id)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(LIVE)
+    if query.since is not None:
+        w.add("c.created_at >= @since", "@since", timestamp(query.since))
+    if query.until is not None:
+        w.add("c.created_at <= @until", "@until", timestamp(query.until))
+    for i, phrase in enumerate(query.phrases):
+        # LOWER on both sides: the phrase is matched case-insensitively and verbatim (no stemming).
+        w.add(f"CONTAINS(LOWER(c.content), @phrase{i})", f"@phrase{i}", phrase.lower())
+    w.param("@limit", query.limit)
+
+    names: list[str] = []
+    if plan in ("hybrid", "text"):
+        names = [w.param(f"@term{i}", term) for i, term in enumerate(search_terms(query))]
+    full_text_score = f"FullTextScore(c.index_text, {', '.join(names)})"
+    if plan in ("hybrid", "vector"):
+        w.param("@vector", list(vector or []))
+
+    select = f"SELECT TOP @limit {FIELDS}"
+    match plan:
+        case "hybrid":
+            # Weights are numbers from the validated SearchQuery, written as literals (documented form).
+            weights = f"[{_number(query.vector_weight)}, {_number(query.text_weight)}]"
+            order = f"ORDER BY RANK RRF(VectorDistance(c.embedding, @vector), {full_text_score}, {weights})"
+            sql = f"{select} FROM c WHERE {w.sql} {order}"
+        case "vector":
+            sql = (
+                f"{select}, VectorDistance(c.embedding, @vector) AS score FROM c WHERE {w.sql}"
+                " ORDER BY VectorDistance(c.embedding, @vector)"
+            )
+        case "text":
+            w.add(f"FullTextContainsAny(c.index_text, {', '.join(names)})")
+            sql = f"{select} FROM c WHERE {w.sql} ORDER BY RANK {full_text_score}"
+        case "phrases":
+            sql = f"{select} FROM c WHERE {w.sql} ORDER BY c.created_at DESC"
+        case _:
+            raise ValueError(f"no query for search plan {plan!r}")
+    return CosmosQuery(sql, w.parameters, w.partition_key)
+
+
+def _number(value: float) -> str:
+    return repr(float(value))

@@ -1,0 +1,405 @@
+"""Long-term memory on the embedded SQLite file; search runs on per-user in-memory indexes built from it.
+
+The file holds the memories; storage/sqlite_indexes keeps each user's BM25 text index and vector
+matrix true to it, however many processes write to it. Each write here takes the next number of the
+file's change clock and each deletion leaves a tombstone, which is what those indexes catch up from.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import anyio.to_thread
+import numpy as np
+
+from mcp_memory.config import LongTermSettings
+from mcp_memory.errors import InvalidInputError, NotFoundError
+from mcp_memory.models import EmbeddingSpec, Hit, Memory, Scope, SearchQuery, ThreadInfo
+from mcp_memory.search.fusion import rrf, score_fusion
+from mcp_memory.search.rows import RowFilter
+from mcp_memory.search.terms import keywords
+from mcp_memory.search.text_index import query_terms
+from mcp_memory.storage.base import QueryVector, resolve_vector
+from mcp_memory.storage.sqlite import usage as sqlite_usage
+from mcp_memory.storage.sqlite.codec import pack_vector, parse_ts, ts, unpack_vector
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+from mcp_memory.storage.sqlite.indexes import TOMBSTONE_DAYS, SearchIndexes, UserIndex
+from mcp_memory.storage.sqlite.snapshots import user_key
+
+TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
+# The setting's own default, so a store opened without settings (tests, benchmarks) holds the same.
+DEFAULT_INDEX_MEMORY = LongTermSettings.model_fields["index_memory_mb"].default * 2**20
+
+_COLUMNS = (
+    "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
+    " content_hash, superseded_by, supersede_reason, superseded_at"
+)
+
+
+class SqliteLongTermStore:
+    def __init__(
+        self,
+        db: SqliteDatabase,
+        embedding: EmbeddingSpec,
+        indexes: SearchIndexes,
+        *,
+        max_stored_bytes: int | None = None,
+    ) -> None:
+        self._db = db
+        self._spec = embedding
+        self.indexes = indexes
+        self._max_stored_bytes = max_stored_bytes  # security.max_stored_bytes, checked in put()
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        db: SqliteDatabase,
+        embedding: EmbeddingSpec,
+        *,
+        index_memory: int = DEFAULT_INDEX_MEMORY,
+        max_stored_bytes: int | None = None,
+    ) -> AsyncIterator[SqliteLongTermStore]:
+        async with SearchIndexes.open(db, embedding, memory_budget=index_memory) as indexes:
+            store = cls(db, embedding, indexes, max_stored_bytes=max_stored_bytes)
+            await db.write(store._check_embedding_spec)
+            yield store
+
+    def _check_embedding_spec(self, conn: sqlite3.Connection) -> None:
+        stored = dict(conn.execute("SELECT key, value FROM meta WHERE key LIKE 'embedding_%'").fetchall())
+        if not stored:
+            conn.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("embedding_model", self._spec.model), ("embedding_dimension", str(self._spec.dimension))],
+            )
+            return
+        self._spec.check_stored(
+            stored.get("embedding_model"),
+            stored.get("embedding_dimension"),
+            str(self._db.path),
+            "another data file",
+        )
+
+    async def put(self, memories: Sequence[Memory]) -> None:
+        self._spec.check_vectors(memories)
+
+        def work(conn: sqlite3.Connection) -> None:
+            before = sqlite_usage.stored_bytes(conn, {m.user_id for m in memories})
+            seq = _tick(conn)
+            conn.executemany(
+                "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
+                " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
+                " supersede_reason, superseded_at, change_seq)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (user_id, id) DO UPDATE SET thread_id = excluded.thread_id,"
+                " role = excluded.role, type = excluded.type, content = excluded.content,"
+                " index_context = excluded.index_context, embedding = excluded.embedding,"
+                " metadata = excluded.metadata, updated_at = excluded.updated_at,"
+                " token_count = excluded.token_count, content_hash = excluded.content_hash,"
+                " superseded_by = excluded.superseded_by, supersede_reason = excluded.supersede_reason,"
+                " superseded_at = excluded.superseded_at, change_seq = excluded.change_seq",
+                [(*_row(m), seq) for m in memories],
+            )
+            sqlite_usage.refuse_over_quota(conn, before, self._max_stored_bytes)  # the usage triggers counted
+
+        # The indexes are not touched here: the next search of this process, or of any other, catches
+        # up on this write through the change clock, like on every other.
+        await self._db.write(work)
+
+    async def stored_bytes(self, user_id: str) -> int:
+        return (await self._db.run(lambda conn: sqlite_usage.stored_bytes(conn, [user_id])))[user_id]
+
+    async def get(self, user_id: str, memory_id: str) -> Memory:
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS}, embedding FROM memories WHERE user_id = ? AND id = ?",
+                (user_id, memory_id),
+            ).fetchall()
+        )
+        if not rows:
+            raise NotFoundError(f"no memory with id {memory_id!r}")
+        return _memory(rows[0], with_embedding=True)
+
+    async def recent(
+        self, user_id: str, thread_id: str, *, limit: int, types: Sequence[str] = ("turn",)
+    ) -> list[Memory]:
+        marks = ",".join("?" * len(types))
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND thread_id = ? AND type IN ({marks})"
+                " AND superseded_by IS NULL ORDER BY created_at DESC, rowid DESC LIMIT ?",
+                (user_id, thread_id, *types, limit),
+            ).fetchall()
+        )
+        return [_memory(r) for r in reversed(rows)]
+
+    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                "SELECT thread_id, sum(type = 'turn'), max(created_at) FROM memories"
+                " WHERE user_id = ? AND thread_id IS NOT NULL AND superseded_by IS NULL"
+                " GROUP BY thread_id ORDER BY max(created_at) DESC",
+                (user_id,),
+            ).fetchall()
+        )
+        return [ThreadInfo(thread_id=r[0], message_count=r[1], updated_at=parse_ts(r[2])) for r in rows]
+
+    async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        # Quoted phrases filter afterwards; widen the pools so they still leave enough.
+        pool = max(query.limit * 4, 50) * (4 if query.phrases else 1)
+        where = _row_filter(query)
+        async with self.indexes.current(query.user_id) as index:
+            text_hits: list[tuple[int, float]] | None = None
+            if query.mode in ("hybrid", "text"):
+                # First, while the query's embedding may still be computing on another core.
+                text_hits = await anyio.to_thread.run_sync(
+                    _text_search, index, query, max(pool, TEXT_CANDIDATES), where
+                )
+            ready = await resolve_vector(vector) if query.mode != "text" else None
+            if ready is None:
+                scored = text_hits or []
+            else:
+                query_vector = np.asarray(ready, dtype=np.float32)
+                scored = await anyio.to_thread.run_sync(
+                    _fused, index, query, query_vector, text_hits or [], pool, where
+                )
+        return await self._hits(scored, query)
+
+    async def warm(self, user_id: str) -> None:
+        await self.indexes.warm(user_id)
+
+    def index_memory_bytes(self) -> int:
+        """What the in-memory search indexes of this process hold (an estimate), for operations."""
+        return self.indexes.memory_bytes()
+
+    async def _hits(self, scored: Sequence[tuple[int, float]], query: SearchQuery) -> list[Hit]:
+        if not scored:
+            return []
+        if not query.phrases:
+            # Candidates were already filtered (superseded, thread, type, time): read only what is returned.
+            scored = scored[: query.limit]
+        scores = dict(scored)
+        rowids = list(scores)
+        marks = ",".join("?" * len(rowids))
+        rows = await self._db.read(
+            lambda conn: conn.execute(
+                # `+user_id`: a check on the rows found by rowid, not an index to scan the user's rows by.
+                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND +user_id = ?"
+                " AND superseded_by IS NULL",
+                (*rowids, query.user_id),
+            ).fetchall()
+        )
+        by_rowid = {r[0]: _memory(r) for r in rows}
+        phrases = [p.casefold() for p in query.phrases]
+        hits = []
+        for rowid in rowids:
+            memory = by_rowid.get(rowid)
+            if memory is None:
+                continue
+            if phrases and not all(p in memory.content.casefold() for p in phrases):
+                continue
+            hits.append(Hit(memory=memory, score=scores[rowid]))
+            if len(hits) == query.limit:
+                break
+        return hits
+
+    async def forget(self, scope: Scope, *, dry_run: bool = False) -> dict[str, int]:
+        if scope.memory_id is not None:
+            where, args = "user_id = ? AND id = ?", [scope.user_id, scope.memory_id]
+        elif scope.thread_id is not None:
+            where, args = "user_id = ? AND thread_id = ?", [scope.user_id, scope.thread_id]
+        elif scope.everything:
+            where, args = "user_id = ?", [scope.user_id]
+        else:
+            raise InvalidInputError("a forget scope names a memory, a thread or everything")
+
+        def work(conn: sqlite3.Connection) -> dict[str, int]:
+            counts = dict(
+                conn.execute(f"SELECT type, count(*) FROM memories WHERE {where} GROUP BY type", args)
+            )
+            if dry_run or not counts:
+                return counts
+            seq, now = _tick(conn), time.time()
+            conn.execute(
+                f"INSERT INTO memory_tombstones (seq, user_key, row, deleted_at)"
+                f" SELECT ?, ?, rowid, ? FROM memories WHERE {where}",
+                (seq, user_key(scope.user_id), now, *args),
+            )
+            conn.execute(f"DELETE FROM memories WHERE {where}", args)
+            _prune_tombstones(conn, now - TOMBSTONE_DAYS * 86400)
+            return counts
+
+        counts = await self._db.write(work)
+        if counts and not dry_run:
+            self.indexes.forgotten(scope.user_id)
+        return counts
+
+    # ---- learning (issue 5) --------------------------------------------------------------------
+
+    @property
+    def db(self) -> SqliteDatabase:
+        """The data file, shared with the revision and trigger-counter stores."""
+        return self._db
+
+    async def find_by_hash(self, user_id: str, content_hash: str, *, types: Sequence[str]) -> list[Memory]:
+        marks = ",".join("?" * len(types))
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND content_hash = ? AND type IN ({marks})"
+                " AND superseded_by IS NULL ORDER BY rowid",
+                (user_id, content_hash, *types),
+            ).fetchall()
+        )
+        return [_memory(r) for r in rows]
+
+    async def similar(
+        self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
+    ) -> list[Hit]:
+        query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)
+        async with self.indexes.current(user_id) as index:
+            ranked = await anyio.to_thread.run_sync(
+                index.vectors.search, np.asarray(vector, dtype=np.float32), limit, _row_filter(query)
+            )
+        return await self._hits([(r, s) for r, s in ranked if s >= min_similarity], query)
+
+    async def list_active(
+        self, user_id: str, *, types: Sequence[str], limit: int, changed_since: datetime | None = None
+    ) -> list[Memory]:
+        marks = ",".join("?" * len(types))
+        since = "" if changed_since is None else " AND coalesce(updated_at, created_at) > ?"
+        args: list[Any] = [user_id, *types] + ([] if changed_since is None else [ts(changed_since)])
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND type IN ({marks})"
+                f" AND superseded_by IS NULL{since}"
+                " ORDER BY coalesce(updated_at, created_at) DESC, rowid DESC LIMIT ?",
+                (*args, limit),
+            ).fetchall()
+        )
+        return [_memory(r) for r in rows]
+
+    async def memories_of(self, user_id: str) -> list[Memory]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? ORDER BY created_at, rowid", (user_id,)
+            ).fetchall()
+        )
+        return [_memory(r) for r in rows]
+
+
+def _tick(conn: sqlite3.Connection) -> int:
+    """The change clock's next number, for the rows this transaction writes or deletes."""
+    seq: int = conn.execute("UPDATE change_clock SET seq = seq + 1 RETURNING seq").fetchone()[0]
+    return seq
+
+
+def _prune_tombstones(conn: sqlite3.Connection, before: float) -> None:
+    """Tombstones older than `before` go; an index that has not caught up past them is rebuilt."""
+    pruned = conn.execute(
+        "DELETE FROM memory_tombstones WHERE deleted_at < ? RETURNING seq", (before,)
+    ).fetchall()
+    if pruned:
+        conn.execute(
+            "UPDATE meta SET value = max(CAST(value AS INTEGER), ?) WHERE key = 'tombstone_horizon'",
+            (max(r[0] for r in pruned),),
+        )
+
+
+def _text_search(
+    index: UserIndex, query: SearchQuery, pool: int, where: RowFilter
+) -> list[tuple[int, float]] | None:
+    """BM25's best `pool` (rowid, score), or None when the query has no words to match (blocking)."""
+    # A quoted phrase's words count too (they may all be stopwords: "to be"), and the rows must hold
+    # them all; the phrase itself is checked on the rows returned (_hits).
+    required = query_terms(query.phrases)
+    wanted = query_terms([*keywords(query.text), *query.phrases])
+    if not wanted:
+        return None
+    # Context weight: a memory's own words count fully, its context (earlier turns, date) less.
+    return index.text.search(wanted, pool, where, context_weight=query.context_weight, required=required)
+
+
+def _fused(
+    index: UserIndex,
+    query: SearchQuery,
+    vector: np.ndarray,
+    text_hits: list[tuple[int, float]],
+    pool: int,
+    where: RowFilter,
+) -> list[tuple[int, float]]:
+    """The vector side, fused with the text hits as the query asks (blocking: the mat-vec is long)."""
+    if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
+        return index.vectors.search(vector, pool, where)
+    if query.fusion == "score":
+        keys, cosines = index.vectors.scores(vector, where)
+        return score_fusion(
+            text_hits,
+            keys,
+            cosines,
+            limit=pool,
+            text_weight=query.text_weight,
+            vector_weight=query.vector_weight,
+        )
+    vector_hits = index.vectors.search(vector, pool, where)
+    return rrf(
+        [[r for r, _ in text_hits], [r for r, _ in vector_hits]],
+        weights=[query.text_weight, query.vector_weight],
+        k=query.rrf_k,
+    )
+
+
+def _row_filter(query: SearchQuery) -> RowFilter:
+    return RowFilter(
+        thread_id=query.thread_id,
+        types=tuple(query.types) if query.types else None,
+        since=query.since.timestamp() if query.since else None,
+        until=query.until.timestamp() if query.until else None,
+    )
+
+
+def _row(m: Memory) -> tuple[Any, ...]:
+    return (
+        m.id,
+        m.user_id,
+        m.thread_id,
+        m.role,
+        m.type,
+        m.content,
+        m.index_context or "",
+        pack_vector(m.embedding),
+        json.dumps(m.metadata),
+        ts(m.created_at),
+        ts(m.updated_at) if m.updated_at else None,
+        m.token_count,
+        m.content_hash,
+        m.superseded_by,
+        m.supersede_reason,
+        ts(m.superseded_at) if m.superseded_at else None,
+    )
+
+
+def _memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
+    embedding = unpack_vector(r[15]) if with_embedding and len(r) > 15 else None
+    return Memory(
+        id=r[1],
+        user_id=r[2],
+        thread_id=r[3],
+        role=r[4],
+        type=r[5],
+        content=r[6],
+        metadata=json.loads(r[7]),
+        created_at=r[8],
+        updated_at=r[9],
+        token_count=r[10],
+        content_hash=r[11],
+        superseded_by=r[12],
+        supersede_reason=r[13],
+        superseded_at=r[14],
+        embedding=embedding.tolist() if embedding is not None else None,
+    )

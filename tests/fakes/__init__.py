@@ -1,0 +1,1 @@
+"""Test doubles that stand in for outside services: the OpenAI-compatible stub server."""
