@@ -129,7 +129,7 @@ async def _serve(settings: Settings, transport: str, host: str, port: int) -> No
     server = build_server(settings)
     # Open the backends before accepting a connection, so a bad data file or an unreachable backend
     # is a clear startup error; SSE sessions then share this one service instead of reopening it.
-    async with server.host.use():  # type: ignore[attr-defined]
+    async with server.host.use():
         await serve(server, transport, host, port)
 
 

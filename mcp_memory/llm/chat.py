@@ -2,16 +2,13 @@
 
 Implementations: an OpenAI-compatible API (OpenAI, Azure OpenAI, Ollama, vLLM) and, later, MCP
 sampling (the connected client's own model). Each maps its failures to mcp_memory.errors.
+`mcp_memory.llm.open_chat_model` opens the configured one.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Protocol
-
-from mcp_memory.config import LLMSettings
 
 _FENCE_LINE = re.compile(r"^[ \t]*```[\w+-]*[ \t]*(\n|$)", re.MULTILINE)
 _LABEL = re.compile(r"^(updated\s+)?summary\s*:\s*", re.IGNORECASE)
@@ -33,21 +30,6 @@ class ChatModel(Protocol):
         never returns an empty string.
         """
         ...
-
-
-@asynccontextmanager
-async def open_chat_model(settings: LLMSettings) -> AsyncIterator[ChatModel | None]:
-    """The configured chat model for the server's lifetime; None when provider is "none"."""
-    match settings.provider:
-        case "none":
-            yield None
-        case "openai" | "azure":
-            from mcp_memory.llm.openai_chat import (
-                OpenAIChatModel,  # the SDK loads only when an LLM is configured
-            )
-
-            async with OpenAIChatModel.open(settings) as model:
-                yield model
 
 
 def clean_answer(text: str) -> str:

@@ -1,20 +1,13 @@
-"""The Embedder role and the factory that opens the configured one.
-
-Every embedder returns float32 rows of unit length, so a dot product is the cosine similarity.
-Providers are imported only when chosen: the local model pulls in onnxruntime, the remote ones the
-openai SDK.
-"""
+"""The Embedder role: every embedder returns float32 rows of unit length, so a dot product is the
+cosine similarity. `mcp_memory.llm.open_embedder` opens the configured one."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from typing import Protocol
 
-import anyio
 import numpy as np
 
-from mcp_memory.config import EmbeddingSettings
 from mcp_memory.models import EmbeddingSpec
 
 
@@ -29,29 +22,6 @@ class Embedder(Protocol):
         ...
 
     async def aclose(self) -> None: ...
-
-
-@asynccontextmanager
-async def open_embedder(settings: EmbeddingSettings) -> AsyncIterator[Embedder]:
-    embedder: Embedder
-    match settings.provider:
-        case "local":
-            from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
-
-            # Loading hashes and maps ~23 MB: keep it off the event loop.
-            embedder = await anyio.to_thread.run_sync(LocalMiniLMEmbedder.load, settings)
-        case "hash":
-            from mcp_memory.llm.hash_embedder import HashingEmbedder
-
-            embedder = HashingEmbedder(settings.dimension or HashingEmbedder.DEFAULT_DIMENSION)
-        case "openai" | "azure":
-            from mcp_memory.llm.openai_embedder import OpenAIEmbedder
-
-            embedder = await OpenAIEmbedder.open(settings)
-    try:
-        yield embedder
-    finally:
-        await embedder.aclose()
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -23,6 +24,7 @@ from starlette.responses import JSONResponse
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
 from mcp_memory.mcp.auth import current_principal
+from mcp_memory.mcp.host import ServiceHost
 
 log = logging.getLogger("mcp_memory.requests")
 
@@ -124,10 +126,10 @@ async def readiness(probes: dict[str, Probe]) -> tuple[bool, dict[str, str]]:
     return all(v == "ok" for v in report.values()), report
 
 
-def service_probes(host: Any) -> dict[str, Probe]:
+def service_probes(host: ServiceHost) -> dict[str, Probe]:
     """A cheap read on each configured store (a user that owns nothing), through the open service."""
     service = host.service
-    settings: Settings = host.settings
+    settings = host.settings
     return {
         f"working memory ({settings.working.resolved_backend})": lambda: service.stores.working.list_threads(
             _PROBE_USER
@@ -138,13 +140,13 @@ def service_probes(host: Any) -> dict[str, Probe]:
     }
 
 
-def add_readiness_route(server: Any, path: str = "/ready") -> None:
+def add_readiness_route(server: MCPServer[Any], host: ServiceHost, path: str = "/ready") -> None:
     """GET /ready: 200 when every backend answers, 503 with the failing ones otherwise."""
 
-    @server.custom_route(path, methods=["GET"])  # type: ignore[untyped-decorator]  # Any-typed server
+    @server.custom_route(path, methods=["GET"])  # type: ignore[untyped-decorator]  # the SDK's is untyped
     async def ready(_: Request) -> JSONResponse:
         try:
-            probes = service_probes(server.host)
+            probes = service_probes(host)
         except RuntimeError:  # the service is not open (starting or stopping)
             return JSONResponse({"status": "starting", "backends": {}}, status_code=503)
         ok, report = await readiness(probes)

@@ -84,7 +84,42 @@ def _resource_errors() -> Iterator[None]:
         raise ResourceError(str(e)) from e
 
 
-def build_server(settings: Settings) -> MCPServer[MemoryService]:
+class MemoryServer(MCPServer[MemoryService]):
+    """The SDK's server, plus the host that opens the memory service once per process.
+
+    The CLI enters `host.use()` before serving, so SSE connections share one open service instead
+    of reopening the data file and the model for each.
+    """
+
+    def __init__(self, settings: Settings, host: ServiceHost, bus: ReplicaBus) -> None:
+        @asynccontextmanager
+        async def lifespan(_: MCPServer[MemoryService]) -> AsyncIterator[MemoryService]:
+            async with host.use() as service:
+                yield service
+
+        super().__init__(
+            "mcp-memory",
+            title="Memory",
+            instructions=INSTRUCTIONS,
+            version=__version__,
+            lifespan=lifespan,
+            subscriptions=bus,
+            log_level=settings.log_level,
+            **auth_options(settings),  # bearer tokens on SSE/HTTP when configured (mcp/auth.py)
+        )
+        self.host = host
+        # 2025-protocol clients subscribe per URI (2026 clients listen on the bus). The SDK serves a spec
+        # method the 2026 revision removed only through its lowlevel server's add_request_handler, which
+        # MCPServer keeps for itself and its subclasses.
+        self._lowlevel_server.add_request_handler(
+            "resources/subscribe", SubscribeRequestParams, bus.legacy.subscribe
+        )
+        self._lowlevel_server.add_request_handler(
+            "resources/unsubscribe", UnsubscribeRequestParams, bus.legacy.unsubscribe
+        )
+
+
+def build_server(settings: Settings) -> MemoryServer:
     """The MCP server for these settings; its backends open when the first session starts."""
     subscriptions = ReplicaBus(settings)
 
@@ -97,34 +132,10 @@ def build_server(settings: Settings) -> MCPServer[MemoryService]:
             await subscriptions.publish_for(user_id, ResourceUpdated(uri=f"{thread_uri(thread_id)}/summary"))
 
     host = ServiceHost(settings, on_change=publish_change, bus=subscriptions)
-
-    @asynccontextmanager
-    async def lifespan(_: MCPServer[MemoryService]) -> AsyncIterator[MemoryService]:
-        async with host.use() as service:
-            yield service
-
-    server: MCPServer[MemoryService] = MCPServer(
-        "mcp-memory",
-        title="Memory",
-        instructions=INSTRUCTIONS,
-        version=__version__,
-        lifespan=lifespan,
-        subscriptions=subscriptions,
-        log_level=settings.log_level,
-        **auth_options(settings),  # bearer tokens on SSE/HTTP when configured (auth.py)
-    )
-    # 2025-protocol clients subscribe per URI (2026 clients use subscriptions/listen on the bus).
-    lowlevel = server._lowlevel_server  # the SDK exposes no public hook for these two methods
-    lowlevel.add_request_handler(
-        "resources/subscribe", SubscribeRequestParams, subscriptions.legacy.subscribe
-    )
-    lowlevel.add_request_handler(
-        "resources/unsubscribe", UnsubscribeRequestParams, subscriptions.legacy.unsubscribe
-    )
+    server = MemoryServer(settings, host, subscriptions)
     # Outermost first: a request id for every log line, then the principal's scopes, then its rate.
     rate_limit = RateLimit(settings, shared=lambda: host.request_buckets)
     server.middleware.extend([RequestLog(settings), ScopeGuard(settings, server), rate_limit])
-    server.host = host  # type: ignore[attr-defined]  # the CLI keeps it warm across SSE connections
 
     def service() -> MemoryService:
         return host.service

@@ -9,10 +9,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
 
 import uvicorn
-from mcp.server.mcpserver import MCPServer
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
@@ -20,18 +18,19 @@ from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
 from mcp_memory.mcp.auth import check_exposure
 from mcp_memory.mcp.observability import add_readiness_route
+from mcp_memory.mcp.server import MemoryServer
 
 log = logging.getLogger(__name__)
 
 
-async def serve(server: MCPServer[Any], transport: str, host: str, port: int) -> None:
+async def serve(server: MemoryServer, transport: str, host: str, port: int) -> None:
     if transport == "stdio":
         await server.run_stdio_async()
         return
 
-    settings = server.host.settings  # type: ignore[attr-defined]
+    settings = server.host.settings
     check_exposure(settings, transport, host)  # no memories on a public address without auth
-    add_readiness_route(server)  # GET /ready: each backend answers
+    add_readiness_route(server, server.host)  # GET /ready: each backend answers
 
     @server.custom_route("/health", methods=["GET"])  # type: ignore[untyped-decorator]  # the SDK's is untyped
     async def health(_: Request) -> JSONResponse:

@@ -14,8 +14,7 @@ from threadpoolctl import threadpool_limits
 
 from mcp_memory.config import Settings, load_tokens
 from mcp_memory.learning import open_learning
-from mcp_memory.llm.chat import open_chat_model
-from mcp_memory.llm.embedder import open_embedder
+from mcp_memory.llm import open_chat_model, open_embedder
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.service.memory_service import ChangeListener, MemoryService

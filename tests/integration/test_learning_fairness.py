@@ -155,7 +155,7 @@ async def test_a_full_queue_defers_and_the_turns_are_extracted_later(
 async def test_over_the_budget_extraction_waits_and_runs_after_the_window(fast_settings: Settings) -> None:
     server = build_server(learning_settings(fast_settings, calls_per_hour=1))
     async with Client(server) as client:
-        learning = learning_of(server.host.service)  # type: ignore[attr-defined]
+        learning = learning_of(server.host.service)
         clock = learning.budget.clock = Clock(1_000 * HOUR + 60)
         model = learning.chat = ScriptedModel()
 

@@ -24,7 +24,7 @@ pytestmark = pytest.mark.anyio
 async def test_the_tokenless_caller_of_stdio_is_not_an_admin(fast_settings: Settings) -> None:
     server = build_server(fast_settings)
     async with Client(server, raise_exceptions=False) as client:
-        service: MemoryService = server.host.service  # type: ignore[attr-defined]
+        service: MemoryService = server.host.service
         await service.add_turn("leaver", "t", "user", "the leaver's words")
         for arguments in ({"user_id": "leaver"}, {"user_id": "leaver", "dry_run": True}):
             refused = await client.call_tool("forget_user", arguments)

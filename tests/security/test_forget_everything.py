@@ -112,7 +112,7 @@ async def test_forget_everything_leaves_nothing_of_the_user_in_any_store(backend
     settings = backend.model_copy(update={"user_id": user})
     server = build_server(settings)
     async with Client(server, raise_exceptions=False) as client:
-        service: MemoryService = server.host.service  # type: ignore[attr-defined]
+        service: MemoryService = server.host.service
         await _fill(client, service, user, secret)
         await service.add_turn(other, "t1", "user", f"{kept} stays")
 

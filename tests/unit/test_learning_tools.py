@@ -110,7 +110,7 @@ async def test_forget_leaves_no_revision_behind(client: Client) -> None:
 async def test_forgetting_removes_revisions_from_the_store(fast_settings: Settings) -> None:
     server = build_server(fast_settings)
     async with Client(server) as client:
-        learning = server.host.service.learning  # type: ignore[attr-defined]
+        learning = server.host.service.learning
         kept = await call(client, "remember", content="The user works at Contoso")
         one = await call(client, "remember", content="The user's sister is called Ana")
         await call(client, "update_memory", memory_id=one["id"], content="The user's sister is called Anna")
@@ -144,7 +144,7 @@ async def test_learning_status_says_who_learns_and_what_waits(fast_settings: Set
         assert "memory://learning/status" in resources
         await call(client, "add_turn", thread_id="t", role="user", content="I am vegetarian")
         await call(client, "add_turn", thread_id="t", role="assistant", content="Noted")
-        await server.host.service.learning.worker.drain()  # type: ignore[attr-defined]
+        await server.host.service.learning.worker.drain()
         status = json.loads((await client.read_resource("memory://learning/status")).contents[0].text)  # type: ignore[union-attr]
         assert status["model"] == "none" and status["model_name"] is None
         assert status["budget"]["limit"] == 120 and status["budget"]["used"] == 0

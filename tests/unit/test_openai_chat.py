@@ -16,7 +16,8 @@ import pytest
 
 from mcp_memory.config import LLMSettings
 from mcp_memory.errors import BackendUnavailableError, ConfigError, MemoryServerError
-from mcp_memory.llm.chat import ChatModel, open_chat_model
+from mcp_memory.llm import open_chat_model
+from mcp_memory.llm.chat import ChatModel
 from mcp_memory.llm.hash_embedder import HashingEmbedder
 from tests.fakes.openai_stub import OpenAIStub
 

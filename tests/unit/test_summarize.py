@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from mcp_memory.config import LLMSettings
 from mcp_memory.errors import ConfigError
-from mcp_memory.llm.chat import ChatModel, clean_answer, open_chat_model
+from mcp_memory.llm import open_chat_model
+from mcp_memory.llm.chat import ChatModel, clean_answer
 from mcp_memory.llm.tokens import fit_tokens
 from mcp_memory.models import Message
 from mcp_memory.service.summarizer import ExtractiveSummarizer, build_summarizer
