@@ -28,8 +28,7 @@ from mcp_memory.llm.chat import ChatModel
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.llm.tokens import TokenCounter
-from mcp_memory.storage import Stores
-from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
+from mcp_memory.storage import Stores, open_learning_stores
 
 __all__ = ["Learning", "LlmBudget", "open_learning"]
 
@@ -59,7 +58,7 @@ async def open_learning(
         return
     prompts = LearningPrompts.load(settings.prompts_dir)  # a broken template fails at start
     async with AsyncExitStack() as stack:
-        revisions, counters = await _open_learning_stores(settings, stores, stack)
+        revisions, counters = await open_learning_stores(settings, stores, stack)
         worker = await stack.enter_async_context(
             Worker.running(
                 queue_size=settings.learning.queue_size,
@@ -94,48 +93,3 @@ async def open_learning(
         )
         worker.every(_DAY, Job("revision retention", learning.prune_revisions, key="revision retention"))
         yield learning
-
-
-async def _open_learning_stores(
-    settings: Settings, stores: Stores, stack: AsyncExitStack
-) -> tuple[RevisionStore, TriggerCounters]:
-    """Where revisions and trigger counters live: with the data they belong to, shared by every replica
-    whenever the stores are. Counters: Redis when working memory is there, else Cosmos DB when long term
-    is there, else the SQLite file. Revisions: Cosmos DB when long term is there, else the SQLite file.
-    forget() reaches them wherever they are, through Learning.forgotten."""
-    revisions: RevisionStore | None = None
-    counters: TriggerCounters | None = None
-    if settings.working.resolved_backend == "redis":
-        from mcp_memory.storage.redis.counters import (
-            RedisTriggerCounters,  # optional extra: mcp-memory[redis]
-        )
-
-        counters = await stack.enter_async_context(RedisTriggerCounters.open(settings.working))
-    if settings.long_term.resolved_backend == "cosmos":
-        from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
-        from mcp_memory.storage.cosmos.long_term import (
-            CosmosLongTermStore,  # optional extra: mcp-memory[cosmos]
-        )
-        from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
-
-        if isinstance(stores.long_term, CosmosLongTermStore):
-            timeout = stores.long_term.settings.timeout_seconds
-            container = await stores.long_term.open_learning_container()
-            # Revisions count toward the same stored bytes as the memories, in the long-term store's usage.
-            revisions = CosmosRevisionStore(container, stores.long_term.usage, timeout_seconds=timeout)
-            counters = counters or CosmosTriggerCounters(container, timeout_seconds=timeout)
-    if revisions is not None and counters is not None:
-        return revisions, counters
-
-    from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
-    from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore, SqliteTriggerCounters
-
-    if isinstance(stores.long_term, SqliteLongTermStore):
-        db = stores.long_term.db
-    else:
-        # Working memory on Redis, long term on a store without a revision store of its own.
-        from mcp_memory.storage.sqlite.db import SqliteDatabase
-
-        log.warning("revisions are kept in the local file %s (one replica only)", settings.sqlite_path)
-        db = await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path))
-    return revisions or SqliteRevisionStore(db), counters or SqliteTriggerCounters(db)

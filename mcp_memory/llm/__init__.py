@@ -45,9 +45,8 @@ async def open_chat_model(settings: LLMSettings) -> AsyncIterator[ChatModel | No
         case "none":
             yield None
         case "openai" | "azure":
-            from mcp_memory.llm.openai_chat import (
-                OpenAIChatModel,  # the SDK loads only when an LLM is configured
-            )
+            # The SDK loads only when an LLM is configured.
+            from mcp_memory.llm.openai_chat import OpenAIChatModel
 
             async with OpenAIChatModel.open(settings) as model:
                 yield model

@@ -25,9 +25,6 @@ from mcp_types import CallToolResult, TextContent
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.errors import (
-    LimitExceededError as LimitExceededError,  # defined low, so learning can raise it
-)
 from mcp_memory.mcp.auth import current_principal
 
 log = logging.getLogger(__name__)

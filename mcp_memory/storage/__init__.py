@@ -1,10 +1,12 @@
-"""Storage backends behind two protocols; `open_stores` picks them from the settings.
+"""Storage backends behind their protocols; `open_stores` and `open_learning_stores` pick them from the
+settings.
 
 Backends are imported only when chosen, so the Redis and Cosmos clients stay optional extras.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -12,15 +14,18 @@ from dataclasses import dataclass
 from mcp_memory.config import Settings
 from mcp_memory.models import EmbeddingSpec
 from mcp_memory.storage.base import LongTermStore, WorkingForgetCount, WorkingMemoryStore
+from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
 
 __all__ = [
-    "EmbeddingSpec",
     "LongTermStore",
     "Stores",
     "WorkingForgetCount",
     "WorkingMemoryStore",
+    "open_learning_stores",
     "open_stores",
 ]
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -49,9 +54,8 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                 assert db is not None
                 working = SqliteWorkingMemoryStore(db)
             case "redis":
-                from mcp_memory.storage.redis.working import (
-                    RedisWorkingMemoryStore,  # optional extra: mcp-memory[redis]
-                )
+                # Optional extra: mcp-memory[redis].
+                from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
 
                 working = await stack.enter_async_context(RedisWorkingMemoryStore.open(settings.working))
 
@@ -70,9 +74,8 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                     )
                 )
             case "cosmos":
-                from mcp_memory.storage.cosmos.long_term import (
-                    CosmosLongTermStore,  # optional extra: mcp-memory[cosmos]
-                )
+                # Optional extra: mcp-memory[cosmos].
+                from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 
                 long_term = await stack.enter_async_context(
                     CosmosLongTermStore.open(
@@ -88,3 +91,47 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
             long_term=long_term,
             description=f"working memory: {working_backend}, long term: {long_term_backend}{where}",
         )
+
+
+async def open_learning_stores(
+    settings: Settings, stores: Stores, stack: AsyncExitStack
+) -> tuple[RevisionStore, TriggerCounters]:
+    """Where revisions and trigger counters live: with the data they belong to, shared by every replica
+    whenever the stores are. Counters: Redis when working memory is there, else Cosmos DB when long term
+    is there, else the SQLite file. Revisions: Cosmos DB when long term is there, else the SQLite file.
+    forget() reaches them wherever they are, through Learning.forgotten."""
+    revisions: RevisionStore | None = None
+    counters: TriggerCounters | None = None
+    if settings.working.resolved_backend == "redis":
+        # Optional extra: mcp-memory[redis].
+        from mcp_memory.storage.redis.counters import RedisTriggerCounters
+
+        counters = await stack.enter_async_context(RedisTriggerCounters.open(settings.working))
+    if settings.long_term.resolved_backend == "cosmos":
+        from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
+
+        # Optional extra: mcp-memory[cosmos].
+        from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+        from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
+
+        if isinstance(stores.long_term, CosmosLongTermStore):
+            timeout = stores.long_term.settings.timeout_seconds
+            container = await stores.long_term.open_learning_container()
+            # Revisions count toward the same stored bytes as the memories, in the long-term store's usage.
+            revisions = CosmosRevisionStore(container, stores.long_term.usage, timeout_seconds=timeout)
+            counters = counters or CosmosTriggerCounters(container, timeout_seconds=timeout)
+    if revisions is not None and counters is not None:
+        return revisions, counters
+
+    from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+    from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore, SqliteTriggerCounters
+
+    if isinstance(stores.long_term, SqliteLongTermStore):
+        db = stores.long_term.db
+    else:
+        # Working memory on Redis, long term on a store without a revision store of its own.
+        from mcp_memory.storage.sqlite.db import SqliteDatabase
+
+        log.warning("revisions are kept in the local file %s (one replica only)", settings.sqlite_path)
+        db = await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path))
+    return revisions or SqliteRevisionStore(db), counters or SqliteTriggerCounters(db)

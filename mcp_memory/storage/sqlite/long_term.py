@@ -1,6 +1,6 @@
 """Long-term memory on the embedded SQLite file; search runs on per-user in-memory indexes built from it.
 
-The file holds the memories; storage/sqlite_indexes keeps each user's BM25 text index and vector
+The file holds the memories; storage/sqlite/indexes.py keeps each user's BM25 text index and vector
 matrix true to it, however many processes write to it. Each write here takes the next number of the
 file's change clock and each deletion leaves a tombstone, which is what those indexes catch up from.
 """
@@ -21,18 +21,14 @@ import numpy as np
 from mcp_memory.config import LongTermSettings
 from mcp_memory.errors import InvalidInputError, NotFoundError
 from mcp_memory.models import EmbeddingSpec, Hit, Memory, Scope, SearchQuery, ThreadInfo
-from mcp_memory.search.fusion import rrf, score_fusion
-from mcp_memory.search.rows import RowFilter
-from mcp_memory.search.terms import keywords
-from mcp_memory.search.text_index import query_terms
+from mcp_memory.search.hybrid import TEXT_CANDIDATES, candidate_pool, fuse, row_filter, text_candidates
 from mcp_memory.storage.base import QueryVector, resolve_vector
 from mcp_memory.storage.sqlite import usage as sqlite_usage
 from mcp_memory.storage.sqlite.codec import pack_vector, parse_ts, ts, unpack_vector
 from mcp_memory.storage.sqlite.db import SqliteDatabase
-from mcp_memory.storage.sqlite.indexes import TOMBSTONE_DAYS, SearchIndexes, UserIndex
+from mcp_memory.storage.sqlite.indexes import TOMBSTONE_DAYS, SearchIndexes
 from mcp_memory.storage.sqlite.snapshots import user_key
 
-TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
 # The setting's own default, so a store opened without settings (tests, benchmarks) holds the same.
 DEFAULT_INDEX_MEMORY = LongTermSettings.model_fields["index_memory_mb"].default * 2**20
 
@@ -151,15 +147,14 @@ class SqliteLongTermStore:
         return [ThreadInfo(thread_id=r[0], message_count=r[1], updated_at=parse_ts(r[2])) for r in rows]
 
     async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
-        # Quoted phrases filter afterwards; widen the pools so they still leave enough.
-        pool = max(query.limit * 4, 50) * (4 if query.phrases else 1)
-        where = _row_filter(query)
+        pool = candidate_pool(query)
+        where = row_filter(query)
         async with self.indexes.current(query.user_id) as index:
             text_hits: list[tuple[int, float]] | None = None
             if query.mode in ("hybrid", "text"):
                 # First, while the query's embedding may still be computing on another core.
                 text_hits = await anyio.to_thread.run_sync(
-                    _text_search, index, query, max(pool, TEXT_CANDIDATES), where
+                    text_candidates, index.text, query, max(pool, TEXT_CANDIDATES), where
                 )
             ready = await resolve_vector(vector) if query.mode != "text" else None
             if ready is None:
@@ -167,7 +162,7 @@ class SqliteLongTermStore:
             else:
                 query_vector = np.asarray(ready, dtype=np.float32)
                 scored = await anyio.to_thread.run_sync(
-                    _fused, index, query, query_vector, text_hits or [], pool, where
+                    fuse, index.vectors, query, query_vector, text_hits or [], pool, where
                 )
         return await self._hits(scored, query)
 
@@ -264,7 +259,7 @@ class SqliteLongTermStore:
         query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)
         async with self.indexes.current(user_id) as index:
             ranked = await anyio.to_thread.run_sync(
-                index.vectors.search, np.asarray(vector, dtype=np.float32), limit, _row_filter(query)
+                index.vectors.search, np.asarray(vector, dtype=np.float32), limit, row_filter(query)
             )
         return await self._hits([(r, s) for r, s in ranked if s >= min_similarity], query)
 
@@ -309,58 +304,6 @@ def _prune_tombstones(conn: sqlite3.Connection, before: float) -> None:
             "UPDATE meta SET value = max(CAST(value AS INTEGER), ?) WHERE key = 'tombstone_horizon'",
             (max(r[0] for r in pruned),),
         )
-
-
-def _text_search(
-    index: UserIndex, query: SearchQuery, pool: int, where: RowFilter
-) -> list[tuple[int, float]] | None:
-    """BM25's best `pool` (rowid, score), or None when the query has no words to match (blocking)."""
-    # A quoted phrase's words count too (they may all be stopwords: "to be"), and the rows must hold
-    # them all; the phrase itself is checked on the rows returned (_hits).
-    required = query_terms(query.phrases)
-    wanted = query_terms([*keywords(query.text), *query.phrases])
-    if not wanted:
-        return None
-    # Context weight: a memory's own words count fully, its context (earlier turns, date) less.
-    return index.text.search(wanted, pool, where, context_weight=query.context_weight, required=required)
-
-
-def _fused(
-    index: UserIndex,
-    query: SearchQuery,
-    vector: np.ndarray,
-    text_hits: list[tuple[int, float]],
-    pool: int,
-    where: RowFilter,
-) -> list[tuple[int, float]]:
-    """The vector side, fused with the text hits as the query asks (blocking: the mat-vec is long)."""
-    if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
-        return index.vectors.search(vector, pool, where)
-    if query.fusion == "score":
-        keys, cosines = index.vectors.scores(vector, where)
-        return score_fusion(
-            text_hits,
-            keys,
-            cosines,
-            limit=pool,
-            text_weight=query.text_weight,
-            vector_weight=query.vector_weight,
-        )
-    vector_hits = index.vectors.search(vector, pool, where)
-    return rrf(
-        [[r for r, _ in text_hits], [r for r, _ in vector_hits]],
-        weights=[query.text_weight, query.vector_weight],
-        k=query.rrf_k,
-    )
-
-
-def _row_filter(query: SearchQuery) -> RowFilter:
-    return RowFilter(
-        thread_id=query.thread_id,
-        types=tuple(query.types) if query.types else None,
-        since=query.since.timestamp() if query.since else None,
-        until=query.until.timestamp() if query.until else None,
-    )
 
 
 def _row(m: Memory) -> tuple[Any, ...]:
