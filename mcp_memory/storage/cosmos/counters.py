@@ -29,8 +29,8 @@ from azure.cosmos.aio import ContainerProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from mcp_memory.errors import ConflictError
+from mcp_memory.storage.cosmos.calls import each_concurrently
 from mcp_memory.storage.cosmos.errors import cosmos_errors
-from mcp_memory.storage.cosmos.long_term import each_concurrently
 from mcp_memory.storage.cosmos.queries import CosmosQuery
 
 # The second partition-key level of counters; memory ids (the level's other use) never start with "~".

@@ -29,9 +29,9 @@ from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from mcp_memory.errors import ConflictError, InvalidInputError, MemoryServerError, NotFoundError
 from mcp_memory.models import Revision, Scope
+from mcp_memory.storage.cosmos.calls import each_concurrently
 from mcp_memory.storage.cosmos.documents import timestamp
 from mcp_memory.storage.cosmos.errors import cosmos_errors
-from mcp_memory.storage.cosmos.long_term import each_concurrently
 from mcp_memory.storage.cosmos.queries import CosmosQuery
 from mcp_memory.storage.cosmos.usage import CosmosUsage
 from mcp_memory.storage.usage import revision_bytes

@@ -1,0 +1,203 @@
+"""Writing memories to Cosmos DB, each write's stored bytes reserved first.
+
+A write reserves its growth in the user's usage item before anything is written, so an over-quota
+write is refused whole; a failed or partly unneeded write gives back what it did not use. Turns are
+append-only (a create costs no read); summaries and facts are rewritten in place under ETag checks.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter, defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+import anyio
+from azure.core import MatchConditions
+from azure.cosmos.aio import ContainerProxy
+
+from mcp_memory.config import CosmosSettings
+from mcp_memory.errors import ConflictError, LimitExceededError, MemoryServerError
+from mcp_memory.models import EmbeddingSpec, Memory
+from mcp_memory.storage.cosmos import queries as sql
+from mcp_memory.storage.cosmos.calls import each_concurrently, query_all
+from mcp_memory.storage.cosmos.documents import thread_entry, to_document
+from mcp_memory.storage.cosmos.errors import cosmos_errors
+from mcp_memory.storage.cosmos.usage import USAGE_GROUP, CosmosUsage
+from mcp_memory.storage.usage import content_bytes
+
+log = logging.getLogger(__name__)
+
+
+def bytes_of(doc: dict[str, Any] | None) -> int:
+    """The stored bytes of a document read back (thread entries and the usage item hold no content)."""
+    content = None if doc is None else doc.get("content")
+    return content_bytes(content) if isinstance(content, str) else 0
+
+
+class CosmosWrites:
+    def __init__(
+        self,
+        settings: CosmosSettings,
+        embedding: EmbeddingSpec,
+        turns: ContainerProxy,
+        memories: ContainerProxy,
+        usage: CosmosUsage,
+        limiter: anyio.CapacityLimiter,
+    ) -> None:
+        self._settings = settings
+        self._spec = embedding
+        self._turns = turns
+        self._memories = memories
+        self._usage = usage
+        self._limiter = limiter
+        self._timeout = settings.timeout_seconds
+        # Threads whose entry this process has written: the entry is idempotent, this only saves RU.
+        self.known_threads: set[tuple[str, str]] = set()
+
+    async def put(self, memories: Sequence[Memory]) -> None:
+        self._spec.check_vectors(memories)
+        derived: dict[str, list[Memory]] = defaultdict(list)
+        for memory in memories:
+            if memory.type != "turn":
+                derived[memory.user_id].append(memory)
+        stored: dict[tuple[str, str], dict[str, Any]] = {}
+        for user_id, group in derived.items():
+            query = sql.existing(user_id, [m.id for m in group])
+            for doc in await self._query(self._memories, query, "reading memories"):
+                if doc["thread_id"] != USAGE_GROUP:
+                    stored[(user_id, doc["id"])] = doc
+        await self._reserve(memories, stored)
+        calls: list[Callable[[], Awaitable[None]]] = []
+        for memory in memories:
+            old = stored.get((memory.user_id, memory.id))
+            if memory.type == "turn":
+                calls.append(lambda m=memory, o=old: self._write_turn(m, o))  # type: ignore[misc]
+            else:
+                calls.append(lambda m=memory, o=old: self._write_derived(m, o))  # type: ignore[misc]
+        threads = {(m.user_id, m.thread_id) for m in memories if m.thread_id is not None}
+        for user_id, thread_id in threads - self.known_threads:
+            calls.append(lambda u=user_id, t=thread_id: self._enter_thread(u, t))  # type: ignore[misc]
+        await self._each(calls)
+
+    async def _reserve(
+        self, memories: Sequence[Memory], stored: dict[tuple[str, str], dict[str, Any]]
+    ) -> None:
+        """Count each user's growth before anything is written, or refuse it (LimitExceededError).
+
+        Turns are taken as new, since a create costs no read and a turn is written once; only when
+        that would refuse the write are the stored ones read (a supersession or re-import of turns
+        does not grow the count) and added to `stored`."""
+        growth: Counter[str] = Counter()
+        for memory in memories:
+            growth[memory.user_id] += content_bytes(memory.content) - bytes_of(
+                stored.get((memory.user_id, memory.id))
+            )
+        reserved: list[str] = []
+        try:
+            for user_id in growth:
+                try:
+                    await self._usage.reserve(user_id, growth[user_id])
+                except LimitExceededError:
+                    turns = [m for m in memories if m.user_id == user_id and m.type == "turn"]
+                    if not turns:
+                        raise
+                    query = sql.existing(user_id, [m.id for m in turns])
+                    for doc in await self._query(self._turns, query, "reading turns"):
+                        stored[(user_id, doc["id"])] = doc
+                    growth[user_id] = sum(
+                        content_bytes(m.content) - bytes_of(stored.get((user_id, m.id)))
+                        for m in memories
+                        if m.user_id == user_id
+                    )
+                    await self._usage.reserve(user_id, growth[user_id])
+                reserved.append(user_id)
+        except Exception:
+            for user_id in reserved:
+                await self._give_back(user_id, growth[user_id])
+            raise
+
+    async def _write_turn(self, memory: Memory, old: dict[str, Any] | None) -> None:
+        """Turns are append-only and keyed by id: a create costs no read; a turn stored already (a retry,
+        a re-import) is replaced under its ETag, and the bytes reserved for it as new are given back."""
+        doc = to_document(memory, turn_ttl_seconds=self._settings.turn_ttl_seconds)
+        if old is not None:  # read while reserving: its bytes are counted already
+            if old.get("doc_hash") != doc["doc_hash"]:
+                await self._write_derived(memory, old, container=self._turns)
+            return
+        reserved = content_bytes(memory.content)
+        try:
+            with cosmos_errors("saving a turn to long-term memory", self._timeout):
+                await self._turns.create_item(doc)
+            return
+        except ConflictError:
+            pass
+        except Exception:
+            await self._give_back(memory.user_id, reserved)
+            raise
+        try:
+            found = await self._query(
+                self._turns, sql.existing(memory.user_id, [memory.id]), "reading a stored turn"
+            )
+            old = next((d for d in found if d["thread_id"] == doc["thread_id"]), None)
+            with cosmos_errors("saving a turn to long-term memory", self._timeout):
+                if old is None:  # forgotten since the create: create again
+                    await self._turns.create_item(doc)
+                    return
+                if old.get("doc_hash") != doc["doc_hash"]:
+                    await self._turns.replace_item(
+                        memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
+                    )
+        except Exception:
+            await self._give_back(memory.user_id, reserved)
+            raise
+        await self._give_back(memory.user_id, bytes_of(old))
+
+    async def _write_derived(
+        self, memory: Memory, old: dict[str, Any] | None, *, container: ContainerProxy | None = None
+    ) -> None:
+        """Summaries and facts (or a turn read back): skip an exact duplicate of what is stored, replace a
+        changed one only if nobody else changed it since we read (ETag), create a new one. A failed write
+        gives back the bytes it reserved and did not use."""
+        target = container or self._memories
+        ttl = self._settings.turn_ttl_seconds if memory.type == "turn" else None
+        doc = to_document(memory, turn_ttl_seconds=ttl)
+        reserved = content_bytes(memory.content) - bytes_of(old)
+        if old is not None and old.get("doc_hash") == doc["doc_hash"]:
+            return  # the same document is already stored: writing it again only costs RU
+        deleted = 0
+        try:
+            with cosmos_errors(f"saving {memory.type} {memory.id} to long-term memory", self._timeout):
+                if old is not None and old["thread_id"] == doc["thread_id"]:
+                    await target.replace_item(
+                        memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
+                    )
+                    return
+                if old is not None:  # moved between a thread and the user level: another partition
+                    await target.delete_item(memory.id, partition_key=[memory.user_id, old["thread_id"]])
+                    deleted = bytes_of(old)
+                await target.create_item(doc)
+        except Exception:
+            await self._give_back(memory.user_id, reserved + deleted)
+            raise
+
+    async def _give_back(self, user_id: str, unused: int) -> None:
+        """Return reserved bytes a write did not use. Failing that, the count stays high (never low):
+        logged, and the write's own error is the one raised."""
+        try:
+            await self._usage.release(user_id, unused)
+        except MemoryServerError as e:
+            log.warning("stored-bytes count of a user left %d bytes high: %s", unused, e)
+
+    async def _enter_thread(self, user_id: str, thread_id: str) -> None:
+        with cosmos_errors("recording a thread", self._timeout):
+            await self._memories.upsert_item(thread_entry(user_id, thread_id))
+        self.known_threads.add((user_id, thread_id))
+
+    async def _query(
+        self, container: ContainerProxy, query: sql.CosmosQuery, what: str
+    ) -> list[dict[str, Any]]:
+        return await query_all(container, query, what, self._timeout)
+
+    async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
+        await each_concurrently(calls, self._limiter)
