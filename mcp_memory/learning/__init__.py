@@ -1,10 +1,10 @@
-"""Long-term memory that learns (issue 5): facts, dedup, reconciliation, the user profile, revisions.
+"""Long-term memory that learns: facts, dedup, reconciliation, the user profile, revisions.
 
 `open_learning()` wires the parts for the service's lifetime; `Learning` is what the service and the
 MCP tools call. One job per module: parsing (tolerant JSON), writer (dedup + revisions), extraction,
 reconcile, profile, editing (remember/update/history/rollback), triggers (every-N counters), budget
-(the hourly LLM budget), status (what waits and why), worker (the per-user background lanes), recall
-(retrieval help), engine (the orchestration).
+(the hourly LLM budget), status (what waits and why), worker (the per-user background lanes), engine
+(the orchestration). Where revisions and counters are stored: storage.open_learning_stores.
 """
 
 from __future__ import annotations

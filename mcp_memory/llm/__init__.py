@@ -22,7 +22,7 @@ async def open_embedder(settings: EmbeddingSettings) -> AsyncIterator[Embedder]:
         case "local":
             from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
 
-            # Loading hashes and maps ~23 MB: keep it off the event loop.
+            # Loading hashes and maps the model file: keep it off the event loop.
             embedder = await anyio.to_thread.run_sync(LocalMiniLMEmbedder.load, settings)
         case "hash":
             from mcp_memory.llm.hash_embedder import HashingEmbedder

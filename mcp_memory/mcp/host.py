@@ -33,7 +33,7 @@ class ServiceHost:
         self.settings = settings
         self.on_change = on_change
         self.bus = bus
-        # Set by server_learning.register_learning: the client sessions MCP sampling can reach.
+        # Set by mcp/learning_tools.register_learning: the client sessions MCP sampling can reach.
         self.sampling: SamplingSessions | None = None
         self._lock = anyio.Lock()
         self._users = 0

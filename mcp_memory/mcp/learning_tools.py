@@ -1,6 +1,5 @@
-"""The MCP surface of learning (issue 5): explicit memories, revisions, on-demand extraction and
-reconciliation, the user profile and learning status resources, and the recall prompt with retrieval
-help.
+"""The MCP surface of learning: explicit memories, revisions, on-demand extraction and
+reconciliation, and the user profile and learning status resources.
 
 `register_learning(server, host, settings)` adds them to the server build_server() made, and installs
 the middleware that lets background work reach a client's model through MCP sampling.

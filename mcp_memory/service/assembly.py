@@ -31,8 +31,8 @@ async def open_service(
 ) -> AsyncIterator[MemoryService]:
     """Everything the service needs, opened in order and closed in reverse."""
     async with AsyncExitStack() as stack:
-        # One BLAS thread: a search does one mat-vec; OpenBLAS waking its sleeping worker threads
-        # between requests cost 5-7 ms a search (measured at 3k memories) against 0.6 ms on one thread.
+        # One BLAS thread: a search does one mat-vec, and OpenBLAS waking its sleeping worker threads
+        # between requests costs more than the mat-vec itself.
         stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
         tokens = await anyio.to_thread.run_sync(
             lambda: TokenCounter.load(settings.token_encoding, cache_dir=settings.data_dir / "tiktoken")

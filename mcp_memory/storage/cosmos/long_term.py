@@ -218,7 +218,7 @@ class CosmosLongTermStore:
         fused = rrf([[(i, d["id"]) for d in ranking] for i, ranking in enumerate(rankings)], k=query.rrf_k)
         return [Hit(memory=from_document(by_key[key]), score=score) for key, score in fused[: query.limit]]
 
-    # -- learning (issue 5) ----------------------------------------------------------------------------
+    # -- learning ----------------------------------------------------------------------------------
 
     @property
     def settings(self) -> CosmosSettings:

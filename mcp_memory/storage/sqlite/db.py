@@ -93,7 +93,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX memories_by_hash ON memories (user_id, content_hash);
 
     -- Two columns so BM25 can weigh a memory's own words above its context (bm25(..., 1.0, w)).
-    -- Porter stemming: +0.03 R@10 on LoCoMo over plain unicode61 (bench/locomo.py).
+    -- Porter stemming: a question and its answer often differ only in word endings (bench/locomo.py).
     CREATE VIRTUAL TABLE memories_fts USING fts5(
         content, index_context, content='memories', content_rowid='rowid',
         tokenize='porter unicode61 remove_diacritics 2'
@@ -113,7 +113,7 @@ MIGRATIONS: list[str] = [
         VALUES (new.rowid, new.content, new.index_context);
     END;
     """,
-    # 2: learning (issue 5): immutable revisions of long-term memories, trigger counters and marks
+    # 2: learning: immutable revisions of long-term memories, trigger counters and marks
     """
     CREATE TABLE revisions (
         pk INTEGER PRIMARY KEY AUTOINCREMENT,

@@ -235,7 +235,7 @@ class SqliteLongTermStore:
             self.indexes.forgotten(scope.user_id)
         return counts
 
-    # ---- learning (issue 5) --------------------------------------------------------------------
+    # ---- learning --------------------------------------------------------------------------
 
     @property
     def db(self) -> SqliteDatabase:
