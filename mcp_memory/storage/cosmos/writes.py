@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -35,28 +36,19 @@ def bytes_of(doc: dict[str, Any] | None) -> int:
     return content_bytes(content) if isinstance(content, str) else 0
 
 
+@dataclass
 class CosmosWrites:
-    def __init__(
-        self,
-        settings: CosmosSettings,
-        embedding: EmbeddingSpec,
-        turns: ContainerProxy,
-        memories: ContainerProxy,
-        usage: CosmosUsage,
-        limiter: anyio.CapacityLimiter,
-    ) -> None:
-        self._settings = settings
-        self._spec = embedding
-        self._turns = turns
-        self._memories = memories
-        self._usage = usage
-        self._limiter = limiter
-        self._timeout = settings.timeout_seconds
-        # Threads whose entry this process has written: the entry is idempotent, this only saves RU.
-        self.known_threads: set[tuple[str, str]] = set()
+    settings: CosmosSettings
+    spec: EmbeddingSpec
+    turns: ContainerProxy
+    memories: ContainerProxy
+    usage: CosmosUsage
+    limiter: anyio.CapacityLimiter
+    # Threads whose entry this process has written: the entry is idempotent, this only saves RU.
+    known_threads: set[tuple[str, str]] = field(default_factory=set)
 
     async def put(self, memories: Sequence[Memory]) -> None:
-        self._spec.check_vectors(memories)
+        self.spec.check_vectors(memories)
         derived: dict[str, list[Memory]] = defaultdict(list)
         for memory in memories:
             if memory.type != "turn":
@@ -64,7 +56,7 @@ class CosmosWrites:
         stored: dict[tuple[str, str], dict[str, Any]] = {}
         for user_id, group in derived.items():
             query = sql.existing(user_id, [m.id for m in group])
-            for doc in await self._query(self._memories, query, "reading memories"):
+            for doc in await self._query(self.memories, query, "reading memories"):
                 if doc["thread_id"] != USAGE_GROUP:
                     stored[(user_id, doc["id"])] = doc
         await self._reserve(memories, stored)
@@ -97,20 +89,20 @@ class CosmosWrites:
         try:
             for user_id in growth:
                 try:
-                    await self._usage.reserve(user_id, growth[user_id])
+                    await self.usage.reserve(user_id, growth[user_id])
                 except LimitExceededError:
                     turns = [m for m in memories if m.user_id == user_id and m.type == "turn"]
                     if not turns:
                         raise
                     query = sql.existing(user_id, [m.id for m in turns])
-                    for doc in await self._query(self._turns, query, "reading turns"):
+                    for doc in await self._query(self.turns, query, "reading turns"):
                         stored[(user_id, doc["id"])] = doc
                     growth[user_id] = sum(
                         content_bytes(m.content) - bytes_of(stored.get((user_id, m.id)))
                         for m in memories
                         if m.user_id == user_id
                     )
-                    await self._usage.reserve(user_id, growth[user_id])
+                    await self.usage.reserve(user_id, growth[user_id])
                 reserved.append(user_id)
         except Exception:
             for user_id in reserved:
@@ -120,15 +112,15 @@ class CosmosWrites:
     async def _write_turn(self, memory: Memory, old: dict[str, Any] | None) -> None:
         """Turns are append-only and keyed by id: a create costs no read; a turn stored already (a retry,
         a re-import) is replaced under its ETag, and the bytes reserved for it as new are given back."""
-        doc = to_document(memory, turn_ttl_seconds=self._settings.turn_ttl_seconds)
+        doc = to_document(memory, turn_ttl_seconds=self.settings.turn_ttl_seconds)
         if old is not None:  # read while reserving: its bytes are counted already
             if old.get("doc_hash") != doc["doc_hash"]:
-                await self._write_derived(memory, old, container=self._turns)
+                await self._write_derived(memory, old, container=self.turns)
             return
         reserved = content_bytes(memory.content)
         try:
-            with cosmos_errors("saving a turn to long-term memory", self._timeout):
-                await self._turns.create_item(doc)
+            with cosmos_errors("saving a turn to long-term memory", self.settings.timeout_seconds):
+                await self.turns.create_item(doc)
             return
         except ConflictError:
             pass
@@ -137,15 +129,15 @@ class CosmosWrites:
             raise
         try:
             found = await self._query(
-                self._turns, sql.existing(memory.user_id, [memory.id]), "reading a stored turn"
+                self.turns, sql.existing(memory.user_id, [memory.id]), "reading a stored turn"
             )
             old = next((d for d in found if d["thread_id"] == doc["thread_id"]), None)
-            with cosmos_errors("saving a turn to long-term memory", self._timeout):
+            with cosmos_errors("saving a turn to long-term memory", self.settings.timeout_seconds):
                 if old is None:  # forgotten since the create: create again
-                    await self._turns.create_item(doc)
+                    await self.turns.create_item(doc)
                     return
                 if old.get("doc_hash") != doc["doc_hash"]:
-                    await self._turns.replace_item(
+                    await self.turns.replace_item(
                         memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
                     )
         except Exception:
@@ -159,15 +151,17 @@ class CosmosWrites:
         """Summaries and facts (or a turn read back): skip an exact duplicate of what is stored, replace a
         changed one only if nobody else changed it since we read (ETag), create a new one. A failed write
         gives back the bytes it reserved and did not use."""
-        target = container or self._memories
-        ttl = self._settings.turn_ttl_seconds if memory.type == "turn" else None
+        target = container or self.memories
+        ttl = self.settings.turn_ttl_seconds if memory.type == "turn" else None
         doc = to_document(memory, turn_ttl_seconds=ttl)
         reserved = content_bytes(memory.content) - bytes_of(old)
         if old is not None and old.get("doc_hash") == doc["doc_hash"]:
             return  # the same document is already stored: writing it again only costs RU
         deleted = 0
         try:
-            with cosmos_errors(f"saving {memory.type} {memory.id} to long-term memory", self._timeout):
+            with cosmos_errors(
+                f"saving {memory.type} {memory.id} to long-term memory", self.settings.timeout_seconds
+            ):
                 if old is not None and old["thread_id"] == doc["thread_id"]:
                     await target.replace_item(
                         memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
@@ -185,19 +179,19 @@ class CosmosWrites:
         """Return reserved bytes a write did not use. Failing that, the count stays high (never low):
         logged, and the write's own error is the one raised."""
         try:
-            await self._usage.release(user_id, unused)
+            await self.usage.release(user_id, unused)
         except MemoryServerError as e:
             log.warning("stored-bytes count of a user left %d bytes high: %s", unused, e)
 
     async def _enter_thread(self, user_id: str, thread_id: str) -> None:
-        with cosmos_errors("recording a thread", self._timeout):
-            await self._memories.upsert_item(thread_entry(user_id, thread_id))
+        with cosmos_errors("recording a thread", self.settings.timeout_seconds):
+            await self.memories.upsert_item(thread_entry(user_id, thread_id))
         self.known_threads.add((user_id, thread_id))
 
     async def _query(
         self, container: ContainerProxy, query: sql.CosmosQuery, what: str
     ) -> list[dict[str, Any]]:
-        return await query_all(container, query, what, self._timeout)
+        return await query_all(container, query, what, self.settings.timeout_seconds)
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
-        await each_concurrently(calls, self._limiter)
+        await each_concurrently(calls, self.limiter)
