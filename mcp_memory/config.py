@@ -244,7 +244,7 @@ class SecuritySettings(BaseModel):
 
 
 class LearningSettings(BaseModel):
-    """Issue 5: facts extracted from turns, deduplicated, reconciled, profiled and revisioned."""
+    """Learning: facts extracted from turns, deduplicated, reconciled, profiled and revisioned."""
 
     extract_every_turns: int = Field(
         default=10, ge=0, description="Extract facts from a thread every N new turns; 0 = not by count."

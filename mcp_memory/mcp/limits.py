@@ -3,7 +3,7 @@
 The rate applies to authenticated (network) principals; quotas apply to every user, stdio's too.
 
 The rate: with Redis configured (working.redis_url) every replica spends a principal's requests from
-one bucket there (storage/redis_rate.py); otherwise each process keeps its own. When Redis cannot
+one bucket there (storage/redis/rate.py); otherwise each process keeps its own. When Redis cannot
 answer, the limit falls back to this process's buckets for a while, with a warning: a memory server
 must not stop serving because its rate-limit store blinked. Stored bytes are counted by the long-term
 store itself, next to the data, and refused inside its write (storage/usage.py).
@@ -64,7 +64,7 @@ class RateLimiter:
 
 
 class SharedBuckets(Protocol):
-    """Request buckets every replica spends from (storage/redis_rate.py)."""
+    """Request buckets every replica spends from (storage/redis/rate.py)."""
 
     async def take(self, user_id: str) -> float:
         """0.0 when allowed, else the seconds until a request is; BackendUnavailableError when down."""

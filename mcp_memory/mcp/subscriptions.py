@@ -30,7 +30,7 @@ Listener = Callable[[ServerEvent], None]
 
 
 class Relay(Protocol):
-    """Carries events to the other replicas (storage/redis_bus.py) and hands theirs to `listener`."""
+    """Carries events to the other replicas (storage/redis/relay.py) and hands theirs to `listener`."""
 
     async def publish(self, envelope: UserEvent) -> None: ...
 

@@ -49,15 +49,16 @@ def score_fusion(
 
     `keys`/`cosines` cover every candidate memory, so the cosine scaling is over the whole collection;
     a memory without a text hit gets 0 from that side, one without a vector only its text score. On
-    LoCoMo this ranks better than RRF of the same two lists (see the README's benchmarks), because it
-    keeps how far apart the scores are, which ranks throw away.
+    LoCoMo this ranks better than RRF of the same two lists (bench/locomo.py, docs/benchmarks.md),
+    because it keeps how far apart the scores are, which ranks throw away.
     """
     combined = vector_weight * minmax(cosines.astype(np.float64)) if len(keys) else np.zeros(0)
     keys = keys.astype(np.int64, copy=False)
     extra: list[tuple[int, float]] = []
     top = max((score for _, score in text_hits), default=0.0)
     if top > 0:
-        # All text hits placed at once: a Python loop of searchsorted calls cost ~1 ms at 10k memories.
+        # All text hits placed at once: a Python loop of searchsorted calls, one per hit, cost a visible
+        # share of a search in a large store.
         text_keys = np.fromiter((key for key, _ in text_hits), dtype=np.int64, count=len(text_hits))
         raw = np.fromiter((score for _, score in text_hits), dtype=np.float64, count=len(text_hits))
         text_scores = text_weight * raw / top

@@ -1,9 +1,9 @@
 """An in-memory BM25 index of one user's memories: the full-text half of a search on the embedded store.
 
-SQLite's FTS5 computes bm25() one matching row at a time through its auxiliary-function API. At 10k
-memories, where a question's words match ~4k rows, that was ~8 ms of a ~15 ms search, and it grows
-with the number of matching rows. Here the same formula runs over numpy posting lists (~0.5 ms at 10k
-in a profile; a whole text-only search_memory 1.7 ms, bench/latency.py):
+SQLite's FTS5 computes bm25() one matching row at a time through its auxiliary-function API, so its
+cost grows with the number of matching rows, and a question's common words match a large share of a
+big store: ranking came to dominate a search. Here the same formula runs over numpy posting lists,
+a few vectorized passes whatever the number of matches (bench/latency.py, docs/benchmarks.md):
 
     score(d) = sum over query terms t of  idf(t) * w * (K1 + 1) / (w + K1 * (1 - B + B * |d| / avg|d|))
 
@@ -15,7 +15,7 @@ and a term counts once even when two of the query's words stem to it (FTS5 count
 Words are split like FTS5's `unicode61 remove_diacritics 2` tokenizer and stemmed with the Porter
 stemmer (as FTS5 with `porter unicode61 remove_diacritics 2` would). It is the only text index: a
 quoted phrase needs its words in a memory's own text here, and is then checked verbatim against the
-rows returned. Like the vectors, it is a cache of the file, kept current by storage/sqlite_indexes.
+rows returned. Like the vectors, it is a cache of the file, kept current by storage/sqlite/indexes.py.
 """
 
 from __future__ import annotations

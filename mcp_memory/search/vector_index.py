@@ -1,8 +1,8 @@
 """An in-memory, brute-force vector index of one user's memories.
 
-Exact cosine over a contiguous float32 matrix: no approximate index to keep consistent. At 100k
-memories the mat-vec reads the whole matrix, which is where most of a hybrid search's time goes (the
-README's benchmarks); a smaller (float16 or int8) matrix would pay there.
+Exact cosine over a contiguous float32 matrix: no approximate index to keep consistent. The mat-vec
+reads the whole matrix, so in a large store it is where most of a hybrid search's time goes
+(bench/latency.py, docs/benchmarks.md); a smaller (float16 or int8) matrix would pay there.
 """
 
 from __future__ import annotations

@@ -211,7 +211,7 @@ class MemoryService:
         if mode_ == "text":
             hits = await self.stores.long_term.search(search, None)
         else:
-            # Embed the query on one core while the store runs the full-text side on the other. A plain
+            # Embed the query on one core while the store runs the full-text side on another. A plain
             # asyncio task, not a task group: the store awaits it where it needs the vector, and its
             # errors must surface there as themselves, not wrapped in an ExceptionGroup.
             embedding = asyncio.ensure_future(self._embed_query(query))

@@ -1,11 +1,11 @@
 """Prepares the configured users' search indexes in the background right after start-up.
 
 The embedded store keeps each user's BM25 postings and vectors in RAM, loaded from the snapshot beside
-the data file or, without one, built from the file (which grows with the store: the README's
-benchmarks). An MCP client usually starts the server well before its first question, so preparing
-them at start-up hides that wait. Requests are served meanwhile; a search that arrives before the
-indexes are ready waits for them (the store opens them once). Users past the index memory budget are
-left to their first search.
+the data file or, without one, built from the file (which grows with the store: docs/benchmarks.md).
+An MCP client usually starts the server well before its first question, so preparing them at
+start-up hides that wait. Requests are served meanwhile; a search that arrives before the indexes are
+ready waits for them (the store opens them once). Users past the index memory budget are left to
+their first search.
 """
 
 from __future__ import annotations

@@ -145,7 +145,7 @@ class LongTermStore(Protocol):
         indexes); a store whose indexes live in its server does nothing."""
         ...
 
-    # ---- learning (issue 5): write-time dedup, reconciliation and the user profile -------------
+    # ---- learning: write-time dedup, reconciliation and the user profile -----------------------
 
     async def find_by_hash(self, user_id: str, content_hash: str, *, types: Sequence[str]) -> list[Memory]:
         """The user's active (not superseded) memories of those types with this content_hash."""

@@ -1,6 +1,6 @@
 """Trigger counters on Azure Cosmos DB (TriggerCounters), shared by every replica and worker process.
 
-One item per (user, key) in the learning container (cosmos_setup.py), under the partition
+One item per (user, key) in the learning container (cosmos/setup.py), under the partition
 [user_id, COUNTERS_GROUP], so a user's counters are one logical partition. Every change reads the item
 and writes it back under its ETag (If-Match; a new item by create, which refuses an existing id): when
 another writer changed it in between, Cosmos DB answers 412 (or 409) and we read again and retry. So
@@ -51,7 +51,7 @@ def counter_id(key: str) -> str:
 
 def counter_query(user_id: str, key: str) -> CosmosQuery:
     """One counter, by id inside the user's counter partition. A query, not a point read: the local test
-    server answers a point read of a missing item with 500, and a query costs only ~2 RU more."""
+    server answers a point read of a missing item with 500, and a query by id costs barely more."""
     return CosmosQuery(
         "SELECT * FROM c WHERE c.user_id = @user_id AND c.group_id = @group_id AND c.id = @id",
         [

@@ -154,7 +154,7 @@ def embedding_spec() -> CosmosQuery:
     return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters, w.partition_key)
 
 
-# -- learning (issue 5): write-time dedup, reconciliation, the user profile ------------------------------
+# -- learning: write-time dedup, reconciliation, the user profile ----------------------------------------
 
 
 def by_hash(user_id: str, content_hash: str, types: Sequence[str]) -> CosmosQuery:
@@ -185,7 +185,7 @@ def similar(user_id: str, vector: Sequence[float], types: Sequence[str], limit: 
 
 def active(user_id: str, types: Sequence[str], limit: int, changed_since: datetime | None) -> CosmosQuery:
     """list_active(): the user's active memories of these types across threads, most recently changed
-    first (changed_at = updated_at, else created_at; see cosmos_documents.py)."""
+    first (changed_at = updated_at, else created_at; see cosmos/documents.py)."""
     w = _Where(user_id, None)
     w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
     w.add(LIVE)

@@ -1,13 +1,13 @@
 """Revisions on Azure Cosmos DB: the immutable history of long-term memories (RevisionStore).
 
-They live in the learning container (cosmos_setup.py), partitioned (/user_id, /group_id) with group_id = the
+They live in the learning container (cosmos/setup.py), partitioned (/user_id, /group_id) with group_id = the
 memory id, so one memory's history is one logical partition: read in one single-partition query, and
 its seq made unique by the partition itself. A revision's document id is `rev:<memory digest>:<seq>`
 and Cosmos DB refuses a second item with an id in one partition (409), so among any number of writers
 exactly one stores each seq; a loser reads the last seq again and takes the next one.
 
 Each revision's bytes (content and source text) count toward its user's stored bytes, in the usage
-item the long-term store keeps (cosmos_usage.py): counted before it is created, given back when forget
+item the long-term store keeps (cosmos/usage.py): counted before it is created, given back when forget
 or prune deletes it. So prune is the only thing that deletes revisions, and a new one carries no `ttl`:
 an expiry Cosmos DB performs silently would leave the count high for good. Prune runs daily, so the
 retention (revision_retention_days) is still kept to the day. Revisions written before they were

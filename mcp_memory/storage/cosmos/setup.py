@@ -144,7 +144,7 @@ async def open_container(
     return container, await container.read()
 
 
-# -- the learning container: revisions and trigger counters (issue 5) ----------------------------------
+# -- the learning container: revisions and trigger counters --------------------------------------------
 
 # (/user_id, /group_id): `group_id` is the memory id for a memory's revisions (its history is one logical
 # partition, and a revision's seq is unique there) and COUNTERS_GROUP for the user's trigger counters.
@@ -183,7 +183,7 @@ async def open_learning_container(database: DatabaseProxy, settings: CosmosSetti
         partition_key=PartitionKey(path=LEARNING_PARTITION_PATHS, kind="MultiHash"),
         indexing_policy=learning_indexing_policy(),
         # TTL on: rate-window counters carry their window as their ttl (and revisions written before
-        # stored bytes counted them, their retention; newer ones are deleted by prune, cosmos_revisions).
+        # stored bytes counted them, their retention; newer ones are deleted by prune, cosmos/revisions.py).
         default_ttl=-1,
         offer_throughput=throughput,
     )

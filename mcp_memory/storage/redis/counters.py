@@ -1,6 +1,6 @@
 """Trigger counters on Redis (TriggerCounters), shared by every replica and worker process.
 
-One hash per (user, key) in the user's hash slot (redis_keys.py): `n` the number, `mark` the mark. An
+One hash per (user, key) in the user's hash slot (redis/keys.py): `n` the number, `mark` the mark. An
 increment is one Lua script (HINCRBY, and PEXPIRE when it created the counter), so it is atomic and
 its value is seen by exactly one caller; compare-and-set is one script too. Forgetting SCANs the user's
 counters and UNLINKs them. The client is the working-memory one's configuration (same URL, prefix,

@@ -9,9 +9,9 @@ Layout (prefix `mm`, user `ann`, thread `t1`):
     mm:{ann:t1}:lease      string: the summarization lease's owner, with its own PX expiry
     mm:{ann}:threads       sorted set: the user's thread ids, scored by last write (for list_threads)
     mm:{ann}:learning:<key>  hash: one learning trigger counter (n = number, mark = the mark), with
-                           its own PX expiry when it is a rate window (redis_counters.py)
-    mm:events              pub/sub channel of resource-change events (redis_bus.py)
-    mm:rate:<digest>       hash: one principal's request bucket, shared by replicas (redis_rate.py);
+                           its own PX expiry when it is a rate window (redis/counters.py)
+    mm:events              pub/sub channel of resource-change events (redis/relay.py)
+    mm:rate:<digest>       hash: one principal's request bucket, shared by replicas (redis/rate.py);
                            named by a digest of the user id, and expiring once idle
 
 The braces are a Redis Cluster hash tag: every key of one thread hashes to the same slot, so one Lua

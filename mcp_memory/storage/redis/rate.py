@@ -1,6 +1,6 @@
 """Request buckets on Redis: every replica spends a principal's requests from the same token bucket.
 
-One hash per principal (redis_keys.py), refilled and spent by one Lua script on the server's clock, so
+One hash per principal (redis/keys.py), refilled and spent by one Lua script on the server's clock, so
 the check is atomic and touches one key (valid on Redis Cluster). The client is the working-memory
 one's configuration (same URL, prefix, timeouts and retries) with a pool of its own.
 """

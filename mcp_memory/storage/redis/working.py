@@ -1,7 +1,7 @@
 """Working memory on Redis: shared by every server replica, expiring on its own, safe under concurrency.
 
-Plain Redis data structures only (a hash and a list per thread, see redis_keys.py), so it runs on
-Redis 6.2+, Valkey and Redis Cluster. Every write to a thread is one Lua script (redis_scripts/),
+Plain Redis data structures only (a hash and a list per thread, see redis/keys.py), so it runs on
+Redis 6.2+, Valkey and Redis Cluster. Every write to a thread is one Lua script (redis/scripts/),
 registered once and run by EVALSHA (redis-py reloads it after a SCRIPT FLUSH or a failover).
 
 The user's thread index lives in another hash slot than the thread, so it cannot share the thread's

@@ -151,13 +151,13 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memories_active ON memories (user_id, superseded_by, type);
     """,
-    # 4: text search ranks on an in-memory index now (storage/text_index); 3's index is unread
+    # 4: text search ranks on an in-memory index now (search/text_index.py); 3's index is unread
     """
     DROP INDEX memories_active;
     """,
     # 5: several processes share the file. Each write of memories takes the next number of a change
     # clock, so a process's in-memory search indexes catch up on what changed since the number they
-    # reflect (storage/sqlite_indexes), and deletions leave tombstones (no content) for them to read.
+    # reflect (storage/sqlite/indexes.py), and deletions leave tombstones (no content) for them to read.
     # The FTS5 index goes: the in-memory BM25 index serves quoted phrases as well.
     """
     CREATE TABLE change_clock (seq INTEGER NOT NULL);

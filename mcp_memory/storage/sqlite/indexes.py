@@ -8,7 +8,7 @@ the clock itself: no window in which a commit can be missed, noticing another pr
 the rows it changed, and writes to another user's memories, to working memory, leases or counters
 cost a user's index nothing.
 
-An index not in memory is loaded from its snapshot beside the file (storage/index_snapshot) and
+An index not in memory is loaded from its snapshot beside the file (storage/sqlite/snapshots.py) and
 caught up from there; only without a usable snapshot is it built from the file. Indexes live within
 a memory budget: the least recently used users' are dropped first (they reload from their snapshot).
 Dead rows (rewritten or removed memories) are reclaimed when they pile up (a snapshot holds live rows

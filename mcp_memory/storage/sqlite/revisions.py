@@ -1,4 +1,4 @@
-"""Revisions and trigger counters on the embedded SQLite file (schema: migration 2 in sqlite_db.py).
+"""Revisions and trigger counters on the embedded SQLite file (schema: migration 2 in sqlite/db.py).
 
 Both ride the same single connection lane as the other stores; every write is one IMMEDIATE
 transaction, which is what makes a counter increment (and so a trigger) happen exactly once even

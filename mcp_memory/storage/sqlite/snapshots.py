@@ -1,7 +1,7 @@
 """A user's search indexes saved beside the data file, so a new process loads them instead of building.
 
 Building a user's indexes means tokenizing and stemming every memory, which grows with the store
-(the README's benchmarks); loading saved arrays does not. Each snapshot is one uncompressed .npz in
+(docs/benchmarks.md); loading saved arrays does not. Each snapshot is one uncompressed .npz in
 `<data file>-index/`, named by a hash of the user id, holding the live rows of the text and vector
 indexes (their `columns()`) and a stamp: which data file (its `file_id`), which point of its change
 clock, which embedding model. A snapshot is a cache: one that does not match the file is ignored and

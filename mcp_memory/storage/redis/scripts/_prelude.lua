@@ -1,4 +1,4 @@
--- Prepended to every working-memory script (redis_working.py). Scripts run atomically on the server
+-- Prepended to every working-memory script (redis/working.py). Scripts run atomically on the server
 -- and touch only the keys they are given, all in one hash slot, so they work on Redis Cluster too.
 
 -- Sliding expiry: every write re-arms the TTL of each key of the thread. ttl_ms "0" = no expiry.
