@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from mcp_memory.errors import MemoryServerError
+from mcp_memory.errors import MalformedAnswerError, MemoryServerError
 from mcp_memory.llm.chat import ChatModel, clean_answer
 from mcp_memory.llm.prompts import PromptTemplate, load_prompt
 from mcp_memory.llm.tokens import ELLIPSIS, CountTokens, fit_tokens, sentences
@@ -191,10 +191,6 @@ def format_messages(messages: Sequence[Message]) -> str:
     )
 
 
-class _UnusableAnswer(Exception):
-    """The model answered, but with nothing we can keep as a summary."""
-
-
 class LLMSummarizer:
     """A ChatModel writes the summary; any failure falls back to the extractive summarizer."""
 
@@ -225,7 +221,7 @@ class LLMSummarizer:
             # by the provider loses its last sentence anyway.
             answer = await self._chat.complete(prompt.system, prompt.user, max_tokens=max_tokens * 2 + 32)
             return self._accept(answer, max_tokens)
-        except (MemoryServerError, _UnusableAnswer) as e:
+        except MemoryServerError as e:  # MalformedAnswerError among them
             log.warning("LLM summary failed (%s); using the extractive summary instead", e)
         except Exception:
             # Top boundary on purpose: a summary is an optimisation, and a provider bug (a future
@@ -238,15 +234,15 @@ class LLMSummarizer:
     def _accept(self, answer: str, max_tokens: int) -> str:
         text = clean_answer(answer)
         if not any(ch.isalnum() for ch in text):
-            raise _UnusableAnswer(f"{self.name} answered with no usable text")
+            raise MalformedAnswerError(f"{self.name} answered with no usable text")
         tokens = self._count(text)
         if tokens > max_tokens * self.OVERLONG_FACTOR:
-            raise _UnusableAnswer(
+            raise MalformedAnswerError(
                 f"{self.name} answered with {tokens} tokens for a {max_tokens}-token budget"
             )
         fitted = fit_tokens(text, max_tokens, self._count)
         if not any(ch.isalnum() for ch in fitted):
-            raise _UnusableAnswer(f"{self.name} answered with no sentence that fits {max_tokens} tokens")
+            raise MalformedAnswerError(f"{self.name} answered with no sentence that fits {max_tokens} tokens")
         return fitted
 
 
