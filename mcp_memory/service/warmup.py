@@ -31,6 +31,7 @@ class Warmup:
         self._long_term = long_term
         self._users = list(dict.fromkeys(users))  # in order, once each
         self.done = anyio.Event()
+        self._stopping = False
 
     @classmethod
     @asynccontextmanager
@@ -42,13 +43,18 @@ class Warmup:
         try:
             yield warmup
         finally:
-            task.cancel()  # a build already on a worker thread finishes first: anyio cannot stop it
+            # Stop after the user being prepared, and wait for that one: its build runs on a worker
+            # thread that nothing can interrupt, and it reads the store, which closes after this.
+            # (Cancelling the task would only stop the waiting, and leave the thread running.)
+            warmup._stopping = True
             with anyio.CancelScope(shield=True):
                 await asyncio.wait([task])
 
     async def _run(self) -> None:
         try:
             for user_id in self._users:
+                if self._stopping:
+                    break
                 started = time.perf_counter()
                 try:
                     await self._long_term.warm(user_id)

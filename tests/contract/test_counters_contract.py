@@ -94,7 +94,7 @@ async def test_a_rate_window_ends_after_its_ttl_and_counts_from_zero(
     with anyio.fail_after(20):
         while (value := await counters.increment(user, "llm_calls:1", ttl_seconds=0.5)) != 1:
             assert value > 1
-            await anyio.sleep(0.05)  # nothing to wait on but time
+            await anyio.sleep(0.05)  # polling until the window's TTL ends: nothing to wait on but time
     assert await counters.increment(user, "llm_calls:1", ttl_seconds=0.5) == 2
 
 

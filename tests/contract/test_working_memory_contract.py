@@ -244,7 +244,7 @@ async def test_a_crashed_holders_lease_expires_by_itself(working_store: WorkingM
     assert await working_store.try_lock("ann", "t1", "crashed", 0.2)
     with anyio.fail_after(10):
         while not await working_store.try_lock("ann", "t1", "next", 60):  # noqa: ASYNC110 (polling the store)
-            await anyio.sleep(0.05)
+            await anyio.sleep(0.05)  # until the crashed holder's lease expires
     assert not await working_store.try_lock("ann", "t1", "crashed", 60)
     await working_store.unlock("ann", "t1", "crashed")  # its late release must not free the successor's
     assert not await working_store.try_lock("ann", "t1", "third", 60)
@@ -363,7 +363,7 @@ async def test_redis_thread_expires_after_its_ttl(redis_url: str) -> None:
             assert await store.get("ann", "t1") is not None
             with anyio.fail_after(15):
                 while await store.get("ann", "t1") is not None:  # noqa: ASYNC110 (polling Redis expiry)
-                    await anyio.sleep(0.1)
+                    await anyio.sleep(0.1)  # until Redis expires the idle thread
             assert await store.list_threads("ann") == []
             # Nothing of the old thread survives: a new turn starts from zero.
             totals = await store.append("ann", "t1", turn("new", tokens=4))

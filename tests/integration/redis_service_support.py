@@ -46,12 +46,13 @@ def service_settings(
 
 class RecordingWorkingStore:
     """The real working store, recording the ids every successful compaction removed and every lease
-    the store refused. Everything else goes straight through."""
+    the store refused (counted, and `lease_refused` set). Everything else goes straight through."""
 
-    def __init__(self, inner: WorkingMemoryStore) -> None:
+    def __init__(self, inner: WorkingMemoryStore, lease_refused: anyio.Event | None = None) -> None:
         self.inner = inner
         self.compacted: list[list[str]] = []
         self.leases_refused = 0
+        self.lease_refused = lease_refused or anyio.Event()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
@@ -66,6 +67,7 @@ class RecordingWorkingStore:
         taken = await self.inner.try_lock(user_id, thread_id, owner, ttl_seconds)
         if not taken:
             self.leases_refused += 1
+            self.lease_refused.set()
         return taken
 
     @property
@@ -75,11 +77,12 @@ class RecordingWorkingStore:
 
 class SlowSummarizer:
     """The real summarizer, entered through a gate that counts how many summarize at once (across every
-    service that shares this instance) and holds each call for `hold_seconds` of (virtual-free) time."""
+    service that shares this instance) and holds each call, like an LLM call in flight, until `release`
+    is set."""
 
-    def __init__(self, inner: Summarizer, hold_seconds: float) -> None:
+    def __init__(self, inner: Summarizer, release: anyio.Event) -> None:
         self.inner = inner
-        self.hold_seconds = hold_seconds
+        self.release = release
         self.inside = 0
         self.most_inside = 0
         self.calls = 0
@@ -93,17 +96,20 @@ class SlowSummarizer:
         self.calls += 1
         self.most_inside = max(self.most_inside, self.inside)
         try:
-            await anyio.sleep(self.hold_seconds)  # an LLM call in flight: other turns keep arriving
+            await self.release.wait()  # an LLM call in flight: other turns keep arriving
             return await self.inner.summarize(prev_summary, messages, max_tokens)
         finally:
             self.inside -= 1
 
 
 @asynccontextmanager
-async def recorded_service(settings: Settings) -> AsyncIterator[tuple[MemoryService, RecordingWorkingStore]]:
-    """A MemoryService opened the way the server opens it, with its working store recorded."""
+async def recorded_service(
+    settings: Settings, *, lease_refused: anyio.Event | None = None
+) -> AsyncIterator[tuple[MemoryService, RecordingWorkingStore]]:
+    """A MemoryService opened the way the server opens it, with its working store recorded (setting
+    `lease_refused`, when given, on the first lease the store refuses)."""
     async with open_service(settings) as service:
-        recorder = RecordingWorkingStore(service.stores.working)
+        recorder = RecordingWorkingStore(service.stores.working, lease_refused)
         stores = Stores(
             working=recorder, long_term=service.stores.long_term, description=service.stores.description
         )

@@ -34,7 +34,7 @@ ANN_T1 = UserEvent("ann", ResourceUpdated(uri="memory://threads/t1"))
 async def wait_for(events: list[UserEvent], count: int) -> None:
     with anyio.fail_after(15):
         while len(events) < count:  # noqa: ASYNC110 (events arrive from another connection)
-            await anyio.sleep(0.01)
+            await anyio.sleep(0.01)  # polling the listener's record
 
 
 def test_events_and_their_user_survive_the_wire() -> None:
@@ -140,7 +140,7 @@ async def test_two_replicas_tell_each_session_once_and_only_its_own_users_change
 
         with anyio.fail_after(15):
             while not markers_arrived():  # noqa: ASYNC110 (events arrive from another connection)
-                await anyio.sleep(0.01)
+                await anyio.sleep(0.01)  # polling the sessions' records
 
     for n in (0, 1):
         # A replica's own events come first, the other's when Redis brings them: compare as multisets.
@@ -244,7 +244,7 @@ async def publish_until_heard(a: RedisEventRelay, on_b: list[UserEvent], *, seco
     with anyio.fail_after(seconds):
         while ANN_T1 not in on_b:
             await a.publish(ANN_T1)
-            await anyio.sleep(0.05)
+            await anyio.sleep(0.05)  # polling until the relay has resubscribed
 
 
 async def shard_port(settings: WorkingSettings, channel: str) -> int:

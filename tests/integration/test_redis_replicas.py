@@ -17,6 +17,7 @@ from mcp_memory.config import Settings
 from mcp_memory.mcp.server import build_server, thread_uri
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.redis.keys import RedisKeys
+from mcp_memory.views import AddTurnResult
 from tests.integration.redis_service_support import (
     USER,
     SlowSummarizer,
@@ -51,9 +52,14 @@ async def test_two_replicas_never_summarize_one_thread_at_the_same_time(
     fast_settings: Settings, redis_url: str, tmp_path: Path
 ) -> None:
     settings = replica_settings(fast_settings, redis_url, tmp_path / "data")
-    async with recorded_service(settings) as (a, on_a), recorded_service(settings) as (b, on_b):
-        # One summarizer shared by both replicas, slow like an LLM call: it sees every overlap.
-        slow = SlowSummarizer(a.summarizer, hold_seconds=0.2)
+    refused = anyio.Event()  # either replica was refused the lease
+    async with (
+        recorded_service(settings, lease_refused=refused) as (a, on_a),
+        recorded_service(settings, lease_refused=refused) as (b, on_b),
+    ):
+        # One summarizer shared by both replicas, slow like an LLM call: it sees every overlap. Each
+        # call is held until a replica has asked for the lease while it was held, so there is one.
+        slow = SlowSummarizer(a.summarizer, release=refused)
         a, b = dataclasses.replace(a, summarizer=slow), dataclasses.replace(b, summarizer=slow)
         acknowledged: list[str] = []
         with anyio.fail_after(120):
@@ -85,19 +91,28 @@ async def test_a_crashed_summarizers_lease_expires_and_the_next_turn_summarizes(
     lease_key = RedisKeys(settings.working.key_prefix).thread(USER, "shared").lease
     raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
     async with recorded_service(settings) as (service, recorder):
+        acknowledged: list[str] = []
+
+        async def add_turn() -> AddTurnResult:
+            result = await service.add_turn(
+                USER, "shared", "user", "The rollout moved to April 2.", None, WINDOW
+            )
+            acknowledged.append(result.turn.id)
+            return result
+
+        # Filled to just below its threshold first: the dead replica's short lease is then taken right
+        # before the one turn that asks for it, and cannot run out during a long fill.
+        with anyio.fail_after(30):
+            usage = (await add_turn()).working_memory
+            per_turn = usage.token_count  # every turn adds the same tokens
+            while usage.token_count + per_turn <= usage.threshold_tokens:
+                usage = (await add_turn()).working_memory
         # A replica took the lease and died before releasing it.
         assert await service.stores.working.try_lock(USER, "shared", "crashed-replica", 0.5)
-        acknowledged: list[str] = []
-        with anyio.fail_after(30):
-            while True:
-                result = await service.add_turn(
-                    USER, "shared", "user", "The rollout moved to April 2.", None, WINDOW
-                )
-                acknowledged.append(result.turn.id)
-                if result.working_memory.token_count > result.working_memory.threshold_tokens:
-                    break
+        result = await add_turn()
+        assert result.working_memory.token_count > result.working_memory.threshold_tokens
         assert not result.summarized and recorder.leases_refused >= 1, "the dead replica's lease still held"
-        with anyio.fail_after(30):
+        with anyio.fail_after(30):  # polling until Redis expires the dead replica's lease
             while await raw.exists(lease_key):  # noqa: ASYNC110 (the lease expires inside Redis)
                 await anyio.sleep(0.05)
         result = await service.add_turn(USER, "shared", "assistant", "Noted: April 2.", None, WINDOW)

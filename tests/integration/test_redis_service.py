@@ -42,7 +42,7 @@ async def ids_in_working_memory(service: MemoryService, thread_id: str) -> list[
 async def wait_until_gone(raw: aioredis.Redis | RedisCluster, keys: Sequence[str]) -> None:
     with anyio.fail_after(_BOUND_SECONDS):
         while await raw.exists(*keys):  # noqa: ASYNC110 (the keys expire inside Redis)
-            await anyio.sleep(0.05)
+            await anyio.sleep(0.05)  # until Redis expires the keys
 
 
 async def test_while_redis_is_down_turns_fail_clearly_and_search_works_then_all_comes_back(

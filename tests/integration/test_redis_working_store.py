@@ -134,7 +134,7 @@ async def cluster_url(tmp_path: Path) -> AsyncIterator[str]:
         await client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)  # type: ignore[no-untyped-call]
         with anyio.fail_after(20):
             while (await client.cluster("INFO"))["cluster_state"] != "ok":  # noqa: ASYNC110 (polling)
-                await anyio.sleep(0.05)
+                await anyio.sleep(0.05)  # until the node has taken its slots
         await client.aclose()
         yield server.url
     finally:

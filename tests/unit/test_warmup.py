@@ -5,8 +5,9 @@ warm-up leaves the service working."""
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
@@ -17,6 +18,8 @@ from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.mcp.auth import hash_token
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.service.warmup import Warmup
+from mcp_memory.storage import LongTermStore
 from mcp_memory.storage.sqlite.indexes import SearchIndexes
 from mcp_memory.storage.sqlite.snapshots import SnapshotFolder
 
@@ -117,19 +120,42 @@ async def test_closing_during_the_warm_up_ends_it(
 ) -> None:
     await stored_turn(fast_settings)
     started = anyio.Event()
+    closing = threading.Event()  # set when the service starts closing the warm-up
     build_index: Callable[..., Any] = SearchIndexes._index_from_rows
+    running = Warmup.running
 
-    def slow_build_index(self: SearchIndexes, *args: Any) -> Any:
+    closed = threading.Event()  # set by the test once closing the service has returned
+    closed_during_build: list[bool] = []
+
+    def held_build_index(self: SearchIndexes, *args: Any) -> Any:
         anyio.from_thread.run_sync(started.set)
-        time.sleep(0.5)  # the service closes meanwhile
+        closing.wait(20)  # held until the service closes (the bound only ends a broken test)
+        # A close that waits for this build cannot return meanwhile: this wait runs out. One that
+        # does not wait returns at once, and the test sets `closed` well within the bound.
+        closed_during_build.append(closed.wait(1))
         return build_index(self, *args)
 
-    monkeypatch.setattr(SearchIndexes, "_index_from_rows", slow_build_index)
+    @asynccontextmanager
+    async def announcing_its_close(
+        cls: type[Warmup], long_term: LongTermStore, users: Iterable[str]
+    ) -> AsyncIterator[Warmup]:
+        async with running(long_term, users) as warmup:
+            try:
+                yield warmup
+            finally:
+                # No await from here to the warm-up's own close: the build is still in flight.
+                closing.set()
+
+    monkeypatch.setattr(SearchIndexes, "_index_from_rows", held_build_index)
+    monkeypatch.setattr(Warmup, "running", classmethod(announcing_its_close))
     monkeypatch.setattr(SnapshotFolder, "load", lambda self, user_id: None)  # built, not loaded
     with caplog.at_level(logging.ERROR):
         async with open_service(fast_settings) as service:
             with anyio.fail_after(20):
                 await started.wait()
             warmup = service.warmup
+        closed.set()
         assert warmup is not None and warmup.done.is_set()
+    assert closing.is_set(), "the build was not held until the service closed"
+    assert closed_during_build == [False], "the service closed before the build on its worker thread ended"
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
