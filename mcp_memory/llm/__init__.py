@@ -17,6 +17,7 @@ from mcp_memory.llm.embedder import Embedder
 
 @asynccontextmanager
 async def open_embedder(settings: EmbeddingSettings) -> AsyncIterator[Embedder]:
+    """The configured embedder for the server's lifetime, closed after it."""
     embedder: Embedder
     match settings.provider:
         case "local":

@@ -108,9 +108,8 @@ async def open_learning_stores(
 
         counters = await stack.enter_async_context(RedisTriggerCounters.open(settings.working))
     if settings.long_term.resolved_backend == "cosmos":
-        from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
-
         # Optional extra: mcp-memory[cosmos].
+        from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
         from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
         from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
 

@@ -2,7 +2,7 @@
 
 The local Cosmos-protocol server cannot run VectorDistance, FullTextScore, FullTextContainsAny or
 ORDER BY RANK RRF, so what the store sends for search is verified here, and run for real by
-test_cosmos_live.py against an Azure account. Documented forms (cited in cosmos_queries.py):
+test_cosmos_live.py against an Azure account. Documented forms (cited in storage/cosmos/queries.py):
 - ORDER BY RANK RRF(<score fn>, <score fn>, [weights])   https://learn.microsoft.com/azure/cosmos-db/nosql/query/rrf
 - FullTextScore(<path>, <term1>, <term2>, ...)          https://learn.microsoft.com/azure/cosmos-db/nosql/query/fulltextscore
 - FullTextContainsAny(<path>, <term1>, ...)             https://learn.microsoft.com/azure/cosmos-db/nosql/query/fulltextcontainsany

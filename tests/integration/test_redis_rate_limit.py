@@ -1,4 +1,4 @@
-"""The request rate limit shared by replicas on Redis (storage/redis_rate.py), and failing open to each
+"""The request rate limit shared by replicas on Redis (storage/redis/rate.py), and failing open to each
 process's own buckets when Redis cannot answer."""
 
 from __future__ import annotations
