@@ -1,4 +1,4 @@
-"""The Cosmos DB SQL of learning (issue 5), checked as text: the long-term store's find_by_hash, similar
+"""The Cosmos DB SQL of learning, checked as text: the long-term store's find_by_hash, similar
 and list_active, and the revision and counter queries of the learning container.
 
 similar() needs VectorDistance, which the local Cosmos-protocol server lacks: its SQL is checked here

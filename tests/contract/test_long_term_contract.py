@@ -8,7 +8,7 @@ Two fixtures (tests/contract/conftest_long_term.py) decide where each test runs:
   rather than pass vacuously. For Cosmos they run against a real Azure account in test_cosmos_live.py
   (skipped, saying so, without COSMOS_ENDPOINT), and the SQL they send is checked in test_cosmos_sql.py.
 
-The learning methods (issue 5) follow the same split: find_by_hash and list_active run on every backend,
+The learning methods follow the same split: find_by_hash and list_active run on every backend,
 similar (a VectorDistance query on Cosmos DB) on `search_store`; its SQL is checked in test_cosmos_sql.py.
 
 Users are unique per test (`new_user`), so the suite also runs on a shared live database.
@@ -435,7 +435,7 @@ async def test_text_search_reaches_past_better_matches_it_must_not_return(
     assert [h.memory.id for h in hits] == ["repair", "bike"]
 
 
-# -- learning (issue 5): find_by_hash and list_active on every backend, similar on search_store ----------
+# -- learning: find_by_hash and list_active on every backend, similar on search_store ----------
 
 
 async def test_find_by_hash_returns_active_memories_of_those_types(

@@ -29,7 +29,7 @@ async def llm_service(fast_settings: Settings, openai_stub: OpenAIStub) -> Async
         timeout_seconds=1.0,
         max_retries=0,
     )
-    # Fact extraction (issue 5) would share the scripted stub; these tests are about summaries only.
+    # Fact extraction would share the scripted stub; these tests are about summaries only.
     learning = fast_settings.learning.model_copy(
         update={"extract_every_turns": 0, "extract_on_summary": False}
     )
