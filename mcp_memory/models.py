@@ -151,6 +151,9 @@ class SearchQuery(BaseModel):
     context_weight: float = 0.4  # BM25 weight of a memory's indexed context relative to its own words
     # Phrases the user quoted: every hit must contain each one verbatim (case-insensitive).
     phrases: list[str] = Field(default_factory=list)
+    # Memory as it stood at this time: nothing created later, and facts superseded since count as
+    # they were then (current at as_of: created at or before it, superseded after it, if ever).
+    as_of: datetime | None = None
 
 
 class Hit(BaseModel):
