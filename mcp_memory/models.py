@@ -234,3 +234,27 @@ class Revision(BaseModel):
     source_text: str | None = None
     labels: dict[str, str] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+ListOrder = Literal["newest", "oldest"]
+
+
+class ListQuery(BaseModel):
+    """One page of browsing a user's long-term memories without a query, carried to the store.
+
+    Pages are keyset pages on (created_at, id) in the chosen order: `after` is the key of the last
+    memory of the previous page, so a memory written between pages neither repeats nor shifts one.
+    """
+
+    user_id: str
+    types: list[MemoryType] | None = None
+    thread_id: str | None = None
+    kind: str | None = None  # a fact's kind (metadata.fact_type); only facts have one
+    since: datetime | None = None
+    until: datetime | None = None
+    include_superseded: bool = False
+    # Memory as it stood then: nothing created later; a memory superseded since counts as current.
+    as_of: datetime | None = None
+    order: ListOrder = "newest"
+    limit: int = 20
+    after: tuple[datetime, str] | None = None

@@ -6,7 +6,7 @@ They run before anything is written, so a rejected call changes nothing.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mcp_memory.errors import InvalidInputError
@@ -132,3 +132,28 @@ def time_range(since: object, until: object) -> tuple[datetime | None, datetime 
     if start and end and start > end:
         raise InvalidInputError(f"since ({start.isoformat()}) is after until ({end.isoformat()})")
     return start, end
+
+
+def fraction(value: object, name: str) -> float:
+    """A number from 0 to 1, e.g. a score floor."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise InvalidInputError(f"{name} must be a number from 0 to 1, got {value!r}")
+    return float(value)
+
+
+MAX_CLOCK_SKEW = timedelta(minutes=5)  # how far ahead of the server a client's clock may run
+
+
+def created_at(value: object, now: datetime) -> datetime | None:
+    """When a turn was said: an ISO 8601 time (naive = UTC), not after `now` beyond the clock skew
+    allowed. A time within the allowance is taken as `now`, so turns never sort after later ones."""
+    moment = timestamp(value, "created_at")
+    if moment is None:
+        return None
+    moment = moment.astimezone(UTC)
+    if moment > now + MAX_CLOCK_SKEW:
+        raise InvalidInputError(
+            f"created_at {moment.isoformat()} is in the future (the server's time is {now.isoformat()}): "
+            "give the time the turn was said, or omit created_at for now"
+        )
+    return min(moment, now)

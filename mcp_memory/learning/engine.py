@@ -27,7 +27,13 @@ from mcp_memory.errors import (
 )
 from mcp_memory.learning.budget import BudgetUsedUp, LlmBudget
 from mcp_memory.learning.editing import MemoryEditor
-from mcp_memory.learning.extraction import ExtractionBatch, Extractor, mark_key
+from mcp_memory.learning.extraction import (
+    LOOKBACK_BATCHES,
+    ExtractionBatch,
+    Extractor,
+    mark_key,
+    turns_after_mark,
+)
 from mcp_memory.learning.profile import ProfileBatch, ProfileWriter, profile_id
 from mcp_memory.learning.reconcile import ReconcileBatch, Reconciler
 from mcp_memory.learning.status import StatusBoard
@@ -66,6 +72,14 @@ class Learning:
     budget: LlmBudget
     status: StatusBoard = field(default_factory=StatusBoard)
     _wakeups: set[str] = field(default_factory=set)  # users with a retry timer set
+
+    def __post_init__(self) -> None:
+        # Jobs that fail where no step below records why (storage errors, bugs) show in the status too.
+        self.worker.on_failure = self._job_failed
+
+    def _job_failed(self, job: Job, reason: str) -> None:
+        if job.lane:  # "" is the server's own upkeep, nobody's learning
+            self.status.failed(job.lane, "background job", f"{job.name}: {reason}")
 
     def model_for(self, user_id: str) -> ChatModel | None:
         """Who answers background work for this user now: the configured LLM, else sampling, else None."""
@@ -114,7 +128,7 @@ class Learning:
             self.worker.submit(
                 Job(
                     f"rebuilding the profile of {scope.user_id}",
-                    lambda: self.refresh_profile(scope.user_id),
+                    lambda: self._refresh_profile_in_background(scope.user_id),
                     scope.user_id,
                     key="profile",
                 )
@@ -167,8 +181,11 @@ class Learning:
             log.info("thread %s: waiting for the LLM budget; its turns stay pending", thread_id)
             return
         except MemoryServerError as e:
+            # Handled: the turns stay pending for the next extraction, and the status says why.
             self.status.wait(user_id, thread_id, f"model failed: {e}")
-            raise  # the lane logs it; the turns stay pending for the next extraction
+            self.status.failed(user_id, "extraction", str(e), thread_id=thread_id)
+            log.warning("extraction of thread %s failed; its turns stay pending: %s", thread_id, e)
+            return
         if len(batch.turns) == self.settings.learning.max_turns_per_extraction:
             # A full batch: more turns may be pending behind it; continue without waiting for a trigger.
             self.worker.submit(self._extraction_job(user_id, thread_id))
@@ -241,17 +258,24 @@ class Learning:
     async def _maintain(self, user_id: str) -> None:
         model = self.model_for(user_id)
         if model is None:
-            await self.refresh_profile(user_id)
+            await self._refresh_profile_in_background(user_id)
             return
         batch = await self.reconciler.prepare(user_id)
         if batch is not None:
             try:
                 answer = await self.ask(model, user_id, batch.prompt, "reconciliation", json_mode=True)
-            except BudgetUsedUp:
+                await self.finish_reconcile(batch, answer, model.name)
+            except BudgetUsedUp as e:
+                self.status.failed(user_id, "reconciliation", str(e))
                 log.info("user %s: LLM budget used up; reconciliation waits for the next trigger", user_id)
                 return
-            await self.reconciler.apply(batch, answer, model=model.name)
-        await self.refresh_profile(user_id)
+            except MemoryServerError as e:
+                self.status.failed(user_id, "reconciliation", str(e))
+                log.warning(
+                    "reconciliation for user %s failed; it runs again at the next trigger: %s", user_id, e
+                )
+                return
+        await self._refresh_profile_in_background(user_id)
 
     async def refresh_profile(self, user_id: str) -> Memory | None:
         """Fold newer facts into the profile: with the user's model when there is one, else offline."""
@@ -271,10 +295,21 @@ class Learning:
                 "the profile update",
                 max_tokens=self.settings.learning.profile_max_tokens * 2 + 32,
             )
-        except BudgetUsedUp:
+        except BudgetUsedUp as e:
+            self.status.failed(user_id, "profile", str(e))
             log.info("user %s: LLM budget used up; the profile is updated at the next trigger", user_id)
             return None
         return await self.profiles.apply(batch, answer, model=model.name)
+
+    async def _refresh_profile_in_background(self, user_id: str) -> None:
+        try:
+            await self.refresh_profile(user_id)
+        except MemoryServerError as e:
+            # Handled: the profile stays as it was until the next trigger, and the status says why.
+            self.status.failed(user_id, "profile", str(e))
+            log.warning(
+                "the profile update for user %s failed; it is tried at the next trigger: %s", user_id, e
+            )
 
     async def status_of(self, user_id: str) -> LearningStatus:
         """memory://learning/status: who learns, the budget, and what waits and why."""
@@ -284,9 +319,20 @@ class Learning:
             model_name=model.name if model is not None else None,
             budget=await self.budget.view(user_id),
             queued_jobs=self.worker.waiting(user_id),
-            waiting=self.status.waiting(user_id),
+            waiting=[
+                w.model_copy(update={"pending_turns": await self._pending_turns(user_id, w.thread_id)})
+                for w in self.status.waiting(user_id)
+            ],
             last_extraction=self.status.last_extraction(user_id),
+            last_reconciliation=self.status.last_reconciliation(user_id),
+            failures=self.status.failures(user_id),
         )
+
+    async def _pending_turns(self, user_id: str, thread_id: str) -> int:
+        """Turns after the thread's extraction mark, within the window extraction looks back over."""
+        mark = await self.counters.read(user_id, mark_key(thread_id))
+        window = self.settings.learning.max_turns_per_extraction * LOOKBACK_BATCHES
+        return len(turns_after_mark(await self.long_term.recent(user_id, thread_id, limit=window), mark))
 
     async def prune_revisions(self) -> None:
         before = utcnow() - timedelta(days=self.settings.learning.revision_retention_days)
@@ -303,7 +349,9 @@ class Learning:
         return await self.reconciler.prepare(user_id)
 
     async def finish_reconcile(self, batch: ReconcileBatch, answer: str, model: str) -> ReconcileReport:
-        return await self.reconciler.apply(batch, answer, model=model)
+        report = await self.reconciler.apply(batch, answer, model=model)
+        self.status.reconciled(batch.user_id, report)
+        return report
 
     async def prepare_profile(self, user_id: str) -> ProfileBatch | None:
         return await self.profiles.prepare(user_id)

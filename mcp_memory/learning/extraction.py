@@ -63,7 +63,7 @@ class Extractor:
         # The oldest pending turns first, so a lane that fell behind catches up batch by batch; a
         # thread more than LOOKBACK batches behind loses its oldest pending turns to extraction.
         turns = await self.long_term.recent(user_id, thread_id, limit=window * LOOKBACK_BATCHES)
-        pending = _after_mark(turns, mark)[:window]
+        pending = turns_after_mark(turns, mark)[:window]
         if not any(t.role == "user" for t in pending):
             return None
         labels = [f"T{i + 1}" for i in range(len(pending))]
@@ -129,7 +129,7 @@ class Extractor:
             return ""
 
 
-def _after_mark(turns: list[Memory], mark: str | None) -> list[Memory]:
+def turns_after_mark(turns: list[Memory], mark: str | None) -> list[Memory]:
     if mark is None:
         return turns
     done = json.loads(mark)

@@ -58,6 +58,8 @@ class Worker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._idle = anyio.Event()
         self._idle.set()
+        # Told of every job that failed (its reason as the log has it), e.g. to show it in the status.
+        self.on_failure: Callable[[Job, str], None] | None = None
 
     @classmethod
     @asynccontextmanager
@@ -163,10 +165,16 @@ class Worker:
             await job.run()
         except MemoryServerError as e:
             log.warning("%s skipped: %s", job.name, e)
-        except Exception:
+            self._failed(job, str(e))
+        except Exception as e:
             # Top boundary of the background lane, on purpose: one job's bug (or an unmapped driver
             # error) must not stop learning for every later turn.
             log.exception("%s failed", job.name)
+            self._failed(job, f"internal error ({type(e).__name__}); details are in the server log")
+
+    def _failed(self, job: Job, reason: str) -> None:
+        if self.on_failure is not None:
+            self.on_failure(job, reason)
 
     def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
         # Tasks of their own rather than a task group entered here, on purpose: the service is opened

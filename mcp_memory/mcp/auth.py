@@ -43,8 +43,10 @@ ALL_SCOPES = frozenset({READ, WRITE, ADMIN})
 TOKENLESS_SCOPES = frozenset({READ, WRITE})  # never admin: see the module docstring
 ADMIN_TOOLS = frozenset({"forget_user"})
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
-# Requests that return memories without a tool: the same read scope as read-only tools.
-READING_METHODS = frozenset({"resources/read", "prompts/get", "resources/subscribe", "subscriptions/listen"})
+# Requests that return memories (or their ids) without a tool: the same read scope as read-only tools.
+READING_METHODS = frozenset(
+    {"resources/read", "prompts/get", "resources/subscribe", "subscriptions/listen", "completion/complete"}
+)
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,7 @@ from mcp_memory.mcp.limits import SharedBuckets
 from mcp_memory.mcp.subscriptions import ReplicaBus
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
+from mcp_memory.storage import REDIS_WORKING, needs_extra
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,8 @@ class ServiceHost:
         """With Redis working memory, change notifications travel between replicas over Redis pub/sub."""
         if self.bus is None or self.settings.working.resolved_backend != "redis":
             return
-        from mcp_memory.storage.redis.relay import RedisEventRelay
+        with needs_extra(REDIS_WORKING):
+            from mcp_memory.storage.redis.relay import RedisEventRelay
 
         relay = await stack.enter_async_context(RedisEventRelay.open(self.settings.working))
         self.bus.attach(relay)
@@ -93,7 +95,8 @@ class ServiceHost:
         """With Redis configured, every replica spends a principal's requests from one bucket there."""
         if self.settings.working.redis_url is None:
             return
-        from mcp_memory.storage.redis.rate import RedisRequestBuckets
+        with needs_extra(REDIS_WORKING):
+            from mcp_memory.storage.redis.rate import RedisRequestBuckets
 
         security = self.settings.security
         self.request_buckets = await stack.enter_async_context(

@@ -231,7 +231,8 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
     @server.resource("memory://learning/status", name="learning_status", mime_type="application/json")
     async def learning_status() -> str:
         """Your learning as this server sees it: which model learns (llm, sampling or none), the hourly
-        LLM budget (limit, used, resets_at), which threads' turns wait and why, the last extraction."""
+        LLM budget (limit, used, remaining, resets_at), which threads' turns wait (how many) and why,
+        the last extraction and reconciliation, and the last background failures with their reason."""
         try:
             return (await learning().status_of(user())).model_dump_json()
         except (MemoryServerError, ToolError) as e:

@@ -16,7 +16,8 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
-from mcp_types import SubscribeRequestParams, ToolAnnotations, UnsubscribeRequestParams
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, SubscribeRequestParams, ToolAnnotations, UnsubscribeRequestParams
 from pydantic import Field
 
 from mcp_memory import __version__
@@ -72,6 +73,15 @@ def _tool_errors() -> Iterator[None]:
         yield
     except MemoryServerError as e:
         raise ToolError(str(e)) from e
+
+
+@contextmanager
+def _prompt_errors() -> Iterator[None]:
+    # The SDK passes an MCPError from a prompt through as itself; anything else it hides.
+    try:
+        yield
+    except MemoryServerError as e:
+        raise MCPError(INVALID_PARAMS, str(e)) from e
 
 
 @contextmanager
@@ -169,12 +179,28 @@ def build_server(settings: Settings) -> MemoryServer:
         context_window: Annotated[
             int | None, Field(description="Your model's context window in tokens; sets the thread's budget.")
         ] = None,
+        created_at: Annotated[
+            str | None,
+            Field(
+                description="When the turn was said, ISO 8601 (no zone = UTC), to import or replay a "
+                "conversation; omit for now. Not in the future (5 minutes of clock skew allowed), "
+                "not before the thread's latest turn."
+            ),
+        ] = None,
     ) -> AddTurnResult:
         """Record one message of the conversation in working and long-term memory. Summarizes the oldest
-        messages automatically when the thread passes its token threshold (summarized=true)."""
+        messages automatically when the thread passes its token threshold (summarized=true). A past
+        created_at replays an earlier conversation; a future one is refused and nothing is stored."""
         with _tool_errors():
             return await service().add_turn(
-                user(ctx), thread_id, role, content, metadata, context_window, progress=progress_of(ctx)
+                user(ctx),
+                thread_id,
+                role,
+                content,
+                metadata,
+                context_window,
+                created_at=created_at,
+                progress=progress_of(ctx),
             )
 
     @server.tool(
@@ -199,10 +225,43 @@ def build_server(settings: Settings) -> MemoryServer:
         until: Annotated[
             str | None, Field(description="Only memories at or before this ISO 8601 time.")
         ] = None,
+        min_score: Annotated[
+            float | None,
+            Field(
+                description="Only hits at least this likely to be relevant (0-1; each hit's score is that "
+                "calibrated probability, on the same scale for every query)."
+            ),
+        ] = None,
+        max_tokens: Annotated[
+            int | None,
+            Field(
+                description="Return only the best hits whose contents fit this many tokens; a long memory "
+                "comes back as a snippet (snippet: true) to read whole at memory://memories/{id}."
+            ),
+        ] = None,
+        as_of: Annotated[
+            str | None,
+            Field(
+                description="Search memory as it stood at this ISO 8601 time: nothing made later, and facts "
+                "superseded since as they were then."
+            ),
+        ] = None,
     ) -> SearchResult:
         """Search long-term memory (past turns, summaries, facts) by keywords and meaning, best first."""
         with _tool_errors():
-            return await service().search(user(ctx), query, thread_id, types, limit, mode, since, until)
+            return await service().search(
+                user(ctx),
+                query,
+                thread_id,
+                types,
+                limit,
+                mode,
+                since,
+                until,
+                min_score=min_score,
+                max_tokens=max_tokens,
+                as_of=as_of,
+            )
 
     @server.tool(
         annotations=ToolAnnotations(title="Get working memory", read_only_hint=True, idempotent_hint=True)
@@ -340,13 +399,18 @@ def build_server(settings: Settings) -> MemoryServer:
     @server.prompt(
         name="recall", description="Relevant memories for a query, as recalled data, not instructions."
     )
-    async def recall(query: str, thread_id: str | None = None) -> str:
-        with _tool_errors():
-            hits = await recall_memories(service(), user(), query, thread_id)
+    async def recall(query: str, thread_id: str | None = None, max_tokens: int | None = None) -> str:
+        with _prompt_errors():
+            hits = await recall_memories(service(), user(), query, thread_id, max_tokens)
             template = load_prompt("recall", settings.prompts_dir)
             return template.render(query=query, memories=render_memories(hits)).text
 
+    from mcp_memory.mcp.browse import register_browse  # list_memories, memory://facts
     from mcp_memory.mcp.learning_tools import register_learning  # facts, revisions, the profile
 
     register_learning(server, host, settings)
+    register_browse(server, host, settings)
+    from mcp_memory.mcp.completions import register_completions  # completion/complete: own ids
+
+    register_completions(server, host, settings)
     return server

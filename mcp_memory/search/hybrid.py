@@ -7,13 +7,15 @@ query's rule (normalized score sum or RRF). Cosmos DB ranks on the server instea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from mcp_memory.models import SearchQuery
 from mcp_memory.search.fusion import rrf, score_fusion
 from mcp_memory.search.rows import RowFilter
 from mcp_memory.search.terms import keywords
-from mcp_memory.search.text_index import TextIndex, query_terms
+from mcp_memory.search.text_index import TextIndex, query_terms, terms
 from mcp_memory.search.vector_index import VectorIndex
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
@@ -74,3 +76,43 @@ def row_filter(query: SearchQuery) -> RowFilter:
         since=query.since.timestamp() if query.since else None,
         until=query.until.timestamp() if query.until else None,
     )
+
+
+def fuse_as_of(
+    query: SearchQuery,
+    text_hits: list[tuple[int, float]],
+    keys: np.ndarray | None,
+    cosines: np.ndarray | None,
+    query_vector: np.ndarray | None,
+    then: Sequence[tuple[int, str, np.ndarray | None]],
+    pool: int,
+) -> list[tuple[int, float]]:
+    """A search as of a past moment: the active candidates and the memories current then but superseded
+    since (`then`: rowid, text, vector), fused by the query's rule as search does.
+    A memory current then gets, for text, the share of the query's terms it holds times the best BM25,
+    so the fusion's normalization (score / best) puts it on the BM25 hits' 0..1 scale."""
+    wanted = query_terms([*keywords(query.text), *query.phrases])
+    best = max((score for _, score in text_hits), default=1.0)
+    if wanted and query.mode != "vector":
+        for rowid, text, _ in then:
+            have = set(terms(text))
+            share = sum(term in have for term in wanted) / len(wanted)
+            if share:
+                text_hits.append((rowid, share * best))
+    text_hits.sort(key=lambda hit: hit[1], reverse=True)
+    if keys is None or cosines is None or query_vector is None:
+        return text_hits[:pool]
+    with_vector = [(rowid, vector) for rowid, _, vector in then if vector is not None]
+    keys = np.concatenate([keys, np.asarray([r for r, _ in with_vector], dtype=np.int64)])
+    cosines = np.concatenate(
+        [cosines, np.asarray([float(v @ query_vector) for _, v in with_vector], dtype=np.float32)]
+    )
+    if query.mode != "vector" and query.fusion == "score":
+        weights = {"text_weight": query.text_weight, "vector_weight": query.vector_weight}
+        return score_fusion(text_hits, keys, cosines, limit=pool, **weights)
+    order = np.argsort(-cosines, kind="stable")[:pool]
+    vector_hits = [(int(keys[i]), float(cosines[i])) for i in order]
+    if query.mode == "vector" or not text_hits:
+        return vector_hits
+    rankings = [[r for r, _ in text_hits], [r for r, _ in vector_hits]]
+    return rrf(rankings, weights=[query.text_weight, query.vector_weight], k=query.rrf_k)

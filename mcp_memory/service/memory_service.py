@@ -25,9 +25,10 @@ from mcp_memory.errors import BackendUnavailableError, InvalidInputError, NotFou
 from mcp_memory.learning.budget import LlmBudget
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
-from mcp_memory.models import Memory, Message, Scope, SearchQuery, ThreadInfo, utcnow
+from mcp_memory.models import Hit, Memory, Message, Scope, SearchQuery, ThreadInfo, utcnow
 from mcp_memory.search.terms import date_words, quoted_phrases
-from mcp_memory.service import portability
+from mcp_memory.search.when import time_range
+from mcp_memory.service import portability, results
 from mcp_memory.service.summarizer import Summarizer
 from mcp_memory.service.threads import LearningHooks, Progress, ThreadKeeper
 from mcp_memory.service.warmup import Warmup
@@ -39,9 +40,9 @@ from mcp_memory.views import (
     ForgetResult,
     ImportResult,
     LongTermForgetView,
-    SearchHit,
     SearchResult,
     SummarizeResult,
+    TimeFilter,
     TurnView,
     WorkingForgetView,
     WorkingMemoryUsage,
@@ -90,7 +91,7 @@ class MemoryService:
         metadata: dict[str, Any] | None = None,
         context_window: int | None = None,
         *,
-        created_at: datetime | None = None,
+        created_at: str | datetime | None = None,
         progress: Progress | None = None,
     ) -> AddTurnResult:
         thread_id = check.thread_id(thread_id)
@@ -98,12 +99,24 @@ class MemoryService:
         content = check.content(content, self.settings.max_content_chars)
         metadata = check.metadata(metadata)
         context_window = check.context_window(context_window)
+        said_at = check.created_at(created_at, utcnow())
+        if said_at is not None:
+            # A replayed turn goes after the thread's latest: working memory keeps turns in the order
+            # they arrive, long term (and a rebuild, and summaries' summarized_through_created_at) by
+            # created_at, so an earlier time would put the two out of step.
+            latest = await self.stores.long_term.recent(user_id, thread_id, limit=1)
+            if latest and said_at < latest[-1].created_at:
+                raise InvalidInputError(
+                    f"created_at {said_at.isoformat()} is before the latest turn of thread {thread_id!r} "
+                    f"({latest[-1].created_at.isoformat()}): replay a conversation's turns in order, "
+                    "or into a new thread"
+                )
         if self.settings.security.flag_instructions:
             metadata = safety.stamp(metadata, content)  # data, never instructions: see safety.py
 
         tokens = self.tokens.count(content)
         vector = (await self.embedder.embed([content]))[0]
-        moment = created_at or utcnow()
+        moment = said_at or utcnow()
         turn = Memory(
             id=f"turn_{uuid.uuid4().hex}",
             user_id=user_id,
@@ -183,6 +196,10 @@ class MemoryService:
         mode: str = "hybrid",
         since: str | datetime | None = None,
         until: str | datetime | None = None,
+        *,
+        min_score: float | None = None,
+        max_tokens: int | None = None,
+        as_of: str | datetime | None = None,
     ) -> SearchResult:
         query = check.query(query, self.settings.max_content_chars)
         if thread_id is not None:
@@ -191,6 +208,19 @@ class MemoryService:
         limit = check.count(limit, "limit", low=1, high=self.settings.search.max_limit)
         mode_ = check.mode(mode)
         since_, until_ = check.time_range(since, until)
+        if min_score is not None:
+            min_score = check.fraction(min_score, "min_score")
+        if max_tokens is not None:
+            max_tokens = check.count(max_tokens, "max_tokens", low=1, high=1_000_000)
+        as_of_ = check.timestamp(as_of, "as_of")
+        time_filter = None
+        if since_ is None and until_ is None:  # explicit bounds win over the query's words
+            named = time_range(query, as_of_ or utcnow())
+            if named is not None:
+                time_filter = TimeFilter(phrase=named.phrase, since=named.since, until=named.until)
+                since_, until_ = named.since, named.until
+                # The words that named the time filter; they are not what the memory is about.
+                query = " ".join(query.replace(named.phrase, " ").split()) or query
 
         search = SearchQuery(
             user_id=user_id,
@@ -207,22 +237,36 @@ class MemoryService:
             text_weight=self.settings.search.text_weight,
             vector_weight=self.settings.search.vector_weight,
             phrases=quoted_phrases(query),
+            as_of=as_of_,
         )
-        if mode_ == "text":
-            hits = await self.stores.long_term.search(search, None)
-        else:
-            # Embed the query on one core while the store runs the full-text side on another. A plain
-            # asyncio task, not a task group: the store awaits it where it needs the vector, and its
-            # errors must surface there as themselves, not wrapped in an ExceptionGroup.
-            embedding = asyncio.ensure_future(self._embed_query(query))
-            try:
-                hits = await self.stores.long_term.search(search, embedding)
-            finally:
-                if not embedding.done():
-                    embedding.cancel()
-                elif not embedding.cancelled():
-                    embedding.exception()  # seen: its error, if any, was the store's to raise
-        return SearchResult(results=[SearchHit.of(h.memory, h.score) for h in hits], mode=mode_)
+        hits, vector = await self._ranked(search)
+        if time_filter is not None and not hits:
+            # Nothing was made in the time the query named: its words may have meant something else
+            # (or another "now"); answer from all of memory rather than nothing, and say so.
+            hits, vector = await self._ranked(search.model_copy(update={"since": None, "until": None}))
+            time_filter = time_filter.model_copy(update={"applied": False})
+        signals = await results.signals_of(self.stores.long_term, user_id, query, vector, hits)
+        found = results.search_hits(
+            hits, signals, self.tokens.count, query, min_score=min_score, max_tokens=max_tokens
+        )
+        return SearchResult(results=found, mode=mode_, time_filter=time_filter)
+
+    async def _ranked(self, search: SearchQuery) -> tuple[list[Hit], list[float] | None]:
+        """The store's hits for the search, and the query's vector (None in text mode)."""
+        if search.mode == "text":
+            return await self.stores.long_term.search(search, None), None
+        # Embed the query on one core while the store runs the full-text side on another. A plain
+        # asyncio task, not a task group: the store awaits it where it needs the vector, and its
+        # errors must surface there as themselves, not wrapped in an ExceptionGroup.
+        embedding = asyncio.ensure_future(self._embed_query(search.text))
+        try:
+            hits = await self.stores.long_term.search(search, embedding)
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+            elif not embedding.cancelled():
+                embedding.exception()  # seen: its error, if any, was the store's to raise
+        return hits, embedding.result()
 
     async def _embed_query(self, query: str) -> list[float]:
         vector: list[float] = (await self.embedder.embed([query]))[0].tolist()

@@ -19,9 +19,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from mcp_memory import validation as check
 from mcp_memory.errors import NotFoundError
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.service.results import within_budget
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.views import SearchHit
 
@@ -104,8 +106,13 @@ class SimilarityFloor:
         return kept
 
 
-async def recall(service: MemoryService, user_id: str, query: str, thread_id: str | None) -> list[SearchHit]:
-    """The memories the recall prompt shows for `query`, best first, at most eight."""
+async def recall(
+    service: MemoryService, user_id: str, query: str, thread_id: str | None, max_tokens: int | None = None
+) -> list[SearchHit]:
+    """The memories the recall prompt shows for `query`, best first, at most eight, their contents
+    within `max_tokens` when given (a long memory as a snippet of the match)."""
+    if max_tokens is not None:
+        max_tokens = check.count(max_tokens, "max_tokens", low=1, high=1_000_000)
     if is_small_talk(query):
         return []
     text, context_ids = query, set[str]()
@@ -118,7 +125,8 @@ async def recall(service: MemoryService, user_id: str, query: str, thread_id: st
     floor = service.settings.learning.recall_min_similarity
     if floor is None:
         floor = default_floor(service.embedder.spec.model)
-    return await SimilarityFloor(service.stores.long_term, service.embedder, floor).keep(user_id, text, hits)
+    kept = await SimilarityFloor(service.stores.long_term, service.embedder, floor).keep(user_id, text, hits)
+    return kept if max_tokens is None else within_budget(kept, max_tokens, service.tokens.count, query)
 
 
 _CLOSING_TAG = re.compile(r"<\s*/\s*(memory|recalled_memories)\b[^>]*>", re.IGNORECASE)

@@ -7,11 +7,12 @@ Backends are imported only when chosen, so the Redis and Cosmos clients stay opt
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
 from mcp_memory.config import Settings
+from mcp_memory.errors import ConfigError
 from mcp_memory.models import EmbeddingSpec
 from mcp_memory.storage.base import LongTermStore, WorkingForgetCount, WorkingMemoryStore
 from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
@@ -21,11 +22,31 @@ __all__ = [
     "Stores",
     "WorkingForgetCount",
     "WorkingMemoryStore",
+    "needs_extra",
     "open_learning_stores",
     "open_stores",
 ]
 
 log = logging.getLogger(__name__)
+
+# The third-party packages the optional extras install (pyproject.toml), by top-level import name.
+EXTRA_PACKAGES = frozenset({"redis", "azure", "aiohttp"})
+REDIS_WORKING = ("working memory on Redis", "redis")
+COSMOS_LONG_TERM = ("long-term memory on Azure Cosmos DB", "cosmos")
+
+
+@contextmanager
+def needs_extra(what: tuple[str, str]) -> Iterator[None]:
+    """Wraps the lazy import of an optional backend: a missing extra package becomes one ConfigError
+    naming the command that installs it, e.g. "working memory on Redis needs the redis extra: ...".
+    `what` is (the feature, the extra's name), e.g. REDIS_WORKING."""
+    feature, extra = what
+    try:
+        yield
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] not in EXTRA_PACKAGES:
+            raise  # our own module missing is a broken install, not a missing extra
+        raise ConfigError(f"{feature} needs the {extra} extra: pip install 'mcp-memory[{extra}]'") from e
 
 
 @dataclass(frozen=True)
@@ -54,8 +75,8 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                 assert db is not None
                 working = SqliteWorkingMemoryStore(db)
             case "redis":
-                # Optional extra: mcp-memory[redis].
-                from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
+                with needs_extra(REDIS_WORKING):
+                    from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
 
                 working = await stack.enter_async_context(RedisWorkingMemoryStore.open(settings.working))
 
@@ -74,8 +95,8 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                     )
                 )
             case "cosmos":
-                # Optional extra: mcp-memory[cosmos].
-                from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+                with needs_extra(COSMOS_LONG_TERM):
+                    from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 
                 long_term = await stack.enter_async_context(
                     CosmosLongTermStore.open(
@@ -103,15 +124,15 @@ async def open_learning_stores(
     revisions: RevisionStore | None = None
     counters: TriggerCounters | None = None
     if settings.working.resolved_backend == "redis":
-        # Optional extra: mcp-memory[redis].
-        from mcp_memory.storage.redis.counters import RedisTriggerCounters
+        with needs_extra(REDIS_WORKING):
+            from mcp_memory.storage.redis.counters import RedisTriggerCounters
 
         counters = await stack.enter_async_context(RedisTriggerCounters.open(settings.working))
     if settings.long_term.resolved_backend == "cosmos":
-        # Optional extra: mcp-memory[cosmos].
-        from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
-        from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
-        from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
+        with needs_extra(COSMOS_LONG_TERM):
+            from mcp_memory.storage.cosmos.counters import CosmosTriggerCounters
+            from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+            from mcp_memory.storage.cosmos.revisions import CosmosRevisionStore
 
         if isinstance(stores.long_term, CosmosLongTermStore):
             timeout = stores.long_term.settings.timeout_seconds

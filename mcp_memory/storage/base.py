@@ -13,6 +13,7 @@ from pydantic import BaseModel
 
 from mcp_memory.models import (
     Hit,
+    ListQuery,
     Memory,
     Message,
     Scope,
@@ -98,7 +99,8 @@ class WorkingMemoryStore(Protocol):
 
 
 class LongTermStore(Protocol):
-    """Every memory ever acknowledged, searchable. Reads never return superseded memories, except get()."""
+    """Every memory ever acknowledged, searchable. Reads never return superseded memories, except get(),
+    list_memories asked for them, and reads as of a moment before the supersession."""
 
     async def put(self, memories: Sequence[Memory]) -> None:
         """Insert or replace by (user_id, id). Idempotent: writing the same memory twice stores it once.
@@ -119,6 +121,13 @@ class LongTermStore(Protocol):
     async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
         """Ranked hits for the query's mode; `vector` is the query embedding (None for mode "text"),
         possibly still being computed: await it (resolve_vector) only when it is needed."""
+        ...
+
+    async def list_memories(self, query: ListQuery) -> list[Memory]:
+        """Up to query.limit memories passing its filters, without vectors, in (created_at, id) order
+        (descending for "newest"), starting strictly after query.after. Superseded memories only with
+        include_superseded; with as_of, only memories created at or before it, and those superseded
+        after it count as current."""
         ...
 
     async def recent(
@@ -163,4 +172,9 @@ class LongTermStore(Protocol):
     ) -> list[Memory]:
         """The user's active memories of those types across threads, most recently changed first
         (updated_at, else created_at); with changed_since, only those changed after it."""
+        ...
+
+    async def memory_ids(self, user_id: str, prefix: str, limit: int) -> list[str]:
+        """Ids of the user's active memories that start with `prefix`, in id order, at most `limit`:
+        an index range read for completion/complete, never a scan of the user's memories."""
         ...

@@ -93,6 +93,11 @@ def _bob_attempts(secret: str, ann: dict[str, Any], ann_export: str) -> dict[str
         "rollback_memory": [{"memory_id": fact, "revision_id": ann.get("revision", "rev_x")}],
         "extract_memories": [{"thread_id": "ann-only"}],
         "reconcile_memories": [{}],
+        "list_memories": [
+            {},
+            {"thread_id": "ann-only", "include_superseded": True},
+            {"types": ["fact"], "as_of": "2100-01-01T00:00:00Z", "order": "oldest"},
+        ],
     }
 
 

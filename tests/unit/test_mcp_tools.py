@@ -105,7 +105,18 @@ async def test_search_memory_finds_turns_across_threads(client: Client) -> None:
     assert found["mode"] == "hybrid"
     assert found["results"][0]["content"] == "The deploy target is eu-west"
     assert set(found["results"][0]) == {
-        *("id", "type", "thread_id", "role", "content", "created_at", "score", "flags")
+        *(
+            "id",
+            "type",
+            "thread_id",
+            "role",
+            "content",
+            "created_at",
+            "score",
+            "token_count",
+            "snippet",
+            "flags",
+        )
     }
     only_trip = await call(client, "search_memory", query="budget", thread_id="trip")
     assert [r["id"] for r in only_trip["results"]] == [a["turn"]["id"]]

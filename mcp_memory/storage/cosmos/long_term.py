@@ -26,7 +26,16 @@ from mcp_memory.errors import (
     InvalidInputError,
     NotFoundError,
 )
-from mcp_memory.models import MEMORY_TYPES, EmbeddingSpec, Hit, Memory, Scope, SearchQuery, ThreadInfo
+from mcp_memory.models import (
+    MEMORY_TYPES,
+    EmbeddingSpec,
+    Hit,
+    ListQuery,
+    Memory,
+    Scope,
+    SearchQuery,
+    ThreadInfo,
+)
 from mcp_memory.search.fusion import rrf
 from mcp_memory.storage.base import QueryVector, resolve_vector
 from mcp_memory.storage.cosmos import queries as sql
@@ -165,6 +174,21 @@ class CosmosLongTermStore:
             )
         docs.sort(key=lambda d: d["created_at"], reverse=True)
         return [from_document(d) for d in reversed(docs[:limit])]
+
+    async def list_memories(self, query: ListQuery) -> list[Memory]:
+        docs: list[dict[str, Any]] = []
+        for container, types in self._containers(query.types or MEMORY_TYPES):
+            page = await self._query(container, sql.listing(query, types), "listing memories")
+            if len(page) == query.limit:
+                # Ordered by time alone: the page's last time may have more memories past the TOP cut,
+                # in no set order. Read that time whole; the sort below orders its ties by id.
+                last = page[-1]["created_at"]
+                ties = sql.listing(query, types, created_at=last)
+                page = [d for d in page if d["created_at"] != last]
+                page += await self._query(container, ties, "listing memories")
+            docs += page
+        docs.sort(key=lambda d: (d["created_at"], d["id"]), reverse=query.order == "newest")
+        return [from_document(d) for d in docs[: query.limit]]
 
     async def list_threads(self, user_id: str) -> list[ThreadInfo]:
         entries = await self._query(self._memories, sql.thread_entries(user_id), "listing threads")
@@ -341,3 +365,21 @@ class CosmosLongTermStore:
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
         await each_concurrently(calls, self._limiter)
+
+    async def memory_ids(self, user_id: str, prefix: str, limit: int) -> list[str]:
+        # Only ids are read (no documents); each container's own thread entries have other types.
+        where = (
+            "c.user_id = @user_id AND STARTSWITH(c.id, @prefix) AND ARRAY_CONTAINS(@types, c.type)"
+            f" AND {sql.LIVE}"
+        )
+        parameters: list[dict[str, Any]] = [
+            {"name": "@user_id", "value": user_id},
+            {"name": "@prefix", "value": prefix},
+            {"name": "@types", "value": list(MEMORY_TYPES)},
+            {"name": "@limit", "value": limit},
+        ]
+        query = sql.CosmosQuery(f"SELECT TOP @limit c.id FROM c WHERE {where} ORDER BY c.id", parameters)
+        ids: list[str] = []
+        for container in (self._turns, self._memories):
+            ids += [d["id"] for d in await self._query(container, query, "completing memory ids")]
+        return sorted(ids)[:limit]

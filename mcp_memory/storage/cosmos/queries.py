@@ -6,7 +6,8 @@ Rules every query here follows:
   both levels are known (a single-partition query). With only the user known the query names no
   partition key and the WHERE prefix routes it: "Queries by prefix are efficiently routed to the subset
   of partitions that hold the data" (https://learn.microsoft.com/azure/cosmos-db/hierarchical-partition-keys);
-- superseded memories are excluded from every read except get().
+- superseded memories are excluded from every read except get(), a listing that asks for them, and
+  reads as of a moment before their supersession (`_current`).
 
 Search syntax follows the documented forms:
 - hybrid: ORDER BY RANK RRF(VectorDistance(...), FullTextScore(...), [weights])
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from mcp_memory.models import SearchQuery
+from mcp_memory.models import ListQuery, SearchQuery
 from mcp_memory.search.terms import keywords
 from mcp_memory.storage.cosmos.documents import MEMORY_FIELDS, SYSTEM_USER, THREAD_ENTRY_TYPE, timestamp
 
@@ -229,7 +230,7 @@ def search(
     """One container's search for `plan` (never "none"), restricted to `types`."""
     w = _Where(query.user_id, query.thread_id)
     w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
-    w.add(LIVE)
+    _current(w, query.as_of)
     if query.since is not None:
         w.add("c.created_at >= @since", "@since", timestamp(query.since))
     if query.until is not None:
@@ -266,6 +267,47 @@ def search(
         case _:
             raise ValueError(f"no query for search plan {plan!r}")
     return CosmosQuery(sql, w.parameters, w.partition_key)
+
+
+def listing(query: ListQuery, types: Sequence[str], *, created_at: str | None = None) -> CosmosQuery:
+    """list_memories(): one container's next page, ordered by created_at alone (ordering by two fields
+    needs a composite index the containers do not have). With `created_at`, instead every memory of
+    the page created at exactly that time, unordered: the store reads a full page's last time whole and
+    orders its ties by id itself, so the (created_at, id) keyset holds."""
+    w = _Where(query.user_id, query.thread_id)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    if query.kind is not None:
+        w.add("c.metadata.fact_type = @kind", "@kind", query.kind)
+    if query.since is not None:
+        w.add("c.created_at >= @since", "@since", timestamp(query.since))
+    if query.until is not None:
+        w.add("c.created_at <= @until", "@until", timestamp(query.until))
+    if not query.include_superseded:
+        _current(w, query.as_of)
+    elif query.as_of is not None:
+        w.add("c.created_at <= @as_of", "@as_of", timestamp(query.as_of))
+    op = "<" if query.order == "newest" else ">"
+    if query.after is not None:
+        at, after_id = w.param("@after_at", timestamp(query.after[0])), w.param("@after_id", query.after[1])
+        w.add(f"(c.created_at {op} {at} OR (c.created_at = {at} AND c.id {op} {after_id}))")
+    if created_at is not None:
+        w.add("c.created_at = @created_at", "@created_at", created_at)
+        return CosmosQuery(f"SELECT {FIELDS} FROM c WHERE {w.sql}", w.parameters, w.partition_key)
+    w.param("@limit", query.limit)
+    direction = "DESC" if query.order == "newest" else "ASC"
+    sql = f"SELECT TOP @limit {FIELDS} FROM c WHERE {w.sql} ORDER BY c.created_at {direction}"
+    return CosmosQuery(sql, w.parameters, w.partition_key)
+
+
+def _current(w: _Where, as_of: datetime | None) -> None:
+    """Only current memories: not superseded; or, as of a moment, created by then and superseded (if
+    ever) after it. A missing or null superseded_at compares as undefined, which the OR leaves false."""
+    if as_of is None:
+        w.add(LIVE)
+        return
+    at = w.param("@as_of", timestamp(as_of))
+    w.add(f"c.created_at <= {at}")
+    w.add(f"({LIVE} OR c.superseded_at > {at})")
 
 
 def _number(value: float) -> str:

@@ -20,8 +20,15 @@ import numpy as np
 
 from mcp_memory.config import LongTermSettings
 from mcp_memory.errors import InvalidInputError, NotFoundError
-from mcp_memory.models import EmbeddingSpec, Hit, Memory, Scope, SearchQuery, ThreadInfo
-from mcp_memory.search.hybrid import TEXT_CANDIDATES, candidate_pool, fuse, row_filter, text_candidates
+from mcp_memory.models import EmbeddingSpec, Hit, ListQuery, Memory, Scope, SearchQuery, ThreadInfo
+from mcp_memory.search.hybrid import (
+    TEXT_CANDIDATES,
+    candidate_pool,
+    fuse,
+    fuse_as_of,
+    row_filter,
+    text_candidates,
+)
 from mcp_memory.storage.base import QueryVector, resolve_vector
 from mcp_memory.storage.sqlite import usage as sqlite_usage
 from mcp_memory.storage.sqlite.codec import pack_vector, parse_ts, ts, unpack_vector
@@ -146,7 +153,42 @@ class SqliteLongTermStore:
         )
         return [ThreadInfo(thread_id=r[0], message_count=r[1], updated_at=parse_ts(r[2])) for r in rows]
 
+    async def list_memories(self, query: ListQuery) -> list[Memory]:
+        clauses, args = ["user_id = ?"], [query.user_id]
+        if query.thread_id is not None:
+            clauses.append("thread_id = ?")
+            args.append(query.thread_id)
+        if query.types:
+            clauses.append(f"type IN ({','.join('?' * len(query.types))})")
+            args += query.types
+        if query.kind is not None:
+            clauses.append("json_extract(metadata, '$.fact_type') = ?")
+            args.append(query.kind)
+        for clause, moment in (("created_at >= ?", query.since), ("created_at <= ?", query.until)):
+            if moment is not None:
+                clauses.append(clause)
+                args.append(ts(moment))
+        if not query.include_superseded:
+            clauses.append(_current_at(query.as_of, args))
+        elif query.as_of is not None:
+            clauses.append("created_at <= ?")
+            args.append(ts(query.as_of))
+        direction = "DESC" if query.order == "newest" else "ASC"
+        if query.after is not None:
+            clauses.append(f"(created_at, id) {'<' if query.order == 'newest' else '>'} (?, ?)")
+            args += [ts(query.after[0]), query.after[1]]
+        rows = await self._db.read(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
+                f" ORDER BY created_at {direction}, id {direction} LIMIT ?",
+                (*args, query.limit),
+            ).fetchall()
+        )
+        return [_memory(r) for r in rows]
+
     async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        if query.as_of is not None:
+            return await self._search_as_of(query, vector)
         pool = candidate_pool(query)
         where = row_filter(query)
         async with self.indexes.current(query.user_id) as index:
@@ -166,6 +208,29 @@ class SqliteLongTermStore:
                 )
         return await self._hits(scored, query)
 
+    async def _search_as_of(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        """Search memory as it stood at query.as_of. The indexes hold only active memories: they answer
+        for those created by then; the few superseded since, current then, are read here and ranked
+        with them on the same scales (cosine; keyword share scaled to the best BM25)."""
+        assert query.as_of is not None
+        bound = query.as_of if query.until is None else min(query.until, query.as_of)
+        active = query.model_copy(update={"until": bound})
+        pool, where = candidate_pool(query), row_filter(active)
+        then = await self._db.read(lambda conn: _current_then(conn, query))
+        keys = cosines = query_vector = None
+        async with self.indexes.current(query.user_id) as index:
+            text_hits: list[tuple[int, float]] | None = None
+            if query.mode in ("hybrid", "text"):
+                text_hits = await anyio.to_thread.run_sync(
+                    text_candidates, index.text, active, max(pool, TEXT_CANDIDATES), where
+                )
+            ready = await resolve_vector(vector) if query.mode != "text" else None
+            if ready is not None:
+                query_vector = np.asarray(ready, dtype=np.float32)
+                keys, cosines = await anyio.to_thread.run_sync(index.vectors.scores, query_vector, where)
+        scored = fuse_as_of(query, text_hits or [], keys, cosines, query_vector, then, pool)
+        return await self._hits(scored, query)
+
     async def warm(self, user_id: str) -> None:
         await self.indexes.warm(user_id)
 
@@ -182,15 +247,18 @@ class SqliteLongTermStore:
         scores = dict(scored)
         rowids = list(scores)
         marks = ",".join("?" * len(rowids))
+        args: list[Any] = [*rowids, query.user_id]
+        current = _current_at(query.as_of, args)
         rows = await self._db.read(
             lambda conn: conn.execute(
                 # `+user_id`: a check on the rows found by rowid, not an index to scan the user's rows by.
-                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND +user_id = ?"
-                " AND superseded_by IS NULL",
-                (*rowids, query.user_id),
+                f"SELECT {_COLUMNS}, embedding FROM memories WHERE rowid IN ({marks}) AND +user_id = ?"
+                f" AND {current}",
+                args,
             ).fetchall()
         )
-        by_rowid = {r[0]: _memory(r) for r in rows}
+        # With their vectors: the service scores each hit by its cosine to the query.
+        by_rowid = {r[0]: _memory(r, with_embedding=True) for r in rows}
         phrases = [p.casefold() for p in query.phrases]
         hits = []
         for rowid in rowids:
@@ -286,6 +354,48 @@ class SqliteLongTermStore:
             ).fetchall()
         )
         return [_memory(r) for r in rows]
+
+    async def memory_ids(self, user_id: str, prefix: str, limit: int) -> list[str]:
+        # A range on the (user_id, id) unique index; ids are ASCII, so U+10FFFF bounds every extension.
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                "SELECT id FROM memories WHERE user_id = ? AND id >= ? AND id < ?"
+                " AND superseded_by IS NULL ORDER BY id LIMIT ?",
+                (user_id, prefix, prefix + "\U0010ffff", limit),
+            ).fetchall()
+        )
+        return [r[0] for r in rows]
+
+
+def _current_at(as_of: datetime | None, args: list[Any]) -> str:
+    """The condition that a memory is current: not superseded, or, as of a moment, created by then and
+    superseded (if ever) after it. Appends its arguments."""
+    if as_of is None:
+        return "superseded_by IS NULL"
+    args += [ts(as_of), ts(as_of)]
+    return "created_at <= ? AND (superseded_by IS NULL OR superseded_at > ?)"
+
+
+def _current_then(conn: sqlite3.Connection, query: SearchQuery) -> list[tuple[int, str, np.ndarray | None]]:
+    """(rowid, text, vector) of the memories superseded since query.as_of that were current then and
+    pass its filters: what the indexes of active memories no longer hold."""
+    assert query.as_of is not None
+    clauses = ["user_id = ?", "superseded_by IS NOT NULL", "created_at <= ?", "superseded_at > ?"]
+    args: list[Any] = [query.user_id, ts(query.as_of), ts(query.as_of)]
+    if query.thread_id is not None:
+        clauses.append("thread_id = ?")
+        args.append(query.thread_id)
+    if query.types:
+        clauses.append(f"type IN ({','.join('?' * len(query.types))})")
+        args += query.types
+    for clause, moment in (("created_at >= ?", query.since), ("created_at <= ?", query.until)):
+        if moment is not None:
+            clauses.append(clause)
+            args.append(ts(moment))
+    rows = conn.execute(
+        f"SELECT rowid, content, index_context, embedding FROM memories WHERE {' AND '.join(clauses)}", args
+    ).fetchall()
+    return [(r[0], f"{r[1]}\n{r[2]}", unpack_vector(r[3])) for r in rows]
 
 
 def _tick(conn: sqlite3.Connection) -> int:

@@ -1,0 +1,82 @@
+"""What a search returns: each hit with its calibrated score, its token count, the floor and the budget.
+
+The store ranks; this turns its hits into the tool's results. The score a hit carries is the calibrated
+probability that it is relevant (search/relevance.py), so `min_score` means the same for every query;
+`max_tokens` keeps the best hits that fit (search/budget.py), counted with the server's tokenizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from mcp_memory.errors import NotFoundError
+from mcp_memory.models import Hit, Memory
+from mcp_memory.search.budget import fit_budget
+from mcp_memory.search.relevance import HitSignals, ranked_scores, term_overlap
+from mcp_memory.search.terms import keywords
+from mcp_memory.search.text_index import query_terms
+from mcp_memory.storage.base import LongTermStore
+from mcp_memory.views import SearchHit
+
+
+def terms_of(query: str) -> list[str]:
+    return query_terms(keywords(query))
+
+
+async def signals_of(
+    store: LongTermStore, user_id: str, query: str, vector: Sequence[float] | None, hits: Sequence[Hit]
+) -> list[HitSignals]:
+    """What each hit shows about its relevance. Without a query vector (text mode) there is no cosine."""
+    wanted = terms_of(query)
+    query_vector = None if vector is None else np.asarray(vector, dtype=np.float32)
+    found = []
+    for rank, hit in enumerate(hits, start=1):
+        cosine = None
+        if query_vector is not None:
+            embedding = await _embedding(store, user_id, hit.memory)
+            cosine = 0.0 if embedding is None else float(np.dot(query_vector, embedding))
+        found.append(HitSignals(rank, term_overlap(wanted, hit.memory.content), cosine))
+    return found
+
+
+async def _embedding(store: LongTermStore, user_id: str, memory: Memory) -> np.ndarray | None:
+    if memory.embedding is None:  # stores return hits without their vectors, to keep reads small
+        try:
+            memory = await store.get(user_id, memory.id)
+        except NotFoundError:  # forgotten since the search
+            return None
+    return None if memory.embedding is None else np.asarray(memory.embedding, dtype=np.float32)
+
+
+def search_hits(
+    hits: Sequence[Hit],
+    signals: Sequence[HitSignals],
+    count: Callable[[str], int],
+    query: str,
+    *,
+    min_score: float | None = None,
+    max_tokens: int | None = None,
+) -> list[SearchHit]:
+    """The tool's results: scored, floored at `min_score`, and fitted into `max_tokens`."""
+    scored = [
+        SearchHit.of(hit.memory, score, token_count=count(hit.memory.content))
+        for hit, score in zip(hits, ranked_scores(signals), strict=True)
+    ]
+    if min_score is not None:
+        scored = [hit for hit in scored if hit.score >= min_score]
+    return scored if max_tokens is None else within_budget(scored, max_tokens, count, query)
+
+
+def within_budget(
+    hits: Sequence[SearchHit], max_tokens: int, count: Callable[[str], int], query: str
+) -> list[SearchHit]:
+    """The best hits whose contents fit max_tokens; a long one as a snippet around its match."""
+    fitted = fit_budget([hit.content for hit in hits], max_tokens, count, terms_of(query))
+    return [
+        hits[f.index].model_copy(
+            update={"content": f.content, "token_count": f.token_count, "snippet": f.snippet}
+        )
+        for f in fitted
+    ]
