@@ -225,3 +225,8 @@ def _word_start(text: str, index: int) -> int:
     head = text[:index].rstrip()
     words = head.split()
     return len(head) - len(words[-1]) if words else index
+
+
+def prepare() -> None:
+    """Load the date parser's language data now (blocking), so the first query naming a time does not."""
+    time_range("yesterday", datetime.now(UTC))

@@ -17,6 +17,7 @@ from mcp_memory.learning import open_learning
 from mcp_memory.llm import open_chat_model, open_embedder
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.search.when import prepare as prepare_time_words
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
 from mcp_memory.service.summarizer import build_summarizer
 from mcp_memory.service.warmup import Warmup
@@ -37,6 +38,8 @@ async def open_service(
         tokens = await anyio.to_thread.run_sync(
             lambda: TokenCounter.load(settings.token_encoding, cache_dir=settings.data_dir / "tiktoken")
         )
+        # The date parser loads its language data on first use: here, not in the first search.
+        await anyio.to_thread.run_sync(prepare_time_words)
         embedder = await stack.enter_async_context(open_embedder(settings.embedding))
         stores = await stack.enter_async_context(open_stores(settings, embedder.spec))
         warmup = None
