@@ -187,48 +187,35 @@ class SqliteLongTermStore:
         return [_memory(r) for r in rows]
 
     async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        active, then = query, []
         if query.as_of is not None:
-            return await self._search_as_of(query, vector)
-        pool = candidate_pool(query)
-        where = row_filter(query)
+            # Memory as it stood then. The indexes hold only active memories: they answer for those
+            # created by then; the few superseded since that were current then are read here and ranked
+            # with them on the same scales (search/hybrid.py fuse_as_of).
+            bound = query.as_of if query.until is None else min(query.until, query.as_of)
+            active = query.model_copy(update={"until": bound})
+            then = await self._db.read(lambda conn: _current_then(conn, query))
+        pool, where = candidate_pool(query), row_filter(active)
         async with self.indexes.current(query.user_id) as index:
             text_hits: list[tuple[int, float]] | None = None
             if query.mode in ("hybrid", "text"):
                 # First, while the query's embedding may still be computing on another core.
                 text_hits = await anyio.to_thread.run_sync(
-                    text_candidates, index.text, query, max(pool, TEXT_CANDIDATES), where
-                )
-            ready = await resolve_vector(vector) if query.mode != "text" else None
-            if ready is None:
-                scored = text_hits or []
-            else:
-                query_vector = np.asarray(ready, dtype=np.float32)
-                scored = await anyio.to_thread.run_sync(
-                    fuse, index.vectors, query, query_vector, text_hits or [], pool, where
-                )
-        return await self._hits(scored, query)
-
-    async def _search_as_of(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
-        """Search memory as it stood at query.as_of. The indexes hold only active memories: they answer
-        for those created by then; the few superseded since, current then, are read here and ranked
-        with them on the same scales (cosine; keyword share scaled to the best BM25)."""
-        assert query.as_of is not None
-        bound = query.as_of if query.until is None else min(query.until, query.as_of)
-        active = query.model_copy(update={"until": bound})
-        pool, where = candidate_pool(query), row_filter(active)
-        then = await self._db.read(lambda conn: _current_then(conn, query))
-        keys = cosines = query_vector = None
-        async with self.indexes.current(query.user_id) as index:
-            text_hits: list[tuple[int, float]] | None = None
-            if query.mode in ("hybrid", "text"):
-                text_hits = await anyio.to_thread.run_sync(
                     text_candidates, index.text, active, max(pool, TEXT_CANDIDATES), where
                 )
             ready = await resolve_vector(vector) if query.mode != "text" else None
-            if ready is not None:
-                query_vector = np.asarray(ready, dtype=np.float32)
-                keys, cosines = await anyio.to_thread.run_sync(index.vectors.scores, query_vector, where)
-        scored = fuse_as_of(query, text_hits or [], keys, cosines, query_vector, then, pool)
+            query_vector = None if ready is None else np.asarray(ready, dtype=np.float32)
+            if query.as_of is not None:
+                keys = cosines = None
+                if query_vector is not None:
+                    keys, cosines = await anyio.to_thread.run_sync(index.vectors.scores, query_vector, where)
+                scored = fuse_as_of(query, text_hits or [], keys, cosines, query_vector, then, pool)
+            elif query_vector is None:
+                scored = text_hits or []
+            else:
+                scored = await anyio.to_thread.run_sync(
+                    fuse, index.vectors, query, query_vector, text_hits or [], pool, where
+                )
         return await self._hits(scored, query)
 
     async def warm(self, user_id: str) -> None:
