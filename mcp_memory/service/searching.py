@@ -1,0 +1,116 @@
+"""search_memory from the query to the results: checked arguments, the time the query names, the
+store's ranking, then each hit's calibrated score, the floor and the token budget (service/results.py).
+
+Made per search from the service's current parts, so a changed setting applies to the next search.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from datetime import datetime
+
+from mcp_memory import validation as check
+from mcp_memory.config import Settings
+from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.models import Hit, SearchQuery, utcnow
+from mcp_memory.search.terms import quoted_phrases
+from mcp_memory.search.when import time_range
+from mcp_memory.service import results
+from mcp_memory.storage.base import LongTermStore
+from mcp_memory.views import SearchResult, TimeFilter
+
+
+@dataclass(frozen=True)
+class Searching:
+    settings: Settings
+    long_term: LongTermStore
+    embedder: Embedder
+    tokens: TokenCounter
+
+    async def run(
+        self,
+        user_id: str,
+        query: str,
+        thread_id: str | None = None,
+        types: list[str] | None = None,
+        limit: int = 10,
+        mode: str = "hybrid",
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
+        *,
+        min_score: float | None = None,
+        max_tokens: int | None = None,
+        as_of: str | datetime | None = None,
+    ) -> SearchResult:
+        query = check.query(query, self.settings.max_content_chars)
+        if thread_id is not None:
+            thread_id = check.thread_id(thread_id)
+        types_ = check.types(types)
+        limit = check.count(limit, "limit", low=1, high=self.settings.search.max_limit)
+        mode_ = check.mode(mode)
+        since_, until_ = check.time_range(since, until)
+        if min_score is not None:
+            min_score = check.fraction(min_score, "min_score")
+        if max_tokens is not None:
+            max_tokens = check.count(max_tokens, "max_tokens", low=1, high=1_000_000)
+        as_of_ = check.timestamp(as_of, "as_of")
+        time_filter = None
+        if since_ is None and until_ is None:  # explicit bounds win over the query's words
+            named = time_range(query, as_of_ or utcnow())
+            if named is not None:
+                time_filter = TimeFilter(phrase=named.phrase, since=named.since, until=named.until)
+                since_, until_ = named.since, named.until
+                # The words that named the time filter; they are not what the memory is about.
+                query = " ".join(query.replace(named.phrase, " ").split()) or query
+
+        search = SearchQuery(
+            user_id=user_id,
+            text=query,
+            mode=mode_,
+            thread_id=thread_id,
+            types=types_,
+            since=since_,
+            until=until_,
+            limit=limit,
+            fusion=self.settings.search.fusion,
+            rrf_k=self.settings.search.rrf_k,
+            context_weight=self.settings.search.context_weight,
+            text_weight=self.settings.search.text_weight,
+            vector_weight=self.settings.search.vector_weight,
+            phrases=quoted_phrases(query),
+            as_of=as_of_,
+        )
+        hits, vector = await self._ranked(search)
+        if time_filter is not None and not hits:
+            # Nothing was made in the time the query named: its words may have meant something else
+            # (or another "now"); answer from all of memory rather than nothing, and say so.
+            hits, vector = await self._ranked(search.model_copy(update={"since": None, "until": None}))
+            time_filter = time_filter.model_copy(update={"applied": False})
+        signals = await results.signals_of(self.long_term, user_id, query, vector, hits)
+        found = results.search_hits(
+            hits, signals, self.tokens.count, query, min_score=min_score, max_tokens=max_tokens
+        )
+        return SearchResult(results=found, mode=mode_, time_filter=time_filter)
+
+    async def _ranked(self, search: SearchQuery) -> tuple[list[Hit], list[float] | None]:
+        """The store's hits for the search, and the query's vector (None in text mode)."""
+        if search.mode == "text":
+            return await self.long_term.search(search, None), None
+        # Embed the query on one core while the store runs the full-text side on another. A plain
+        # asyncio task, not a task group: the store awaits it where it needs the vector, and its
+        # errors must surface there as themselves, not wrapped in an ExceptionGroup.
+        embedding = asyncio.ensure_future(self._embed_query(search.text))
+        try:
+            hits = await self.long_term.search(search, embedding)
+        finally:
+            if not embedding.done():
+                embedding.cancel()
+            elif not embedding.cancelled():
+                embedding.exception()  # seen: its error, if any, was the store's to raise
+        return hits, embedding.result()
+
+    async def _embed_query(self, query: str) -> list[float]:
+        vector: list[float] = (await self.embedder.embed([query]))[0].tolist()
+        return vector
