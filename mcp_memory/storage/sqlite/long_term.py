@@ -155,19 +155,10 @@ class SqliteLongTermStore:
 
     async def list_memories(self, query: ListQuery) -> list[Memory]:
         clauses, args = ["user_id = ?"], [query.user_id]
-        if query.thread_id is not None:
-            clauses.append("thread_id = ?")
-            args.append(query.thread_id)
-        if query.types:
-            clauses.append(f"type IN ({','.join('?' * len(query.types))})")
-            args += query.types
+        _narrowed(clauses, args, query)
         if query.kind is not None:
             clauses.append("json_extract(metadata, '$.fact_type') = ?")
             args.append(query.kind)
-        for clause, moment in (("created_at >= ?", query.since), ("created_at <= ?", query.until)):
-            if moment is not None:
-                clauses.append(clause)
-                args.append(ts(moment))
         if not query.include_superseded:
             clauses.append(_current_at(query.as_of, args))
         elif query.as_of is not None:
@@ -363,12 +354,8 @@ def _current_at(as_of: datetime | None, args: list[Any]) -> str:
     return "created_at <= ? AND (superseded_by IS NULL OR superseded_at > ?)"
 
 
-def _current_then(conn: sqlite3.Connection, query: SearchQuery) -> list[tuple[int, str, np.ndarray | None]]:
-    """(rowid, text, vector) of the memories superseded since query.as_of that were current then and
-    pass its filters: what the indexes of active memories no longer hold."""
-    assert query.as_of is not None
-    clauses = ["user_id = ?", "superseded_by IS NOT NULL", "created_at <= ?", "superseded_at > ?"]
-    args: list[Any] = [query.user_id, ts(query.as_of), ts(query.as_of)]
+def _narrowed(clauses: list[str], args: list[Any], query: SearchQuery | ListQuery) -> None:
+    """Append the thread, type and creation-time conditions a search or a listing asks for."""
     if query.thread_id is not None:
         clauses.append("thread_id = ?")
         args.append(query.thread_id)
@@ -379,6 +366,15 @@ def _current_then(conn: sqlite3.Connection, query: SearchQuery) -> list[tuple[in
         if moment is not None:
             clauses.append(clause)
             args.append(ts(moment))
+
+
+def _current_then(conn: sqlite3.Connection, query: SearchQuery) -> list[tuple[int, str, np.ndarray | None]]:
+    """(rowid, text, vector) of the memories superseded since query.as_of that were current then and
+    pass its filters: what the indexes of active memories no longer hold."""
+    assert query.as_of is not None
+    clauses = ["user_id = ?", "superseded_by IS NOT NULL", "created_at <= ?", "superseded_at > ?"]
+    args: list[Any] = [query.user_id, ts(query.as_of), ts(query.as_of)]
+    _narrowed(clauses, args, query)
     rows = conn.execute(
         f"SELECT rowid, content, index_context, embedding FROM memories WHERE {' AND '.join(clauses)}", args
     ).fetchall()
