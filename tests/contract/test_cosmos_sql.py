@@ -64,6 +64,13 @@ def test_hybrid_is_rank_rrf_of_vector_distance_and_full_text_score() -> None:
     assert_parameters_match(built)
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
+def test_search_returns_each_hit_with_its_vector(mode: str) -> None:
+    # The service scores every hit by its cosine to the query: with the vector in the one response,
+    # it needs no point read per hit.
+    assert ", c.embedding" in build(query(mode=mode)).sql.split(" FROM ")[0]
+
+
 def test_vector_only_orders_by_vector_distance_and_projects_it_as_score() -> None:
     built = build(query(mode="vector"))
 

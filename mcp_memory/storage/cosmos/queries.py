@@ -247,7 +247,9 @@ def search(
     if plan in ("hybrid", "vector"):
         w.param("@vector", list(vector or []))
 
-    select = f"SELECT TOP @limit {FIELDS}"
+    # With the vector: the service scores each hit by its cosine to the query, and one response with
+    # a few vectors costs less than a point read per hit.
+    select = f"SELECT TOP @limit {FIELDS}, c.embedding"
     match plan:
         case "hybrid":
             # Weights are numbers from the validated SearchQuery, written as literals (documented form).
