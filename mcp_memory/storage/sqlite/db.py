@@ -225,6 +225,11 @@ MIGRATIONS: list[str] = [
         DELETE FROM usage WHERE user_id = old.user_id AND stored_bytes <= 0;
     END;
     """,
+    # 7: list_memories pages a user's memories by (created_at, id), across threads: read in that order
+    # from an index instead of sorting every row of the user for each page.
+    """
+    CREATE INDEX memories_by_time ON memories (user_id, created_at, id);
+    """,
 ]
 
 
