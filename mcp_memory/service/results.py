@@ -61,7 +61,8 @@ def search_hits(
 ) -> list[SearchHit]:
     """The tool's results: scored, floored at `min_score`, and fitted into `max_tokens`."""
     scored = [
-        SearchHit.of(hit.memory, score, token_count=count(hit.memory.content))
+        # Counted once, when the memory was written, with the same tokenizer.
+        SearchHit.of(hit.memory, score, token_count=hit.memory.token_count or count(hit.memory.content))
         for hit, score in zip(hits, ranked_scores(signals), strict=True)
     ]
     if min_score is not None:

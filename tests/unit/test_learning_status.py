@@ -10,28 +10,15 @@ from typing import Any
 import anyio
 import pytest
 from mcp import Client
-from pydantic import SecretStr
 
-from mcp_memory.config import LearningSettings, LLMSettings, Settings
+from mcp_memory.config import Settings
 from mcp_memory.learning import Learning
 from mcp_memory.mcp.server import MemoryServer, build_server
 from tests.fakes.openai_stub import OpenAIStub
+from tests.integration.test_learning_openai import llm_settings
 from tests.services.mcp_client import call
 
 pytestmark = pytest.mark.anyio
-
-
-def llm_settings(settings: Settings, stub: OpenAIStub, **learning: Any) -> Settings:
-    llm = LLMSettings(
-        provider="openai",
-        model="stub-chat",
-        base_url=stub.base_url,
-        api_key=SecretStr("sk-test-not-a-secret"),
-        timeout_seconds=1.0,
-        max_retries=0,
-    )
-    options = {"extract_every_turns": 2, "reconcile_every_extractions": 0, **learning}
-    return settings.model_copy(update={"llm": llm, "learning": LearningSettings(**options)})
 
 
 async def status(client: Client, server: MemoryServer) -> dict[str, Any]:
