@@ -12,4 +12,5 @@ pytest_plugins = [
     "tests.services.cosmos_server",
     "tests.contract.conftest_long_term",
     "tests.services.server_process",
+    "tests.services.browser",
 ]

@@ -36,6 +36,7 @@ examples:
   mcp-memory serve --transport http --port 8000  streamable HTTP at http://127.0.0.1:8000/mcp
   mcp-memory serve --transport sse             SSE at http://127.0.0.1:8000/sse
   mcp-memory demo                              drive a real server through a real MCP client
+  mcp-memory ui                                see your memory in the browser at http://127.0.0.1:8765/ui
   mcp-memory forget-user ann --dry-run         count (then, without --dry-run, delete) all of ann's data
 """
 
@@ -53,6 +54,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind for sse/http (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
+    ui = commands.add_parser("ui", help="browse, search, correct and forget memories in a browser page")
+    ui.add_argument(
+        "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need tokens)"
+    )
+    ui.add_argument("--port", type=int, default=8765, help="port (default 8765)")
+    ui.add_argument("--open", action="store_true", help="open the page in your web browser")
     demo = commands.add_parser("demo", help="show the server working: turns, summarization, search")
     demo.add_argument("--keep", action="store_true", help="use your real data dir instead of a temporary one")
     export = commands.add_parser("export", help="write a user's memories as JSON Lines (docs/security.md)")
@@ -106,6 +113,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             from mcp_memory.mcp.auth import token_command
 
             token_command(args.user, args.name, args.scope or [], args.expires)
+        elif args.command == "ui":
+            from mcp_memory.cli.explorer import run_explorer
+
+            anyio.run(run_explorer, settings, args.host, args.port, args.open)
         elif args.command == "demo":
             from mcp_memory.cli.demo import run_demo
 
@@ -125,12 +136,15 @@ def main(argv: Sequence[str] | None = None) -> None:
 async def _serve(settings: Settings, transport: str, host: str, port: int) -> None:
     from mcp_memory.mcp.server import build_server
     from mcp_memory.mcp.transports import serve
+    from mcp_memory.ui.app import explorer_mount
 
     server = build_server(settings)
     # Open the backends before accepting a connection, so a bad data file or an unreachable backend
     # is a clear startup error; SSE sessions then share this one service instead of reopening it.
     async with server.host.use():
-        await serve(server, transport, host, port)
+        # The explorer at /ui beside the MCP endpoint, over the same service, tokens and scopes.
+        mounts = [] if transport == "stdio" else explorer_mount(server.host, settings, host)
+        await serve(server, transport, host, port, mounts=mounts)
 
 
 def _settings_problems(error: ValidationError) -> str:

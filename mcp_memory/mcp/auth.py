@@ -117,7 +117,17 @@ def auth_options(settings: Settings) -> dict[str, Any]:
 
 def current_principal(settings: Settings) -> Principal:
     """The authenticated principal of this request; on stdio (no token) the configured user."""
-    token = get_access_token()
+    return principal_of(get_access_token(), settings)
+
+
+def token_verifier(settings: Settings) -> HashedTokenVerifier | None:
+    """The verifier of the configured tokens, or None when none is configured (no authentication)."""
+    entries = load_tokens(settings.security)
+    return HashedTokenVerifier(entries) if entries else None
+
+
+def principal_of(token: AccessToken | None, settings: Settings) -> Principal:
+    """The principal a verified token stands for; without one, the configured user (never an admin)."""
     if token is None:
         return Principal(user_id=settings.user_id, scopes=TOKENLESS_SCOPES, name="local", authenticated=False)
     if not token.subject:
@@ -127,7 +137,7 @@ def current_principal(settings: Settings) -> Principal:
 
 def check_exposure(settings: Settings, transport: str, host: str) -> None:
     """Refuse to serve memories on a non-loopback address without authentication."""
-    if transport == "stdio" or _is_loopback(host):
+    if transport == "stdio" or is_loopback(host):
         return
     if load_tokens(settings.security) or settings.security.allow_unauthenticated_network:
         return
@@ -138,7 +148,7 @@ def check_exposure(settings: Settings, transport: str, host: str) -> None:
     )
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(host: str) -> bool:
     if host in LOOPBACK_NAMES:
         return True
     try:

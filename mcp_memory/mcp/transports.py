@@ -6,13 +6,15 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
 import uvicorn
 from starlette.requests import Request
 from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute
+from starlette.types import ASGIApp
 
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
@@ -23,7 +25,10 @@ from mcp_memory.mcp.server import MemoryServer
 log = logging.getLogger(__name__)
 
 
-async def serve(server: MemoryServer, transport: str, host: str, port: int) -> None:
+async def serve(
+    server: MemoryServer, transport: str, host: str, port: int, *, mounts: Sequence[BaseRoute] = ()
+) -> None:
+    """Serve MCP over `transport`; on SSE/HTTP also `mounts` (the explorer at /ui) beside it."""
     if transport == "stdio":
         await server.run_stdio_async()
         return
@@ -42,6 +47,12 @@ async def serve(server: MemoryServer, transport: str, host: str, port: int) -> N
     else:
         app = server.streamable_http_app(host=host, max_request_body_size=settings.security.max_request_bytes)
         where = f"http://{host}:{port}/mcp"
+    app.router.routes.extend(mounts)
+    await serve_http(app, host, port, where)
+
+
+async def serve_http(app: ASGIApp, host: str, port: int, where: str) -> None:
+    """Run an ASGI app with uvicorn on host:port until SIGTERM or Ctrl+C."""
     # Bound here rather than by uvicorn, which logs a busy port and exits 3 after we said "listening".
     listener = _listen_socket(host, port)
     log.info("mcp-memory listening on %s", where)

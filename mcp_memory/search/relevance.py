@@ -18,13 +18,23 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Literal
 
+from mcp_memory.models import SearchMode
 from mcp_memory.search.text_index import terms
+
+# Why a hit was found: its words (the text ranking), its meaning (the vector ranking) or both.
+MatchedBy = Literal["text", "meaning", "both"]
 
 # (bias, log rank, term overlap, cosine): bench/calibrate_scores.py prints these.
 HYBRID_WEIGHTS = (-2.0555, -1.3300, 1.9378, 0.9265)
 # (bias, log rank, term overlap): the same fit without the cosine, for text-mode searches.
 TEXT_WEIGHTS = (-2.1791, -1.2828, 2.8161)
+# The cosine from which a hit's closeness in meaning is evidence that it is relevant: from there up,
+# relevant hits are more common than among all the hits a hybrid search returns. For the default
+# embedder, printed by `.venv/bin/python bench/meaning_floor.py ../shared/data/locomo/locomo_dev.json`.
+# Not the cosine where a hit becomes more likely relevant than not: LoCoMo's hits never get there.
+MEANING_FLOOR = 0.48
 
 
 @dataclass(frozen=True)
@@ -59,3 +69,13 @@ def ranked_scores(signals: Iterable[HitSignals]) -> list[float]:
         score = relevance(hit)
         scores.append(min(score, scores[-1]) if scores else score)
     return scores
+
+
+def matched_by(signals: HitSignals, mode: SearchMode) -> MatchedBy:
+    """Why a hit was found. A hybrid hit holding some of the query's words was found by its text, and
+    by its meaning too when its cosine reaches MEANING_FLOOR; one holding none was found by meaning."""
+    if mode == "text" or signals.cosine is None:
+        return "text"
+    if mode == "vector" or signals.overlap == 0:
+        return "meaning"  # in vector mode the text ranking took no part, whatever words are shared
+    return "both" if signals.cosine >= MEANING_FLOOR else "text"

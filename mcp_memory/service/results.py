@@ -1,8 +1,11 @@
-"""What a search returns: each hit with its calibrated score, its token count, the floor and the budget.
+"""What a search returns: each hit with its calibrated score, why it matched, its token count, the floor
+and the budget.
 
 The store ranks; this turns its hits into the tool's results. The score a hit carries is the calibrated
 probability that it is relevant (search/relevance.py), so `min_score` means the same for every query;
-`max_tokens` keeps the best hits that fit (search/budget.py), counted with the server's tokenizer.
+`matched_by` says whether its words, its meaning or both found it, from the same signals, so it reads
+the same on every backend; `max_tokens` keeps the best hits that fit (search/budget.py), counted with
+the server's tokenizer.
 """
 
 from __future__ import annotations
@@ -12,9 +15,9 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from mcp_memory.errors import NotFoundError
-from mcp_memory.models import Hit, Memory
+from mcp_memory.models import Hit, Memory, SearchMode
 from mcp_memory.search.budget import fit_budget
-from mcp_memory.search.relevance import HitSignals, ranked_scores, term_overlap
+from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, term_overlap
 from mcp_memory.search.terms import keywords
 from mcp_memory.search.text_index import query_terms
 from mcp_memory.storage.base import LongTermStore
@@ -58,12 +61,19 @@ def search_hits(
     *,
     min_score: float | None = None,
     max_tokens: int | None = None,
+    mode: SearchMode = "hybrid",
 ) -> list[SearchHit]:
-    """The tool's results: scored, floored at `min_score`, and fitted into `max_tokens`."""
+    """The tool's results: scored, told why they matched, floored at `min_score`, and fitted into
+    `max_tokens`. `mode` is the search's: a vector search's hits matched by meaning alone."""
     scored = [
-        # Counted once, when the memory was written, with the same tokenizer.
-        SearchHit.of(hit.memory, score, token_count=hit.memory.token_count or count(hit.memory.content))
-        for hit, score in zip(hits, ranked_scores(signals), strict=True)
+        SearchHit.of(
+            hit.memory,
+            score,
+            # Counted once, when the memory was written, with the same tokenizer.
+            token_count=hit.memory.token_count or count(hit.memory.content),
+            matched_by=matched_by(hit_signals, mode),
+        )
+        for hit, hit_signals, score in zip(hits, signals, ranked_scores(signals), strict=True)
     ]
     if min_score is not None:
         scored = [hit for hit in scored if hit.score >= min_score]

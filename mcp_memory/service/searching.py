@@ -90,7 +90,7 @@ class Searching:
             time_filter = time_filter.model_copy(update={"applied": False})
         signals = await results.signals_of(self.long_term, user_id, query, vector, hits)
         found = results.search_hits(
-            hits, signals, self.tokens.count, query, min_score=min_score, max_tokens=max_tokens
+            hits, signals, self.tokens.count, query, min_score=min_score, max_tokens=max_tokens, mode=mode_
         )
         return SearchResult(results=found, mode=mode_, time_filter=time_filter)
 

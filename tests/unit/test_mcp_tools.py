@@ -116,6 +116,7 @@ async def test_search_memory_finds_turns_across_threads(client: Client) -> None:
             "token_count",
             "snippet",
             "flags",
+            "matched_by",
         )
     }
     only_trip = await call(client, "search_memory", query="budget", thread_id="trip")

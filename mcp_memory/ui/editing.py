@@ -1,0 +1,148 @@
+"""The explorer's actions that change memory: edit a fact, roll it back, summarize a thread, forget,
+and (admin) forget a user. Each is a form post, checked against cross-site requests and the visitor's
+scopes before it runs, and each calls the same service method as the matching MCP tool.
+
+Forgetting always shows a dry-run receipt first: the real deletion only runs from that receipt's
+confirm button, which posts `confirm=1`.
+"""
+
+from __future__ import annotations
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mcp_memory import validation as check
+from mcp_memory.mcp.auth import ADMIN, WRITE
+from mcp_memory.ui.explorer import Explorer
+from mcp_memory.ui.guard import CSRF_FIELD, TOKEN_COOKIE, Guard, Refused, Visitor
+
+MAX_FORM_BYTES = 1_000_000  # a form field never needs more (one memory's content is far less)
+
+
+async def posted(request: Request, visitor: Visitor, scope: str, what: str) -> FormData:
+    """The form of a POST that passed the cross-site checks and whose visitor holds `scope`."""
+    form = await request.form(max_files=0, max_fields=20, max_part_size=MAX_FORM_BYTES)
+    Guard.check_form(request, visitor, form.get(CSRF_FIELD))
+    Guard.require(visitor, scope, what)
+    return form
+
+
+def _text(form: FormData, name: str) -> str:
+    value = form.get(name)
+    return value.strip() if isinstance(value, str) else ""
+
+
+async def edit_memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    form = await posted(request, visitor, WRITE, "editing a memory")
+    memory_id = request.path_params["memory_id"]
+    learning = ex.learning
+    if learning is None:
+        raise Refused(409, "memories cannot be edited here: the long-term store does not keep revisions")
+    content = form.get("content")
+    await learning.editor.update(
+        visitor.principal.user_id, memory_id, content if isinstance(content, str) else ""
+    )
+    return ex.redirect(request, f"/memories/{memory_id}")
+
+
+async def rollback_memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    form = await posted(request, visitor, WRITE, "rolling a memory back")
+    memory_id = request.path_params["memory_id"]
+    learning = ex.learning
+    if learning is None:
+        raise Refused(409, "memories cannot be rolled back here: the long-term store does not keep revisions")
+    await learning.editor.rollback(visitor.principal.user_id, memory_id, _text(form, "revision_id"))
+    return ex.redirect(request, f"/memories/{memory_id}")
+
+
+async def summarize_thread(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    await posted(request, visitor, WRITE, "summarizing a thread")
+    thread_id = request.path_params["thread_id"]
+    await ex.service.summarize_thread(visitor.principal.user_id, thread_id)
+    return ex.redirect(request, f"/threads/{thread_id}")
+
+
+async def forget(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    form = await posted(request, visitor, WRITE, "forgetting")
+    thread_id, memory_id = _text(form, "thread_id"), _text(form, "memory_id")
+    everything = form.get("everything") in ("on", "1", "true")
+    confirmed = form.get("confirm") == "1"
+    receipt = await ex.service.forget(
+        visitor.principal.user_id,
+        memory_id=memory_id or None,
+        thread_id=thread_id or None,
+        everything=everything,
+        dry_run=not confirmed,
+    )
+    return ex.page(
+        request,
+        visitor,
+        "forget.html",
+        nav="forget",
+        thread_id=thread_id,
+        memory_id=memory_id,
+        everything=everything,
+        receipt=receipt,
+        admin_receipt=None,
+        target_user="",
+    )
+
+
+async def forget_user(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    """Admin only, as the forget_user tool: every memory of another user, dry run first."""
+    form = await posted(request, visitor, ADMIN, "forgetting a user")
+    if not visitor.principal.authenticated:
+        raise Refused(403, "forgetting a user needs an admin token")
+    target = check.thread_id(_text(form, "user_id"), "user_id")  # same alphabet as thread ids
+    receipt = await ex.service.forget(target, everything=True, dry_run=form.get("confirm") != "1")
+    return ex.page(
+        request,
+        visitor,
+        "forget.html",
+        nav="forget",
+        thread_id="",
+        memory_id="",
+        everything=False,
+        receipt=None,
+        admin_receipt=receipt,
+        target_user=target,
+    )
+
+
+async def login(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    form = await request.form(max_files=0, max_fields=5, max_part_size=10_000)
+    Guard.check_form(request, visitor, form.get(CSRF_FIELD))
+    token = _text(form, "token")
+    principal = await ex.guard.token_principal(token)
+    if principal is None:
+        return ex.page(
+            request,
+            visitor,
+            "login.html",
+            nav="login",
+            status=401,
+            message="That token matches no configured token, or it has expired.",
+        )
+    response = ex.redirect(request, "/threads")
+    response.set_cookie(
+        TOKEN_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+        path=_cookie_path(request),
+    )
+    return response
+
+
+async def logout(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    form = await request.form(max_files=0, max_fields=5, max_part_size=10_000)
+    Guard.check_form(request, visitor, form.get(CSRF_FIELD))
+    response = ex.redirect(request, "/login")
+    response.delete_cookie(TOKEN_COOKIE, path=_cookie_path(request))
+    return response
+
+
+def _cookie_path(request: Request) -> str:
+    return str(request.scope.get("root_path", "")).rstrip("/") or "/"

@@ -1,0 +1,101 @@
+"""What every page handler shares: the memory service, the guard, and rendering a page.
+
+Pages are Jinja2 templates with autoescaping on for every template: memory text is untrusted (it may
+hold HTML or script) and is only ever inserted as escaped text. Nothing is marked safe.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jinja2
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from mcp_memory import __version__
+from mcp_memory.learning import Learning
+from mcp_memory.mcp.auth import ADMIN, READ, WRITE
+from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.ui.guard import CSRF_COOKIE, CSRF_FIELD, Guard, Refused, Visitor
+
+_templates = jinja2.Environment(
+    loader=jinja2.PackageLoader("mcp_memory.ui", "templates"),
+    autoescape=True,  # every template, whatever its name
+    undefined=jinja2.StrictUndefined,  # a misspelt name is an error, not an empty string
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+@dataclass(frozen=True)
+class Explorer:
+    host: ServiceHost
+    guard: Guard
+
+    @property
+    def service(self) -> MemoryService:
+        return self.host.service
+
+    @property
+    def learning(self) -> Learning | None:
+        found = self.host.service.learning
+        return found if isinstance(found, Learning) else None
+
+    def page(
+        self,
+        request: Request,
+        visitor: Visitor,
+        template: str,
+        *,
+        nav: str = "",
+        status: int = 200,
+        **context: Any,
+    ) -> Response:
+        html = _templates.get_template(template).render(
+            base=base_path(request),
+            nav=nav,
+            visitor=visitor,
+            csrf_field=CSRF_FIELD,
+            may_write=visitor.may(WRITE),
+            may_read=visitor.may(READ),
+            is_admin=visitor.principal.authenticated and visitor.may(ADMIN),
+            needs_login=self.guard.needs_login,
+            version=__version__,
+            **context,
+        )
+        return with_csrf_cookie(HTMLResponse(html, status_code=status), request, visitor)
+
+    def redirect(self, request: Request, path: str) -> Response:
+        """After a POST: see the result with a GET (303), so a reload never repeats the change."""
+        return RedirectResponse(base_path(request) + path, status_code=303)
+
+    def refused(self, request: Request, visitor: Visitor | None, refusal: Refused) -> Response:
+        if refusal.login:
+            return RedirectResponse(base_path(request) + "/login", status_code=303)
+        return self.error(request, visitor, str(refusal), refusal.status)
+
+    def error(self, request: Request, visitor: Visitor | None, message: str, status: int) -> Response:
+        if visitor is None:  # refused before we knew who asked: a bare page, no navigation
+            html = _templates.get_template("refused.html").render(base=base_path(request), message=message)
+            return HTMLResponse(html, status_code=status)
+        return self.page(request, visitor, "error.html", status=status, message=message)
+
+
+def base_path(request: Request) -> str:
+    """Where the explorer is mounted (/ui): links are built from it, never from the Host header."""
+    return str(request.scope.get("root_path", "")).rstrip("/")
+
+
+def with_csrf_cookie(response: Response, request: Request, visitor: Visitor) -> Response:
+    if visitor.new_csrf:
+        response.set_cookie(
+            CSRF_COOKIE,
+            visitor.csrf,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path=base_path(request) or "/",
+        )
+    return response

@@ -1,0 +1,184 @@
+"""The explorer's pages that only read: threads, a thread's working memory, search, the memories
+browser, one memory with its revisions, the profile, activity. Each calls the service function the
+matching MCP tool or resource calls, with the visitor's user; nothing reads a store directly.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from mcp_memory.learning.editing import EDITABLE_TYPES
+from mcp_memory.learning.parsing import FACT_KINDS
+from mcp_memory.models import MEMORY_TYPES
+from mcp_memory.service import activity, browse
+from mcp_memory.ui import charts
+from mcp_memory.ui.diff import word_diff
+from mcp_memory.ui.explorer import Explorer
+from mcp_memory.ui.guard import Visitor
+
+SEARCH_MODES = ("hybrid", "text", "vector")
+SEARCH_LIMIT = 20
+
+
+async def threads(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    found = await ex.service.list_threads(visitor.principal.user_id)
+    return ex.page(request, visitor, "threads.html", nav="threads", threads=found)
+
+
+async def thread(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    thread_id = request.path_params["thread_id"]
+    view = await ex.service.get_working_memory(visitor.principal.user_id, thread_id)
+    return ex.page(request, visitor, "thread.html", nav="threads", view=view, gauge=gauge(view))
+
+
+def gauge(view: Any) -> dict[str, float]:
+    """Where the used tokens and the summarization threshold fall on a 600-wide bar of the window."""
+    window = max(1, int(view.context_window))
+    width = 600.0
+    return {
+        "width": width,
+        "used": round(min(1.0, view.token_count / window) * width, 1),
+        "threshold": round(min(1.0, view.threshold_tokens / window) * width, 1),
+        "over": view.token_count > view.threshold_tokens,
+    }
+
+
+async def search(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    params = request.query_params
+    query = params.get("q", "").strip()
+    mode = params.get("mode", "hybrid")
+    types = [t for t in params.getlist("types") if t]
+    result = None
+    if query:
+        result = await ex.service.search(
+            visitor.principal.user_id, query, types=types or None, limit=SEARCH_LIMIT, mode=mode
+        )
+    return ex.page(
+        request,
+        visitor,
+        "search.html",
+        nav="search",
+        query=query,
+        mode=mode,
+        modes=SEARCH_MODES,
+        types=types,
+        all_types=MEMORY_TYPES,
+        result=result,
+    )
+
+
+async def memories(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    params = request.query_params
+    filters: dict[str, Any] = {
+        "types": [t for t in params.getlist("types") if t] or None,
+        "thread_id": params.get("thread_id") or None,
+        "kind": params.get("kind") or None,
+        "since": params.get("since") or None,
+        "until": params.get("until") or None,
+        "include_superseded": params.get("include_superseded") == "on",
+        "order": params.get("order") or "newest",
+        "as_of": params.get("as_of") or None,
+    }
+    limit = params.get("limit") or "20"
+    page = await browse.list_memories(
+        ex.service.stores.long_term,
+        visitor.principal.user_id,
+        limit=int(limit) if limit.isdigit() else limit,
+        cursor=params.get("cursor") or None,
+        **filters,
+    )
+    next_link = None
+    if page.next_cursor is not None:
+        kept = [(k, v) for k, v in params.multi_items() if k != "cursor" and v]
+        next_link = "?" + urlencode([*kept, ("cursor", page.next_cursor)])
+    return ex.page(
+        request,
+        visitor,
+        "memories.html",
+        nav="memories",
+        page=page,
+        filters=filters,
+        limit=limit,
+        all_types=MEMORY_TYPES,
+        kinds=FACT_KINDS,
+        next_link=next_link,
+    )
+
+
+async def memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    memory_id = request.path_params["memory_id"]
+    found = await ex.service.get_memory(visitor.principal.user_id, memory_id)
+    revisions: list[dict[str, Any]] = []
+    learning = ex.learning
+    if learning is not None:
+        history = await learning.editor.history(visitor.principal.user_id, memory_id)
+        previous = ""
+        for revision in history.revisions:
+            revisions.append({"revision": revision, "diff": word_diff(previous, revision.content)})
+            previous = revision.content
+    return ex.page(
+        request,
+        visitor,
+        "memory.html",
+        nav="memories",
+        memory=found,
+        revisions=revisions,
+        editable_history=learning is not None and found.type in EDITABLE_TYPES,
+        editable=learning is not None and found.type in EDITABLE_TYPES and found.superseded_by is None,
+    )
+
+
+async def profile(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    user_id = visitor.principal.user_id
+    text = ""
+    learning = ex.learning
+    if learning is not None:  # as memory://profile: the offline profile when none was built yet
+        current = await learning.profiles.current(user_id)
+        if current is None:
+            current = await learning.profiles.rebuild_offline(user_id)
+        text = current.content if current else ""
+    facts = await browse.list_memories(ex.service.stores.long_term, user_id, types=["fact"], limit=100)
+    return ex.page(request, visitor, "profile.html", nav="profile", profile=text, facts=facts)
+
+
+async def activity_page(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    user_id = visitor.principal.user_id
+    long_term = ex.service.stores.long_term
+    daily = await activity.memories_per_day(long_term, user_id)
+    summarized = await activity.summarizations_per_thread(long_term, user_id)
+    return ex.page(
+        request,
+        visitor,
+        "activity.html",
+        nav="activity",
+        daily=daily,
+        per_day=charts.stacked_daily_bars(daily.days, daily.counts),
+        summarized=summarized,
+        per_thread=charts.horizontal_bars([(s.thread_id, s.count) for s in summarized]),
+    )
+
+
+async def forget_form(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    params = request.query_params
+    return ex.page(
+        request,
+        visitor,
+        "forget.html",
+        nav="forget",
+        thread_id=params.get("thread_id", ""),
+        memory_id=params.get("memory_id", ""),
+        everything=False,
+        receipt=None,
+        admin_receipt=None,
+        target_user="",
+    )
+
+
+async def login_form(ex: Explorer, request: Request, visitor: Visitor) -> Response:
+    if not ex.guard.needs_login:
+        return ex.redirect(request, "/threads")
+    return ex.page(request, visitor, "login.html", nav="login", message=None)
