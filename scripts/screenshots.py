@@ -83,7 +83,7 @@ async def _call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     if result.is_error:
         raise SystemExit(f"scripts/screenshots: {tool} failed: {result.content[0].text}")  # type: ignore[union-attr]
     assert result.structured_content is not None
-    return result.structured_content
+    return dict(result.structured_content)
 
 
 async def fill(stdio: StdioServer) -> dict[str, str]:

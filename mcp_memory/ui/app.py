@@ -64,7 +64,7 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
-def build_ui(host: ServiceHost, settings: Settings) -> ASGIApp:
+def build_ui(host: ServiceHost, settings: Settings) -> Starlette:
     """The explorer over this host's memory service, with the tokens and scopes of the MCP endpoint."""
     explorer = Explorer(host, Guard(settings, token_verifier(settings)))
 
@@ -108,16 +108,16 @@ def build_ui(host: ServiceHost, settings: Settings) -> ASGIApp:
         Route("/forget-user", endpoint(editing.forget_user), methods=["POST"]),
         Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),
     ]
-    return SecurityHeaders(Starlette(routes=routes))
+    return Starlette(routes=routes)
 
 
-def standalone_app(host: ServiceHost, settings: Settings) -> Starlette:
+def standalone_app(host: ServiceHost, settings: Settings) -> ASGIApp:
     """`mcp-memory ui`: the explorer at /ui, and / sending the browser there."""
 
     async def root(_: Request) -> Response:
         return RedirectResponse("/ui/threads", status_code=303)
 
-    return Starlette(routes=[Route("/", root), Mount("/ui", build_ui(host, settings))])
+    return SecurityHeaders(Starlette(routes=[Route("/", root), Mount("/ui", build_ui(host, settings))]))
 
 
 def explorer_mount(host: ServiceHost, settings: Settings, bind: str) -> list[BaseRoute]:
@@ -129,7 +129,7 @@ def explorer_mount(host: ServiceHost, settings: Settings, bind: str) -> list[Bas
             "the memory explorer is off: %s is not a loopback address and no token is configured", bind
         )
         return []
-    return [Mount("/ui", build_ui(host, settings))]
+    return [Mount("/ui", SecurityHeaders(build_ui(host, settings)))]
 
 
 def check_explorer_exposure(settings: Settings, bind: str) -> None:

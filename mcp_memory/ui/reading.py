@@ -87,7 +87,8 @@ async def memories(ex: Explorer, request: Request, visitor: Visitor) -> Response
     page = await browse.list_memories(
         ex.service.stores.long_term,
         visitor.principal.user_id,
-        limit=int(limit) if limit.isdigit() else limit,
+        # A plain number becomes one; anything else goes on as text, for the service to refuse by name.
+        limit=int(limit) if limit.isascii() and limit.isdecimal() and len(limit) <= 6 else limit,
         cursor=params.get("cursor") or None,
         **filters,
     )

@@ -72,7 +72,7 @@ def add_turns(
         ("add_turn", {"thread_id": thread, "role": role, "content": content, **extra})
         for role, content in turns
     ]
-    return anyio.run(functools.partial(_calls, server, None, calls))  # type: ignore[no-any-return]
+    return anyio.run(functools.partial(_calls, server, None, calls))
 
 
 def remember(server: TokenServer, content: str) -> dict[str, Any]:
@@ -146,7 +146,7 @@ def history(server: TokenServer, memory_id: str) -> dict[str, Any]:
 def console_problems(driver: webdriver.Chrome) -> list[str]:
     """Console entries that are CSP violations or errors (a missing favicon aside); clears the log."""
     problems = []
-    for entry in driver.get_log("browser"):
+    for entry in driver.get_log("browser"):  # type: ignore[no-untyped-call]
         message = str(entry.get("message", ""))
         if "favicon.ico" in message:
             continue
@@ -457,7 +457,8 @@ def test_a_read_only_token_cannot_edit(ui_server: TokenServer, browser: webdrive
 
     ui = ui_server.ui_url
     login(browser, ui, ui_server.read_token)
-    assert "read" in one(browser, "#who").text.lower()
+    who = one(browser, "#who").text.lower()
+    assert E2E_USER in who and "read" in who and "write" not in who, who
     browser.get(f"{ui}/memories/{fact['id']}")
     assert one(browser, "#content").text == original
     assert css(browser, "form#edit") == [] and css(browser, "textarea[name=content]") == []

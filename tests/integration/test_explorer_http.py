@@ -783,10 +783,6 @@ async def test_bad_input_is_a_clear_error_page(http: httpx2.AsyncClient) -> None
         assert_secured(response)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reading.memories passes str.isdigit() strings to int(): '²' and 5000 digits raise ValueError (500)",
-)
 async def test_a_limit_that_is_not_a_plain_number_is_a_clear_error(http: httpx2.AsyncClient) -> None:
     for limit in ("²", "9" * 5000):
         response = await http.get("/ui/memories", params={"limit": limit})

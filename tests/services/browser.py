@@ -295,7 +295,7 @@ def pytest_runtest_makereport(
         try:
             text = driver.find_element(By.TAG_NAME, "body").text
             page = f"{driver.current_url}\ntitle: {driver.title!r}\n\n{tail(text)}"
-            console = "\n".join(entry["message"] for entry in driver.get_log("browser"))
+            console = "\n".join(entry["message"] for entry in driver.get_log("browser"))  # type: ignore[no-untyped-call]
         except Exception as e:  # the browser itself may be what failed
             page, console = f"(cannot read the page: {e!r})", ""
         report.sections.append(("browser page", page))
