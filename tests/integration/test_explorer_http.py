@@ -176,7 +176,7 @@ def assert_secured(response: httpx2.Response) -> None:
     assert "unsafe-inline" not in csp and "unsafe-eval" not in csp, csp
     assert headers.get("x-content-type-options") == "nosniff"
     assert headers.get("x-frame-options") == "DENY"
-    assert headers.get("referrer-policy") == "no-referrer"
+    assert headers.get("referrer-policy") == "same-origin"
     assert headers.get("cache-control") == "no-store"
 
 
