@@ -25,6 +25,7 @@ from mcp import Client  # noqa: E402
 from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 
+from mcp_memory.cli.demo import CONVERSATION as DEMO_CONVERSATION  # noqa: E402
 from tests.services.browser import (  # noqa: E402
     WINDOW,
     BrowserMissingError,
@@ -38,19 +39,8 @@ from tests.services.server_process import StdioServer, server_env  # noqa: E402
 THREAD = "hawaii-trip"
 SCRATCH_THREAD = "scratch-notes"
 CONTEXT_WINDOW = 384  # small, so the conversation passes its threshold and summarizes
-CONVERSATION = [
-    ("user", "Hi! I'm planning a trip to Hawaii with my sister Maya in March."),
-    ("assistant", "Lovely! Which islands are you considering, and what's your budget?"),
-    ("user", "Maui and Kauai. Our budget is $10,000 for flights, hotels and food."),
-    ("assistant", "That works well for two islands. Do you prefer hotels or vacation rentals?"),
-    ("user", "Vacation rentals. Also, I'm vegetarian, so I need good food options nearby."),
-    ("assistant", "Noted: vegetarian. Paia on Maui and Hanalei on Kauai have great vegetarian cafes."),
-    ("user", "We decided to fly out of Seattle on March 14 and come back March 24."),
-    ("assistant", "Ten nights then: I'd suggest five on Maui and five on Kauai."),
-    ("user", "Perfect. Maya wants to snorkel at Molokini crater, can we book that?"),
-    ("assistant", "Yes, morning tours from Maalaea harbour are calmest; about $120 per person."),
-    ("user", "Book the morning tour on March 16. And remind me to renew my passport."),
-    ("assistant", "Done. Reminder noted: renew your passport before the trip."),
+CONVERSATION = [  # the demo's conversation, and where it went next
+    *DEMO_CONVERSATION,
     ("user", "For Kauai, is the Kalalau trail too hard for a beginner hiker?"),
     ("assistant", "The first two miles to Hanakapiai beach are fine; the full trail needs a permit."),
     ("user", "Just the first part then. Maya gets seasick, is the Na Pali boat tour a bad idea?"),

@@ -20,6 +20,5 @@ async def run_explorer(settings: Settings, host: str, port: int, open_browser: b
     async with service_host.use():
         where = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/ui"
         print(f"mcp-memory: the memory explorer is at {where}/threads (Ctrl+C stops it)", flush=True)
-        if open_browser:
-            webbrowser.open(f"{where}/threads")
-        await serve_http(standalone_app(service_host, settings), host, port, where)
+        opener = (lambda: webbrowser.open(f"{where}/threads")) if open_browser else None
+        await serve_http(standalone_app(service_host, settings), host, port, where, on_listening=opener)

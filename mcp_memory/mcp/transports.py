@@ -6,7 +6,7 @@ import logging
 import signal
 import socket
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
@@ -51,11 +51,16 @@ async def serve(
     await serve_http(app, host, port, where)
 
 
-async def serve_http(app: ASGIApp, host: str, port: int, where: str) -> None:
-    """Run an ASGI app with uvicorn on host:port until SIGTERM or Ctrl+C."""
+async def serve_http(
+    app: ASGIApp, host: str, port: int, where: str, on_listening: Callable[[], object] | None = None
+) -> None:
+    """Run an ASGI app with uvicorn on host:port until SIGTERM or Ctrl+C. `on_listening` runs once
+    connections are accepted into the backlog (they are answered as soon as uvicorn starts)."""
     # Bound here rather than by uvicorn, which logs a busy port and exits 3 after we said "listening".
     listener = _listen_socket(host, port)
     log.info("mcp-memory listening on %s", where)
+    if on_listening is not None:
+        on_listening()
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
     try:
         with _sigterm_unwinds():
@@ -70,6 +75,7 @@ def _listen_socket(host: str, port: int) -> socket.socket:
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
+        sock.listen(socket.SOMAXCONN)
     except OSError as e:
         sock.close()
         raise ConfigError(

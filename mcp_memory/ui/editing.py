@@ -13,6 +13,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from mcp_memory import validation as check
+from mcp_memory.learning.editing import MemoryEditor
 from mcp_memory.mcp.auth import ADMIN, WRITE
 from mcp_memory.ui.explorer import Explorer
 from mcp_memory.ui.guard import CSRF_FIELD, TOKEN_COOKIE, Guard, Refused, Visitor
@@ -33,14 +34,17 @@ def _text(form: FormData, name: str) -> str:
     return value.strip() if isinstance(value, str) else ""
 
 
+def _editor(ex: Explorer) -> MemoryEditor:
+    if ex.learning is None:
+        raise Refused(409, "memories cannot be changed here: the long-term store does not keep revisions")
+    return ex.learning.editor
+
+
 async def edit_memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     form = await posted(request, visitor, WRITE, "editing a memory")
     memory_id = request.path_params["memory_id"]
-    learning = ex.learning
-    if learning is None:
-        raise Refused(409, "memories cannot be edited here: the long-term store does not keep revisions")
     content = form.get("content")
-    await learning.editor.update(
+    await _editor(ex).update(
         visitor.principal.user_id, memory_id, content if isinstance(content, str) else ""
     )
     return ex.redirect(request, f"/memories/{memory_id}")
@@ -49,10 +53,7 @@ async def edit_memory(ex: Explorer, request: Request, visitor: Visitor) -> Respo
 async def rollback_memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     form = await posted(request, visitor, WRITE, "rolling a memory back")
     memory_id = request.path_params["memory_id"]
-    learning = ex.learning
-    if learning is None:
-        raise Refused(409, "memories cannot be rolled back here: the long-term store does not keep revisions")
-    await learning.editor.rollback(visitor.principal.user_id, memory_id, _text(form, "revision_id"))
+    await _editor(ex).rollback(visitor.principal.user_id, memory_id, _text(form, "revision_id"))
     return ex.redirect(request, f"/memories/{memory_id}")
 
 

@@ -167,6 +167,26 @@ def assert_nothing_executable(driver: webdriver.Chrome) -> None:
 # ---- the tests --------------------------------------------------------------------------------------
 
 
+def post_from_page(browser: webdriver.Chrome, url: str, fields: dict[str, str]) -> None:
+    """Build a form in the current page and submit it, as a script on that page could."""
+    browser.execute_script(
+        """
+        const form = document.createElement('form');
+        form.method = 'post';
+        form.action = arguments[0];
+        for (const [name, value] of Object.entries(arguments[1])) {
+            const input = document.createElement('input');
+            input.type = 'hidden'; input.name = name; input.value = value;
+            form.appendChild(input);
+        }
+        document.body.appendChild(form);
+        form.submit();
+        """,
+        url,
+        fields,
+    )
+
+
 def test_login_required_then_threads_and_thread_page_with_gauge(
     ui_server: TokenServer, browser: webdriver.Chrome
 ) -> None:
@@ -470,23 +490,7 @@ def test_a_read_only_token_cannot_edit(ui_server: TokenServer, browser: webdrive
         browser.get(f"{ui}/threads")
     csrf = csrf_of(browser)
     page = browser.find_element(By.TAG_NAME, "html")
-    browser.execute_script(
-        """
-        const form = document.createElement('form');
-        form.method = 'post';
-        form.action = arguments[0];
-        for (const [name, value] of [['content', arguments[1]], ['csrf', arguments[2]]]) {
-            const input = document.createElement('input');
-            input.type = 'hidden'; input.name = name; input.value = value;
-            form.appendChild(input);
-        }
-        document.body.appendChild(form);
-        form.submit();
-        """,
-        edit_url,
-        "hijacked by a reader",
-        csrf,
-    )
+    post_from_page(browser, edit_url, {"content": "hijacked by a reader", "csrf": csrf})
     wait_for_navigation(browser, page)
     assert "write" in error_text(browser), f"not refused for want of the write scope: {error_text(browser)!r}"
 
@@ -538,22 +542,7 @@ def test_posts_without_a_valid_csrf_value_or_from_another_site_are_refused(
     # A real cross-site form post from another page: the SameSite=Strict cookie is not sent along.
     browser.get("data:text/html,<title>elsewhere</title><p>another site</p>")
     page = browser.find_element(By.TAG_NAME, "html")
-    browser.execute_script(
-        """
-        const form = document.createElement('form');
-        form.method = 'post';
-        form.action = arguments[0];
-        for (const [name, value] of [['content', 'posted from another site'], ['csrf', arguments[1]]]) {
-            const input = document.createElement('input');
-            input.type = 'hidden'; input.name = name; input.value = value;
-            form.appendChild(input);
-        }
-        document.body.appendChild(form);
-        form.submit();
-        """,
-        edit_url,
-        csrf,
-    )
+    post_from_page(browser, edit_url, {"content": "posted from another site", "csrf": csrf})
     wait_for_navigation(browser, page)
     assert "posted from another site" not in browser.find_element(By.TAG_NAME, "body").text
     stored = history(ui_server, fact["id"])

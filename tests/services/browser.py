@@ -16,10 +16,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from collections.abc import AsyncIterator, Generator, Iterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -41,10 +37,7 @@ from mcp_memory.mcp.auth import hash_token, new_token
 from tests.services.server_process import (
     E2E_USER,
     READ_TIMEOUT_SECONDS,
-    START_SECONDS,
     NetworkServer,
-    _free_port,
-    mcp_memory_command,
     server_env,
     tail,
 )
@@ -226,47 +219,10 @@ class UiCommand(NetworkServer):
     def ui_url(self) -> str:
         return f"{self.base_url}/ui"
 
-    def start(self) -> None:
-        assert self._process is None, "already running"
-        for _ in range(3):  # a free port can be taken by someone else before the server binds it
-            self.port = _free_port()
-            self._spawn()
-            if self._wait_healthy():
-                return
-            exit_code = self.stop()
-            if "cannot listen on" not in self.stderr():
-                break
-        pytest.fail(
-            f"`mcp-memory ui --port {self.port}` did not answer GET /ui/threads within {START_SECONDS:g}s "
-            f"(exit code {exit_code}); its stderr ends:\n{tail(self.stderr())}"
-        )
+    health_path = "/ui/threads"  # no token is configured: loopback pages answer 200
 
-    def _spawn(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        with self.stderr_path.open("ab") as stderr:
-            self._process = subprocess.Popen(
-                [mcp_memory_command(), "ui", "--port", str(self.port)],
-                env=self.env,
-                cwd=self.workdir,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=stderr,
-            )
-
-    def _wait_healthy(self) -> bool:
-        """Poll GET /ui/threads until anything answers over HTTP; False when the process exits first."""
-        assert self._process is not None
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline and self._process.poll() is None:
-            try:
-                with urllib.request.urlopen(f"{self.ui_url}/threads", timeout=1):
-                    return True
-            except urllib.error.HTTPError:  # it answered, if not with a page
-                return True
-            except OSError:  # URLError is an OSError: not listening yet
-                pass
-            time.sleep(0.05)  # polling a starting process, not a test waiting on behaviour
-        return False
+    def arguments(self) -> list[str]:
+        return ["ui", "--port", str(self.port)]
 
 
 @pytest.fixture(scope="module")

@@ -116,7 +116,7 @@ class NetworkServer:
             if "cannot listen on" not in self.stderr():
                 break
         pytest.fail(
-            f"`mcp-memory serve --transport {self.transport}` did not answer GET /health within "
+            f"`mcp-memory {' '.join(self.arguments())}` did not answer GET {self.health_path} within "
             f"{START_SECONDS:g}s (exit code {exit_code}); its stderr ends:\n{tail(self.stderr())}"
         )
 
@@ -141,7 +141,7 @@ class NetworkServer:
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self.stderr_path.open("ab") as stderr:
             self._process = subprocess.Popen(
-                [mcp_memory_command(), "serve", "--transport", self.transport, "--port", str(self.port)],
+                [mcp_memory_command(), *self.arguments()],
                 env=self.env,
                 cwd=self.workdir,
                 stdin=subprocess.DEVNULL,
@@ -149,13 +149,19 @@ class NetworkServer:
                 stderr=stderr,
             )
 
+    health_path = "/health"  # polled until it answers 200: the server is up
+
+    def arguments(self) -> list[str]:
+        """The command's arguments after `mcp-memory`."""
+        return ["serve", "--transport", self.transport, "--port", str(self.port)]
+
     def _wait_healthy(self) -> bool:
-        """Poll GET /health until it answers; False when the process exits or the deadline passes."""
+        """Poll GET health_path until it answers; False when the process exits or the deadline passes."""
         assert self._process is not None
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline and self._process.poll() is None:
             try:
-                with urllib.request.urlopen(f"{self.base_url}/health", timeout=1) as response:
+                with urllib.request.urlopen(f"{self.base_url}{self.health_path}", timeout=1) as response:
                     if response.status == 200:
                         return True
             except OSError:  # URLError is an OSError: not listening yet
