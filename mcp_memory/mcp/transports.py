@@ -57,7 +57,7 @@ async def serve_http(
     """Run an ASGI app with uvicorn on host:port until SIGTERM or Ctrl+C. `on_listening` runs once
     connections are accepted into the backlog (they are answered as soon as uvicorn starts)."""
     # Bound here rather than by uvicorn, which logs a busy port and exits 3 after we said "listening".
-    listener = _listen_socket(host, port)
+    listener = listen_socket(host, port)
     log.info("mcp-memory listening on %s", where)
     if on_listening is not None:
         on_listening()
@@ -69,9 +69,12 @@ async def serve_http(
         listener.close()
 
 
-def _listen_socket(host: str, port: int) -> socket.socket:
+def listen_socket(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # IPPROTO_TCP, not 0: asyncio turns Nagle off (TCP_NODELAY) only on connections of sockets that say
+    # they are TCP. Without it a response's last small write (the end of the event stream) waited for
+    # the client's delayed ACK, about 40 ms per call (bench/transport_latency.py).
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind((host, port))
