@@ -22,7 +22,8 @@ from mcp_memory.learning.budget import BudgetUsedUp, LlmBudget
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Memory, Message, Scope, ThreadTotals, WorkingMemory, summary_id, utcnow
-from mcp_memory.service.summarizer import ExtractiveSummarizer, Summarizer
+from mcp_memory.service.extractive import ExtractiveSummarizer
+from mcp_memory.service.summarizer import Summarizer
 from mcp_memory.storage import Stores
 from mcp_memory.views import ContextUsage, SummarizeResult
 

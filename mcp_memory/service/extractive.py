@@ -1,0 +1,322 @@
+"""The offline summary writer: what a later question could need, in as few tokens as it takes.
+
+A running summary has a fixed budget and a conversation far longer than it, so the writer treats the
+budget as a knapsack of informative words. Each sentence (of the previous summary and of the messages
+being folded in) is a candidate that covers its content words; a word is worth more when it is a
+name, a number or a date, and less when it is everywhere in the conversation ("great", "love").
+Sentences are chosen greedily by the worth of the words they add that the summary does not hold yet,
+per token they cost, so repeats add nothing and short dense facts beat long chatty ones.
+
+Before choosing, each sentence is compressed (interjections and filler words dropped) and its relative
+dates are pinned to the calendar ("yesterday" said on 8 May 2023 becomes "yesterday (7 May 2023)"), so
+the summary stays true after the words that anchored it have been folded away. The result keeps the
+original order, one line per message, readable as it was said.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from mcp_memory.llm.tokens import ELLIPSIS, CountTokens, fit_tokens, sentences
+from mcp_memory.models import Message
+from mcp_memory.search.terms import STOPWORDS, date_words
+from mcp_memory.search.when import time_range
+
+_SPEAKER = re.compile(r"^(user|assistant|tool|system):\s+(.*)$", re.DOTALL)
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
+_NUMBER = re.compile(r"\d")
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december".split()
+)
+_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
+# Said to keep a conversation going, not to inform: never worth a token of the summary by themselves.
+_CHATTER = frozenset(
+    """
+wow oh ooh aww hey hi hello yeah yes yep yup nope ok okay well haha hahaha lol omg thanks thank
+cool nice great awesome amazing sure totally absolutely definitely really indeed hmm ah um uh
+glad happy sounds sound love lovely good wonderful fantastic incredible super cute sweet
+feel feels feeling felt think thought know guess mean bet hope wish appreciate agree
+noted bye goodbye welcome sorry please congrats congratulations cheers
+perfect fine works right exactly interesting fun excited exciting beautiful proud inspiring agreed
+""".split()
+)
+# Leading words that carry no information ("Wow, ", "Hey Mel! ", "Yeah, so ").
+_OPENER = re.compile(
+    r"^(?:(?:oh|wow|hey|hi|hello|yeah|yes|yep|well|so|haha|hahaha|lol|omg|aww|ah|hmm|um|uh|okay|ok"
+    r"|thanks|thank you|sure|totally|absolutely|definitely|indeed|awesome|great|cool|nice)"
+    r"(?-i:\s+[A-Z][a-z]+)?[\s,!.…-]+)+",  # "Hey Mel!": a capitalised name, whatever the flag
+    re.IGNORECASE,
+)
+_FILLER = re.compile(
+    r"\s*\b(?:really|actually|just|totally|literally|honestly|basically|definitely|so much"
+    r"|you know|i mean|kind of|sort of)\b,?",
+    re.IGNORECASE,
+)
+# Relative times worth pinning, past ones only: "on Friday" may be last Friday or the next one, and
+# time_range resolves to the past. It does the work; this only spares it the other sentences.
+_RELATIVE = re.compile(
+    r"\b(?:yesterday|today|tonight|ago|(?:last|this) (?:week|weekend|month|year|night|morning|afternoon"
+    r"|evening|monday|tuesday|wednesday|thursday|friday|saturday|sunday))\b",
+    re.IGNORECASE,
+)
+# Decisions, plans, preferences and commitments: what a later turn most often builds on.
+_COMMITMENT = re.compile(
+    r"\b(?:decid\w*|agree[ds]?|plan\w*|deadline\w*|budget\w*|prefer\w*|need\w*|going to|confirm\w*"
+    r"|chose|choose|chosen|commit\w*|schedul\w*|due|promis\w*|always|never|favou?rite|allerg\w*"
+    r"|vegetarian|vegan|hates?|dislikes?|goal\w*|remind\w*)\b",
+    re.IGNORECASE,
+)
+_COMMITMENT_FACTOR = 1.5
+_MAX_SENTENCE_WORDS = 60
+_NAME_WEIGHT = 9.0  # a capitalised word not starting the sentence: a person, place, title
+_NUMBER_WEIGHT = 9.0  # amounts, ages, counts, years
+_DATE_WEIGHT = 2.0  # month and weekday names
+_SUMMARY_BONUS = 1.15  # a sentence kept before: already judged worth keeping once
+_REFILL_TRIES = 40  # sentences tried against the exact count once the estimate says the budget is spent
+_MIN_GAIN_PER_TOKEN = 0.2  # below this a sentence adds (almost) nothing new: stop
+_QUESTION_FACTOR = 0.6  # the assistant's questions are mostly clarifications it answers itself
+_SHORT_FACTOR = 0.3  # "Happy to help.": two words and no name or number say little
+
+
+@dataclass
+class _Candidate:
+    order: int  # position in the source: output keeps the original order
+    group: int  # sentences of one message (or one summary line) render on one line
+    speaker: str | None
+    text: str
+    words: frozenset[str]
+    cost: int
+    bonus: float
+    names: frozenset[str] = field(default_factory=frozenset)
+    pinned: frozenset[str] = field(default_factory=frozenset)  # words of the dates _pin_dates added
+
+
+class ExtractiveSummarizer:
+    """Offline and deterministic: the sentences that add the most unseen information per token."""
+
+    name = "extractive"
+
+    def __init__(self, count_tokens: CountTokens) -> None:
+        self._count = count_tokens
+
+    async def summarize(self, prev_summary: str, messages: Sequence[Message], max_tokens: int) -> str:
+        return self.summarize_now(prev_summary, messages, max_tokens)
+
+    def summarize_now(self, prev_summary: str, messages: Sequence[Message], max_tokens: int) -> str:
+        """The synchronous core (pure CPU, no I/O), also used as the LLM writer's fallback."""
+        if max_tokens <= 0:
+            return ""
+        candidates = self._candidates(prev_summary, messages)
+        if not candidates:
+            return ""
+        worth = _word_worth(candidates)
+        chosen = self._choose(candidates, worth, max_tokens)
+        text = _render(chosen)
+        # Counts of parts need not add up exactly (BPE merges across joins): drop the latest-chosen
+        # sentences until the rendered text itself fits.
+        while chosen and self._count(text) > max_tokens:
+            chosen.pop()
+            text = _render(chosen)
+        if chosen:
+            text = self._refill(chosen, candidates, worth, max_tokens)
+        if not chosen:
+            # Nothing fits whole: the most informative sentence, cut to the budget.
+            best = max(candidates, key=lambda c: sum(worth[w] for w in c.words))
+            label = f"{best.speaker}: " if best.speaker else ""
+            text = fit_tokens(label + best.text, max_tokens, self._count)
+        return text
+
+    def _choose(
+        self, candidates: list[_Candidate], worth: dict[str, float], max_tokens: int
+    ) -> list[_Candidate]:
+        """Lazy greedy weighted coverage: a sentence's gain only falls as the summary grows, so a
+        stale gain that still tops the heap is rechecked instead of rescoring every sentence."""
+        covered: set[str] = set()
+        labelled: set[int] = set()
+        used = 0
+        chosen: list[_Candidate] = []
+
+        def gain(c: _Candidate) -> float:
+            new = sum(worth[w] for w in c.words if w not in covered)
+            cost = c.cost + (0 if c.group in labelled or not c.speaker else 2)
+            return new * c.bonus / cost
+
+        heap = [(-gain(c), c.order, c) for c in candidates]
+        heapq.heapify(heap)
+        while heap:
+            _, order, candidate = heapq.heappop(heap)
+            fresh = gain(candidate)
+            if heap and fresh < -heap[0][0]:  # another may be worth more now: look again later
+                heapq.heappush(heap, (-fresh, order, candidate))
+                continue
+            if fresh < _MIN_GAIN_PER_TOKEN:
+                break
+            cost = candidate.cost + (0 if candidate.group in labelled or not candidate.speaker else 2)
+            if used + cost > max_tokens:
+                continue
+            chosen.append(candidate)
+            covered.update(candidate.words)
+            labelled.add(candidate.group)
+            used += cost
+        return chosen
+
+    def _refill(
+        self, chosen: list[_Candidate], candidates: list[_Candidate], worth: dict[str, float], max_tokens: int
+    ) -> str:
+        """Costs were estimated per sentence, and the joined text usually counts fewer tokens: spend
+        what is left on the next most informative sentences that still fit, counted exactly."""
+        covered = set().union(*(c.words for c in chosen))
+        taken = {c.order for c in chosen}
+
+        def gain(c: _Candidate) -> float:
+            return sum(worth[w] for w in c.words if w not in covered) * c.bonus / c.cost
+
+        text = _render(chosen)
+        rest = sorted((c for c in candidates if c.order not in taken), key=gain, reverse=True)
+        for candidate in rest[:_REFILL_TRIES]:
+            if gain(candidate) < _MIN_GAIN_PER_TOKEN:
+                break
+            trial = _render([*chosen, candidate])
+            if self._count(trial) <= max_tokens:
+                chosen.append(candidate)
+                covered.update(candidate.words)
+                text = trial
+        return text
+
+    def _candidates(self, prev_summary: str, messages: Sequence[Message]) -> list[_Candidate]:
+        candidates: list[_Candidate] = []
+        seen: set[str] = set()
+        group = 0
+
+        def add(text: str, speaker: str | None, said_at: datetime | None, bonus: float) -> None:
+            for sentence in sentences(text):
+                compact = _compress(sentence)
+                pinned: frozenset[str] = frozenset()
+                if said_at is not None:
+                    compact, when = _pin_dates(compact, said_at)
+                    pinned = _content_words(when)
+                compact = _clip_words(compact, _MAX_SENTENCE_WORDS)
+                key = compact.casefold()
+                # A pinned date rides along with its sentence: it is no reason to choose it.
+                words = _content_words(compact) - pinned
+                if key in seen or not words:
+                    continue
+                seen.add(key)
+                cost = self._count(compact) + 1  # + the separator
+                asks = speaker == "assistant" and compact.rstrip().endswith("?")
+                factor = bonus * (_QUESTION_FACTOR if asks else 1.0)
+                if _COMMITMENT.search(compact):
+                    factor *= _COMMITMENT_FACTOR
+                if len(words) < 3 and not any(_NUMBER.search(w) for w in words) and not _names(compact):
+                    factor *= _SHORT_FACTOR
+                candidates.append(
+                    _Candidate(
+                        len(candidates), group, speaker, compact, words, cost, factor, _names(compact), pinned
+                    )
+                )
+
+        for line in prev_summary.splitlines():
+            match = _SPEAKER.match(line.strip())
+            speaker, body = (match.group(1), match.group(2)) if match else (None, line)
+            add(body, speaker, None, _SUMMARY_BONUS)
+            group += 1
+        for message in messages:
+            bonus = 0.4 if message.role == "tool" else 1.0  # tool output is long; the reply restates it
+            add(message.content, message.role, message.created_at, bonus)
+            group += 1
+        return candidates
+
+
+def _word_worth(candidates: list[_Candidate]) -> dict[str, float]:
+    """What covering each word is worth: rarer in this text is worth more; names, numbers and dates
+    more still; chatter nothing."""
+    frequency: Counter[str] = Counter()
+    for c in candidates:
+        frequency.update(c.words)
+    names = set().union(*(c.names for c in candidates))
+    pinned = set().union(*(c.pinned for c in candidates))
+    total = len(candidates)
+    worth = {}
+    for word, count in frequency.items():
+        if word in _CHATTER:
+            worth[word] = 0.0
+            continue
+        weight = 1.0
+        if word in _MONTHS or word in _WEEKDAYS or word in pinned:  # a date's day and year too
+            weight = _DATE_WEIGHT
+        elif _NUMBER.search(word):
+            weight = _NUMBER_WEIGHT
+        elif word in names:
+            weight = _NAME_WEIGHT
+        worth[word] = weight * math.log(1.0 + total / count)
+    return worth
+
+
+def _content_words(text: str) -> frozenset[str]:
+    words = set()
+    for word in _WORD.findall(text.casefold().replace("’", "'")):
+        base = word[:-2] if word.endswith("'s") else word
+        if base not in STOPWORDS and word not in STOPWORDS:
+            words.add(base)
+    return frozenset(words)
+
+
+def _names(text: str) -> frozenset[str]:
+    """Capitalised words past a sentence's first word (names, places, titles), lower-cased."""
+    words = _WORD.findall(text)
+    return frozenset(w.casefold() for w in words[1:] if w[:1].isupper() and w != "I")
+
+
+def _compress(sentence: str) -> str:
+    """The sentence without its openers and filler words, still readable."""
+    text = _OPENER.sub("", sentence).strip()
+    text = _FILLER.sub("", text).strip()
+    if not text:
+        return sentence
+    return text[0].upper() + text[1:]
+
+
+def _pin_dates(sentence: str, said_at: datetime) -> tuple[str, str]:
+    """A relative time ("yesterday", "last week") followed by the date it meant when it was said; and
+    that date ("" when nothing was pinned)."""
+    if not _RELATIVE.search(sentence):
+        return sentence, ""
+    found = time_range(sentence, said_at)
+    if found is None or found.since is None or found.until is None or found.phrase not in sentence:
+        return sentence, ""
+    span = found.until - found.since
+    if span <= timedelta(days=1):
+        when = date_words(found.since)
+    elif span <= timedelta(days=7):
+        when = f"week of {date_words(found.since)}"
+    elif span <= timedelta(days=31):
+        when = found.since.strftime("%B %Y")
+    elif span <= timedelta(days=366):
+        when = found.since.strftime("%Y")
+    else:
+        return sentence, ""
+    end = sentence.index(found.phrase) + len(found.phrase)
+    return f"{sentence[:end]} ({when}){sentence[end:]}", when
+
+
+def _clip_words(text: str, words: int) -> str:
+    parts = text.split()
+    return text if len(parts) <= words else " ".join(parts[:words]) + ELLIPSIS
+
+
+def _render(chosen: list[_Candidate]) -> str:
+    lines: list[str] = []
+    current: int | None = None
+    for candidate in sorted(chosen, key=lambda c: c.order):
+        if candidate.group == current:
+            lines[-1] += " " + candidate.text
+            continue
+        current = candidate.group
+        lines.append(f"{candidate.speaker}: {candidate.text}" if candidate.speaker else candidate.text)
+    return "\n".join(lines)
