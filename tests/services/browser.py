@@ -38,6 +38,7 @@ from tests.services.server_process import (
     E2E_USER,
     READ_TIMEOUT_SECONDS,
     NetworkServer,
+    running,
     server_env,
     tail,
 )
@@ -229,15 +230,7 @@ class UiCommand(NetworkServer):
 def ui_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TokenServer]:
     """One token-protected HTTP server per test module; tests use thread ids of their own."""
     workdir = tmp_path_factory.mktemp("mcp-memory-ui")
-    server = TokenServer(workdir, workdir / "data")
-    server.start()
-    try:
-        yield server
-    finally:
-        exited_early = server.exited_early()
-        server.stop()
-        if exited_early:
-            pytest.fail(f"the UI server died during the tests; its stderr ends:\n{tail(server.stderr())}")
+    yield from running(TokenServer(workdir, workdir / "data"), "the UI server")
 
 
 @pytest.hookimpl(wrapper=True)

@@ -18,7 +18,7 @@ import time
 import urllib.request
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import Literal, Protocol, TextIO
+from typing import Literal, Protocol, TextIO, TypeVar
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -26,6 +26,7 @@ from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 
 Transport = Literal["stdio", "sse", "http"]
+Server = TypeVar("Server", bound="NetworkServer")
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "sse", "http")
 E2E_USER = "e2e"
 START_SECONDS = 30.0
@@ -216,7 +217,13 @@ def _network_server(
     tmp_path_factory: pytest.TempPathFactory, transport: Literal["sse", "http"]
 ) -> Iterator[NetworkServer]:
     workdir = tmp_path_factory.mktemp(f"mcp-memory-{transport}")
-    server = NetworkServer(transport, workdir, server_env(workdir / "data"))
+    yield from running(
+        NetworkServer(transport, workdir, server_env(workdir / "data")), f"the {transport} server"
+    )
+
+
+def running(server: Server, what: str) -> Iterator[Server]:
+    """Start the server, yield it, stop it; fail the tests that used it if it died on the way."""
     server.start()
     try:
         yield server
@@ -224,8 +231,7 @@ def _network_server(
         exited_early = server.exited_early()
         server.stop()
         if exited_early:
-            ended = tail(server.stderr())
-            pytest.fail(f"the {transport} server died during the tests; its stderr ends:\n{ended}")
+            pytest.fail(f"{what} died during the tests; its stderr ends:\n{tail(server.stderr())}")
 
 
 @pytest.fixture(scope="module")
