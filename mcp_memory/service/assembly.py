@@ -20,10 +20,16 @@ from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.search.when import prepare as prepare_time_words
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
 from mcp_memory.service.summarizer import build_summarizer
+from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
 from mcp_memory.storage import open_stores
+from mcp_memory.storage.base import LateVectors
 
 log = logging.getLogger(__name__)
+
+# Embedders that run in this process: a remote one (OpenAI, Azure) may fail, and then add_turn must
+# fail with it rather than acknowledge a turn whose vector may never come.
+IN_PROCESS_EMBEDDERS = frozenset({"local", "hash"})
 
 
 @asynccontextmanager
@@ -42,6 +48,10 @@ async def open_service(
         await anyio.to_thread.run_sync(prepare_time_words)
         embedder = await stack.enter_async_context(open_embedder(settings.embedding))
         stores = await stack.enter_async_context(open_stores(settings, embedder.spec))
+        vectors = None
+        if settings.embedding.provider in IN_PROCESS_EMBEDDERS and isinstance(stores.long_term, LateVectors):
+            # Turns are embedded after they are acknowledged (service/vectors.py); closed before the stores.
+            vectors = await stack.enter_async_context(VectorWriter.running(embedder, stores.long_term))
         warmup = None
         if settings.long_term.warm_on_start:
             users = [settings.user_id, *(t.user_id for t in load_tokens(settings.security))]
@@ -69,4 +79,5 @@ async def open_service(
             learning=learning,
             warmup=warmup,
             llm_budget=learning.budget if learning is not None else None,
+            vectors=vectors,
         )

@@ -30,6 +30,7 @@ from mcp_memory.service import portability
 from mcp_memory.service.searching import Searching
 from mcp_memory.service.summarizer import Summarizer
 from mcp_memory.service.threads import LearningHooks, Progress, ThreadKeeper
+from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
 from mcp_memory.storage import Stores
 from mcp_memory.storage.usage import refuse_without_room, revision_bytes
@@ -65,6 +66,8 @@ class MemoryService:
     warmup: Warmup | None = None  # the start-up build of the search indexes (long_term.warm_on_start)
     # Every model call's hourly budget, in learning's shared counter store (else this process's).
     llm_budget: LlmBudget | None = None
+    # Embeds turns after add_turn acknowledges them, when the embedder and the store allow it.
+    vectors: VectorWriter | None = None
     threads: ThreadKeeper = field(init=False)
 
     def __post_init__(self) -> None:
@@ -113,7 +116,8 @@ class MemoryService:
             metadata = safety.stamp(metadata, content)  # data, never instructions: see safety.py
 
         tokens = self.tokens.count(content)
-        vector = (await self.embedder.embed([content]))[0]
+        # With a vector writer the turn is embedded after it is acknowledged (service/vectors.py).
+        vector = None if self.vectors is not None else (await self.embedder.embed([content]))[0].tolist()
         moment = said_at or utcnow()
         turn = Memory(
             id=f"turn_{uuid.uuid4().hex}",
@@ -122,7 +126,7 @@ class MemoryService:
             role=role_,
             type="turn",
             content=content,
-            embedding=vector.tolist(),
+            embedding=vector,
             index_context=await self._index_context(user_id, thread_id, moment),
             metadata=metadata,
             created_at=moment,
@@ -131,6 +135,8 @@ class MemoryService:
         # Long term first: once it is there, nothing acknowledged can be lost with working memory. Over
         # the storage quota, put() refuses (LimitExceededError) before anything is stored anywhere.
         await self.stores.long_term.put([turn])
+        if self.vectors is not None:
+            self.vectors.add(turn)
         message = Message(
             id=turn.id,
             role=role_,
@@ -200,7 +206,7 @@ class MemoryService:
         as_of: str | datetime | None = None,
     ) -> SearchResult:
         """search_memory: validated, ranked by the store, scored, floored and fitted (service/searching.py)."""
-        searching = Searching(self.settings, self.stores.long_term, self.embedder, self.tokens)
+        searching = Searching(self.settings, self.stores.long_term, self.embedder, self.tokens, self.vectors)
         return await searching.run(
             user_id,
             query,

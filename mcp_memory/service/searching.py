@@ -18,6 +18,7 @@ from mcp_memory.models import Hit, SearchQuery, utcnow
 from mcp_memory.search.terms import quoted_phrases
 from mcp_memory.search.when import time_range
 from mcp_memory.service import results
+from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.views import SearchResult, TimeFilter
 
@@ -28,6 +29,7 @@ class Searching:
     long_term: LongTermStore
     embedder: Embedder
     tokens: TokenCounter
+    vectors: VectorWriter | None = None  # the user's turns still being embedded, waited for by meaning
 
     async def run(
         self,
@@ -82,6 +84,8 @@ class Searching:
             phrases=quoted_phrases(query),
             as_of=as_of_,
         )
+        if search.mode != "text" and self.vectors is not None:
+            await self.vectors.settled(user_id)  # read-your-writes by meaning: service/vectors.py
         hits, vector = await self._ranked(search)
         if time_filter is not None and not hits:
             # Nothing was made in the time the query named: its words may have meant something else

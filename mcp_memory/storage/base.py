@@ -5,9 +5,9 @@ A backend is done when it passes the contract suite in tests/contract/ for its r
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -95,6 +95,21 @@ class WorkingMemoryStore(Protocol):
     async def forget(self, scope: Scope, *, dry_run: bool = False) -> WorkingForgetCount:
         """Delete (or, with dry_run, count) what the scope names. A memory_id scope carries the thread_id
         of that memory when known; the message with that id is removed from the thread."""
+        ...
+
+
+@runtime_checkable
+class LateVectors(Protocol):
+    """A long-term store that accepts a memory's vector after the memory itself (the SQLite store): a
+    turn is acknowledged, and found by its words, before it is embedded (service/vectors.py)."""
+
+    async def set_embeddings(self, user_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        """Give these existing memories their vectors; a memory forgotten meanwhile stays forgotten.
+        Returns how many were updated."""
+        ...
+
+    async def unembedded_turns(self, limit: int) -> list[Memory]:
+        """Turns of any user still waiting for a vector (after a crash), oldest first."""
         ...
 
 

@@ -45,10 +45,18 @@ def tokens_env(credentials: Iterable[Credential], **extra: str) -> dict[str, str
     return {"MCP_MEMORY_SECURITY__TOKENS": json.dumps([c.entry() for c in credentials]), **extra}
 
 
+# These servers test who may do what, not how fast: a test that makes many calls in a row must not
+# meet the per-principal rate limit (at a few ms a call it would). test_limits.py passes its own rates.
+UNMETERED = {
+    "MCP_MEMORY_SECURITY__REQUESTS_PER_SECOND": "100000",
+    "MCP_MEMORY_SECURITY__REQUEST_BURST": "100000",
+}
+
+
 def start_with_tokens(
     start_server: ServerStarter, tmp_path: Path, credentials: Iterable[Credential], **extra: str
 ) -> NetworkServer:
-    return start_server("http", tmp_path / "data", tokens_env(credentials, **extra))
+    return start_server("http", tmp_path / "data", tokens_env(credentials, **{**UNMETERED, **extra}))
 
 
 @asynccontextmanager

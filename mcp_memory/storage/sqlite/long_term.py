@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any
@@ -329,6 +329,33 @@ class SqliteLongTermStore:
         rows = await self._db.run(
             lambda conn: conn.execute(
                 f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? ORDER BY created_at, rowid", (user_id,)
+            ).fetchall()
+        )
+        return [_memory(r) for r in rows]
+
+    async def set_embeddings(self, user_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+        # An UPDATE, never an upsert: a turn forgotten while its vector was computing stays forgotten.
+        # The change clock ticks, so every process's vector index picks the vectors up.
+        self._spec.check_vectors(
+            [Memory(id=i, user_id=user_id, content=".", embedding=list(v)) for i, v in vectors.items()]
+        )
+
+        def work(conn: sqlite3.Connection) -> int:
+            seq = _tick(conn)
+            cursor = conn.executemany(
+                "UPDATE memories SET embedding = ?, change_seq = ? WHERE user_id = ? AND id = ?",
+                [(pack_vector(list(v)), seq, user_id, memory_id) for memory_id, v in vectors.items()],
+            )
+            return cursor.rowcount
+
+        return int(await self._db.write(work))
+
+    async def unembedded_turns(self, limit: int) -> list[Memory]:
+        rows = await self._db.run(
+            lambda conn: conn.execute(
+                f"SELECT {_COLUMNS} FROM memories WHERE embedding IS NULL AND type = 'turn'"
+                " ORDER BY created_at, rowid LIMIT ?",
+                (limit,),
             ).fetchall()
         )
         return [_memory(r) for r in rows]

@@ -1,0 +1,102 @@
+"""Turns get their vectors after they are acknowledged, not before.
+
+Embedding a turn is most of what add_turn costs with the local model (bench/latency.py), and nothing a
+client is told depends on the vector. So with an in-process embedder and a store that accepts vectors
+late (storage.base.LateVectors, the SQLite store), add_turn stores the turn without one and hands it
+here; a background task embeds the waiting turns in batches and writes their vectors.
+
+What a client can rely on (read-your-writes):
+- by text at once: the turn is in the store, and so in the BM25 index, when add_turn returns;
+- by meaning as soon as its vector exists: a search that ranks by vector first waits for the user's
+  turns still being embedded in this process (`settled`), so a search right after add_turn finds the
+  turn by meaning too. Another process finds it by meaning once the vector is written (a few ms).
+Closing drains the queue before the store closes; turns left without a vector by a crash are embedded
+again when the service next opens.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections import Counter, defaultdict
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+
+import anyio
+
+from mcp_memory.llm.embedder import Embedder
+from mcp_memory.models import Memory
+from mcp_memory.storage.base import LateVectors
+
+log = logging.getLogger(__name__)
+
+BATCH = 16  # turns embedded and written together when they queue up faster than one at a time
+RECOVERED_AT_START = 10_000  # turns left without a vector by a crash, embedded again at start
+
+
+class VectorWriter:
+    def __init__(self, embedder: Embedder, store: LateVectors) -> None:
+        self._embedder = embedder
+        self._store = store
+        self._send, self._receive = anyio.create_memory_object_stream[Memory](max_buffer_size=math.inf)
+        self._pending: Counter[str] = Counter()  # user id -> turns queued or being embedded
+        self._settled: dict[str, anyio.Event] = {}
+
+    @classmethod
+    @asynccontextmanager
+    async def running(cls, embedder: Embedder, store: LateVectors) -> AsyncIterator[VectorWriter]:
+        writer = cls(embedder, store)
+        for turn in await store.unembedded_turns(RECOVERED_AT_START):
+            writer.add(turn)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(writer._run)
+            try:
+                yield writer
+            finally:
+                writer._send.close()  # _run writes what is queued, then ends
+
+    def add(self, turn: Memory) -> None:
+        """Embed this stored turn and write its vector, soon."""
+        self._pending[turn.user_id] += 1
+        self._send.send_nowait(turn)
+
+    async def settled(self, user_id: str) -> None:
+        """Return once none of this user's turns waits for its vector."""
+        while self._pending[user_id] > 0:
+            event = self._settled.setdefault(user_id, anyio.Event())
+            await event.wait()
+
+    async def _run(self) -> None:
+        async with self._receive:
+            async for first in self._receive:
+                batch = [first]
+                while len(batch) < BATCH:
+                    try:
+                        batch.append(self._receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                with anyio.CancelScope(shield=True):  # a batch taken off the queue is written whole
+                    await self._write(batch)
+
+    async def _write(self, batch: Sequence[Memory]) -> None:
+        try:
+            vectors = await self._embedder.embed([turn.content for turn in batch])
+            by_user: dict[str, dict[str, list[float]]] = defaultdict(dict)
+            for turn, vector in zip(batch, vectors, strict=True):
+                by_user[turn.user_id][turn.id] = vector.tolist()
+            for user_id, found in by_user.items():
+                await self._store.set_embeddings(user_id, found)
+        except Exception:
+            # Top boundary of a background task: the turns stay stored and found by their words, and
+            # are embedded again at the next start (unembedded_turns).
+            log.exception(
+                "could not write the vectors of %d turns; they are retried at the next start", len(batch)
+            )
+        finally:
+            for turn in batch:
+                self._pending[turn.user_id] -= 1
+                if self._pending[turn.user_id] <= 0:
+                    del self._pending[turn.user_id]
+                    event = self._settled.pop(turn.user_id, None)
+                    if event is not None:
+                        event.set()
