@@ -113,6 +113,8 @@ async def run(
                     thread = f"thread-{stored // THREAD_SIZE}"
                     await service.add_turn(USER, thread, "user", corpus[stored], None, None)
                     stored += 1
+                if service.vectors is not None:  # ingested means embedded too (service/vectors.py)
+                    await service.vectors.settled(USER)
                 ingest_seconds = time.perf_counter() - started
                 ingested = size - (results[-1]["memories"] if results else 0)
 
@@ -123,6 +125,10 @@ async def run(
                     await service.add_turn(USER, f"probe-{size}", "user", text, None, None)
                     add_times.append(time.perf_counter() - began)
                     stored += 1
+                # The probes' vectors are written in the background meanwhile; searches are timed once
+                # they are (a search right after add_turn would wait for them: read-your-writes).
+                if service.vectors is not None:
+                    await service.vectors.settled(USER)
                 search_times: dict[str, list[float]] = {}
                 for mode in modes:
                     search_times[mode] = []
