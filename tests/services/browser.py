@@ -27,10 +27,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, WebDriverException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support import expected_conditions
 from selenium.webdriver.support.wait import WebDriverWait
 
 from mcp_memory.mcp.auth import hash_token, new_token
@@ -117,10 +117,27 @@ def new_driver(paths: DriverPaths, user_data_dir: Path) -> webdriver.Chrome:
 
 def wait_for_navigation(driver: webdriver.Chrome, old_page: WebElement) -> None:
     """Wait until the page `old_page` belonged to is replaced and the new one has loaded."""
-    WebDriverWait(driver, WAIT_SECONDS).until(expected_conditions.staleness_of(old_page))
-    WebDriverWait(driver, WAIT_SECONDS).until(
+    WebDriverWait(driver, WAIT_SECONDS).until(lambda _: _replaced(old_page))
+    # Asked while the new document is still being committed, Chromium can answer with a transient
+    # error instead of the state: ask again until it is complete (or the wait times out).
+    WebDriverWait(driver, WAIT_SECONDS, ignored_exceptions=(WebDriverException,)).until(
         lambda d: d.execute_script("return document.readyState") == "complete"
     )
+
+
+def _replaced(old_page: WebElement) -> bool:
+    """Whether the element's document is gone. Selenium's staleness_of knows only the stale-element
+    error; when the check lands mid-navigation, chromedriver reports the same fact as "Node with given
+    id does not belong to the document" (an unknown error), which is just as final."""
+    try:
+        old_page.is_enabled()
+    except StaleElementReferenceException:
+        return True
+    except WebDriverException as e:
+        if "does not belong to the document" in str(e):
+            return True
+        raise
+    return False
 
 
 def submit(driver: webdriver.Chrome, button: WebElement) -> None:
