@@ -74,6 +74,7 @@ _COMMITMENT = re.compile(
 )
 _COMMITMENT_FACTOR = 1.5
 _MAX_SENTENCE_WORDS = 60
+_LABEL_TOKENS = 2  # "user: " opening a line
 _NAME_WEIGHT = 9.0  # a capitalised word not starting the sentence: a person, place, title
 _NUMBER_WEIGHT = 9.0  # amounts, ages, counts, years
 _DATE_WEIGHT = 2.0  # month and weekday names
@@ -143,9 +144,7 @@ class ExtractiveSummarizer:
         chosen: list[_Candidate] = []
 
         def gain(c: _Candidate) -> float:
-            new = sum(worth[w] for w in c.words if w not in covered)
-            cost = c.cost + (0 if c.group in labelled or not c.speaker else 2)
-            return new * c.bonus / cost
+            return _gain(c, worth, covered, _cost(c, labelled))
 
         heap = [(-gain(c), c.order, c) for c in candidates]
         heapq.heapify(heap)
@@ -157,7 +156,7 @@ class ExtractiveSummarizer:
                 continue
             if fresh < _MIN_GAIN_PER_TOKEN:
                 break
-            cost = candidate.cost + (0 if candidate.group in labelled or not candidate.speaker else 2)
+            cost = _cost(candidate, labelled)
             if used + cost > max_tokens:
                 continue
             chosen.append(candidate)
@@ -175,7 +174,7 @@ class ExtractiveSummarizer:
         taken = {c.order for c in chosen}
 
         def gain(c: _Candidate) -> float:
-            return sum(worth[w] for w in c.words if w not in covered) * c.bonus / c.cost
+            return _gain(c, worth, covered, c.cost)
 
         text = _render(chosen)
         rest = sorted((c for c in candidates if c.order not in taken), key=gain, reverse=True)
@@ -231,6 +230,16 @@ class ExtractiveSummarizer:
             add(message.content, message.role, message.created_at, bonus)
             group += 1
         return candidates
+
+
+def _cost(candidate: _Candidate, labelled: set[int]) -> int:
+    """Its tokens, plus its speaker's label when it opens a line."""
+    return candidate.cost + (0 if candidate.group in labelled or not candidate.speaker else _LABEL_TOKENS)
+
+
+def _gain(candidate: _Candidate, worth: dict[str, float], covered: set[str], cost: int) -> float:
+    """The worth of the words it adds that the summary does not hold yet, per token."""
+    return sum(worth[w] for w in candidate.words if w not in covered) * candidate.bonus / cost
 
 
 def _word_worth(candidates: list[_Candidate]) -> dict[str, float]:

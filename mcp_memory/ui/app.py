@@ -24,7 +24,7 @@ from mcp_memory.errors import ConfigError, MemoryServerError, NotFoundError
 from mcp_memory.mcp.auth import READ, is_loopback, token_verifier
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.ui import editing, reading
-from mcp_memory.ui.explorer import Explorer
+from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import Guard, Refused, Visitor
 
 log = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ def build_ui(host: ServiceHost, settings: Settings) -> Starlette:
         return respond
 
     async def home(request: Request) -> Response:
-        return RedirectResponse(str(request.scope.get("root_path", "")) + "/threads", status_code=303)
+        return RedirectResponse(base_path(request) + "/threads", status_code=303)
 
     routes = [
         Route("/", home),
@@ -124,7 +124,7 @@ def standalone_app(host: ServiceHost, settings: Settings) -> ASGIApp:
 
 def explorer_mount(host: ServiceHost, settings: Settings, bind: str) -> list[BaseRoute]:
     """The explorer at /ui for `serve`, unless it would show memories to the network unauthenticated."""
-    if token_verifier(settings) is None and not is_loopback(bind):
+    if _unprotected(settings, bind):
         # allow_unauthenticated_network lets MCP run behind the operator's proxy; the explorer still
         # refuses, since it has no way to know that proxy checked anything.
         log.warning(
@@ -136,9 +136,14 @@ def explorer_mount(host: ServiceHost, settings: Settings, bind: str) -> list[Bas
 
 def check_explorer_exposure(settings: Settings, bind: str) -> None:
     """`mcp-memory ui` on a non-loopback address needs tokens: memories are never shown unauthenticated."""
-    if token_verifier(settings) is None and not is_loopback(bind):
+    if _unprotected(settings, bind):
         raise ConfigError(
             f"refusing to show memories on {bind} without tokens: configure bearer tokens "
             "(MCP_MEMORY_SECURITY__TOKENS or MCP_MEMORY_SECURITY__TOKENS_FILE; `mcp-memory token` makes one) "
             "or bind 127.0.0.1"
         )
+
+
+def _unprotected(settings: Settings, bind: str) -> bool:
+    """Memories would be shown to the network with no token to check."""
+    return token_verifier(settings) is None and not is_loopback(bind)

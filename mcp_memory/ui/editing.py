@@ -15,8 +15,9 @@ from starlette.responses import Response
 from mcp_memory import validation as check
 from mcp_memory.learning.editing import MemoryEditor
 from mcp_memory.mcp.auth import ADMIN, WRITE
-from mcp_memory.ui.explorer import Explorer
+from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import CSRF_FIELD, TOKEN_COOKIE, Guard, Refused, Visitor
+from mcp_memory.ui.reading import forget_page
 
 MAX_FORM_BYTES = 1_000_000  # a form field never needs more (one memory's content is far less)
 
@@ -76,17 +77,8 @@ async def forget(ex: Explorer, request: Request, visitor: Visitor) -> Response:
         everything=everything,
         dry_run=not confirmed,
     )
-    return ex.page(
-        request,
-        visitor,
-        "forget.html",
-        nav="forget",
-        thread_id=thread_id,
-        memory_id=memory_id,
-        everything=everything,
-        receipt=receipt,
-        admin_receipt=None,
-        target_user="",
+    return forget_page(
+        ex, request, visitor, thread_id=thread_id, memory_id=memory_id, everything=everything, receipt=receipt
     )
 
 
@@ -97,18 +89,7 @@ async def forget_user(ex: Explorer, request: Request, visitor: Visitor) -> Respo
         raise Refused(403, "forgetting a user needs an admin token")
     target = check.thread_id(_text(form, "user_id"), "user_id")  # same alphabet as thread ids
     receipt = await ex.service.forget(target, everything=True, dry_run=form.get("confirm") != "1")
-    return ex.page(
-        request,
-        visitor,
-        "forget.html",
-        nav="forget",
-        thread_id="",
-        memory_id="",
-        everything=False,
-        receipt=None,
-        admin_receipt=receipt,
-        target_user=target,
-    )
+    return forget_page(ex, request, visitor, admin_receipt=receipt, target_user=target)
 
 
 async def login(ex: Explorer, request: Request, visitor: Visitor) -> Response:
@@ -146,4 +127,4 @@ async def logout(ex: Explorer, request: Request, visitor: Visitor) -> Response:
 
 
 def _cookie_path(request: Request) -> str:
-    return str(request.scope.get("root_path", "")).rstrip("/") or "/"
+    return base_path(request) or "/"

@@ -96,6 +96,6 @@ def with_csrf_cookie(response: Response, request: Request, visitor: Visitor) -> 
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",
-            path=base_path(request) or "/",
+            path=base_path(request) or "/",  # the same path as the token cookie (ui/editing.py)
         )
     return response

@@ -19,6 +19,7 @@ from mcp_memory.ui import charts
 from mcp_memory.ui.diff import word_diff
 from mcp_memory.ui.explorer import Explorer
 from mcp_memory.ui.guard import Visitor
+from mcp_memory.views import WorkingMemoryView
 
 SEARCH_MODES = ("hybrid", "text", "vector")
 SEARCH_LIMIT = 20
@@ -35,7 +36,7 @@ async def thread(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     return ex.page(request, visitor, "thread.html", nav="threads", view=view, gauge=gauge(view))
 
 
-def gauge(view: Any) -> dict[str, float]:
+def gauge(view: WorkingMemoryView) -> dict[str, float]:
     """Where the used tokens and the summarization threshold fall on a 600-wide bar of the window."""
     window = max(1, int(view.context_window))
     width = 600.0
@@ -165,18 +166,22 @@ async def activity_page(ex: Explorer, request: Request, visitor: Visitor) -> Res
 
 async def forget_form(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     params = request.query_params
-    return ex.page(
-        request,
-        visitor,
-        "forget.html",
-        nav="forget",
-        thread_id=params.get("thread_id", ""),
-        memory_id=params.get("memory_id", ""),
-        everything=False,
-        receipt=None,
-        admin_receipt=None,
-        target_user="",
+    return forget_page(
+        ex, request, visitor, thread_id=params.get("thread_id", ""), memory_id=params.get("memory_id", "")
     )
+
+
+def forget_page(ex: Explorer, request: Request, visitor: Visitor, **shown: Any) -> Response:
+    """The forget page: empty forms, or what `shown` fills in (the fields, a receipt)."""
+    page: dict[str, Any] = {
+        "thread_id": "",
+        "memory_id": "",
+        "everything": False,
+        "receipt": None,
+        "admin_receipt": None,
+        "target_user": "",
+    }
+    return ex.page(request, visitor, "forget.html", nav="forget", **(page | shown))
 
 
 async def login_form(ex: Explorer, request: Request, visitor: Visitor) -> Response:
