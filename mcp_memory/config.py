@@ -175,8 +175,16 @@ class SearchSettings(BaseModel):
     context_turns: int = Field(
         default=2, ge=0, le=10, description="Earlier turns of its thread indexed (for BM25) with each turn."
     )
+    context_turns_after: int = Field(
+        default=2,
+        ge=0,
+        le=10,
+        description="Later turns of its thread indexed (for BM25) with each turn, as they arrive (SQLite store).",
+    )
     context_weight: float = Field(
-        default=0.4, ge=0, description="BM25 weight of that context relative to the turn's own words."
+        default=0.4,
+        ge=0,
+        description="BM25 weight of that context (both sides) relative to the turn's own words.",
     )
     max_limit: int = Field(default=100, ge=1, description="Largest `limit` search_memory accepts.")
 

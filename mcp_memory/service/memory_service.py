@@ -25,7 +25,7 @@ from mcp_memory.learning.budget import LlmBudget
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Memory, Message, Scope, ThreadInfo, utcnow
-from mcp_memory.search.terms import date_words
+from mcp_memory.search.context import TurnContexts, contexts_without, turn_contexts
 from mcp_memory.service import portability
 from mcp_memory.service.searching import Searching
 from mcp_memory.service.summarizer import Summarizer
@@ -33,6 +33,7 @@ from mcp_memory.service.threads import LearningHooks, Progress, ThreadKeeper
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
 from mcp_memory.storage import Stores
+from mcp_memory.storage.base import LateContext
 from mcp_memory.storage.usage import refuse_without_room, revision_bytes
 from mcp_memory.views import (
     AddTurnResult,
@@ -119,6 +120,7 @@ class MemoryService:
         # With a vector writer the turn is embedded after it is acknowledged (service/vectors.py).
         vector = None if self.vectors is not None else (await self.embedder.embed([content]))[0].tolist()
         moment = said_at or utcnow()
+        contexts = await self._index_contexts(user_id, thread_id, content, moment)
         turn = Memory(
             id=f"turn_{uuid.uuid4().hex}",
             user_id=user_id,
@@ -127,7 +129,7 @@ class MemoryService:
             type="turn",
             content=content,
             embedding=vector,
-            index_context=await self._index_context(user_id, thread_id, moment),
+            index_context=contexts.own,
             metadata=metadata,
             created_at=moment,
             token_count=tokens,
@@ -135,6 +137,7 @@ class MemoryService:
         # Long term first: once it is there, nothing acknowledged can be lost with working memory. Over
         # the storage quota, put() refuses (LimitExceededError) before anything is stored anywhere.
         await self.stores.long_term.put([turn])
+        await self._rewrite_contexts(user_id, contexts.rewritten)
         if self.vectors is not None:
             self.vectors.add(turn)
         message = Message(
@@ -314,8 +317,11 @@ class MemoryService:
             scope = Scope(user_id=user_id, everything=True)
             kind = "everything"
 
+        around = await self._turns_around(memory) if kind == "memory" and not dry_run else []
         working = await self.stores.working.forget(scope, dry_run=dry_run)
         long_term = await self.stores.long_term.forget(scope, dry_run=dry_run)
+        if around:  # the turns whose full-text context held the forgotten turn's words lose them too
+            await self._rewrite_contexts(user_id, contexts_without(around, memory.id, **self._reach()))
         if self.learning is not None:
             await self.learning.forgotten(scope, dry_run=dry_run)  # revisions go too
         if summary_memory is not None and summary_memory.thread_id and not dry_run:
@@ -408,16 +414,33 @@ class MemoryService:
 
     # ---- internals -----------------------------------------------------------------------------
 
-    async def _index_context(self, user_id: str, thread_id: str, moment: datetime) -> str:
-        """What full-text search indexes beside a turn: the turns just before it and its date.
+    def _reach(self) -> dict[str, int]:
+        """How many turns before and after a turn its full-text context holds."""
+        after = (
+            self.settings.search.context_turns_after if isinstance(self.stores.long_term, LateContext) else 0
+        )
+        return {"before": self.settings.search.context_turns, "after": after}
 
-        A question often shares its words with the turn an answer replies to rather than the answer
-        itself ("what did Maya suggest?" -> "Maya: how about Lisbon?" -> "Sounds great, booked!").
-        Indexing the previous turns at a lower weight finds those answers (bench/locomo.py measures it).
-        """
-        turns = self.settings.search.context_turns
-        previous = await self.stores.long_term.recent(user_id, thread_id, limit=turns) if turns else []
-        return " ".join([*(m.content for m in previous), date_words(moment)])
+    async def _turns_around(self, memory: Memory) -> list[Memory]:
+        store = self.stores.long_term
+        if memory.type != "turn" or not isinstance(store, LateContext):
+            return []
+        reach = self._reach()
+        return await store.turns_around(memory.user_id, memory.id, reach=reach["before"] + reach["after"])
+
+    async def _rewrite_contexts(self, user_id: str, contexts: dict[str, str]) -> None:
+        if contexts and isinstance(self.stores.long_term, LateContext):
+            await self.stores.long_term.set_index_contexts(user_id, contexts)
+
+    async def _index_contexts(
+        self, user_id: str, thread_id: str, content: str, moment: datetime
+    ) -> TurnContexts:
+        """The new turn's full-text context (search/context.py says why), and, with a store that can
+        rewrite them, the new contexts of the turns just before it, which now have a turn after them."""
+        reach = self._reach()
+        wanted = reach["before"] + reach["after"]
+        earlier = await self.stores.long_term.recent(user_id, thread_id, limit=wanted) if wanted else []
+        return turn_contexts(earlier, content, moment, **reach)
 
     async def _changed(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:

@@ -113,6 +113,22 @@ class LateVectors(Protocol):
         ...
 
 
+@runtime_checkable
+class LateContext(Protocol):
+    """A long-term store that can rewrite a turn's full-text context after storing it (the SQLite store):
+    a turn's context holds the turns after it too, which arrive later (search/context.py)."""
+
+    async def set_index_contexts(self, user_id: str, contexts: Mapping[str, str]) -> int:
+        """Give these existing turns a new index_context; a memory forgotten meanwhile stays forgotten.
+        Returns how many were updated."""
+        ...
+
+    async def turns_around(self, user_id: str, memory_id: str, *, reach: int) -> list[Memory]:
+        """The thread's turns from `reach` before this memory to `reach` after it, itself included,
+        oldest first; empty when it is gone or belongs to no thread."""
+        ...
+
+
 class LongTermStore(Protocol):
     """Every memory ever acknowledged, searchable. Reads never return superseded memories, except get(),
     list_memories asked for them, and reads as of a moment before the supersession."""

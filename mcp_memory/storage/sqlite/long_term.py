@@ -350,6 +350,39 @@ class SqliteLongTermStore:
 
         return int(await self._db.write(work))
 
+    async def set_index_contexts(self, user_id: str, contexts: Mapping[str, str]) -> int:
+        # An UPDATE, as set_embeddings: a turn forgotten meanwhile stays forgotten. The change clock
+        # ticks, so every process's text index re-reads these rows.
+        def work(conn: sqlite3.Connection) -> int:
+            seq = _tick(conn)
+            cursor = conn.executemany(
+                "UPDATE memories SET index_context = ?, change_seq = ? WHERE user_id = ? AND id = ?",
+                [(context, seq, user_id, memory_id) for memory_id, context in contexts.items()],
+            )
+            return cursor.rowcount
+
+        return int(await self._db.write(work)) if contexts else 0
+
+    async def turns_around(self, user_id: str, memory_id: str, *, reach: int) -> list[Memory]:
+        def read(conn: sqlite3.Connection) -> list[Any]:
+            found = conn.execute(
+                "SELECT thread_id, created_at, rowid FROM memories WHERE user_id = ? AND id = ?",
+                (user_id, memory_id),
+            ).fetchone()
+            if found is None or found[0] is None:
+                return []
+            turns = f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND thread_id = ? AND type = 'turn'"
+            turns += " AND superseded_by IS NULL AND (created_at, rowid)"
+            earlier = conn.execute(
+                f"{turns} < (?, ?) ORDER BY created_at DESC, rowid DESC LIMIT ?", (user_id, *found, reach)
+            ).fetchall()
+            later = conn.execute(
+                f"{turns} >= (?, ?) ORDER BY created_at, rowid LIMIT ?", (user_id, *found, reach + 1)
+            ).fetchall()
+            return [*reversed(earlier), *later]
+
+        return [_memory(r) for r in await self._db.run(read)]
+
     async def unembedded_turns(self, limit: int) -> list[Memory]:
         rows = await self._db.run(
             lambda conn: conn.execute(

@@ -1,0 +1,70 @@
+"""What full-text search indexes beside a turn (Memory.index_context): the turns around it and its date.
+
+A question often shares its words with a turn next to the answer rather than the answer itself:
+"what did Maya suggest?" -> "Maya: how about Lisbon?" -> "Sounds great, booked!" finds the reply
+through the turn before it, and "Where did you go last week?" -> "Lisbon!" -> "What did you eat
+there?" finds the short answer through the turn after it. BM25 weighs this context below the turn's
+own words (SearchSettings.context_weight); bench/locomo.py measures what each side adds.
+
+The turns after a turn do not exist when it is stored, so each new turn also rewrites the context of
+the `after` turns before it (stores that can: storage.base.LateContext).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from mcp_memory.models import Memory
+from mcp_memory.search.terms import date_words
+
+
+@dataclass(frozen=True)
+class TurnContexts:
+    own: str  # the new turn's context
+    rewritten: dict[str, str] = field(default_factory=dict)  # earlier turn id -> its new context
+
+
+def context_of(before: Sequence[str], after: Sequence[str], moment: datetime) -> str:
+    return " ".join([*before, *after, date_words(moment)])
+
+
+def turn_contexts(
+    earlier: Sequence[Memory], content: str, moment: datetime, *, before: int, after: int
+) -> TurnContexts:
+    """The new turn's context and the new contexts of the `after` turns before it.
+
+    `earlier` is the thread's newest turns, oldest first, at least `before + after` of them when the
+    thread has that many (fewer at its start): each rewritten turn needs its own `before` turns too.
+    """
+    texts = [m.content for m in earlier] + [content]
+    new = len(earlier)
+    own = context_of(texts[max(0, new - before) : new] if before else [], [], moment)
+    rewritten: dict[str, str] = {}
+    for i in range(max(0, new - after), new) if after else ():
+        m = earlier[i]
+        rewritten[m.id] = context_of(
+            texts[max(0, i - before) : i] if before else [], texts[i + 1 : i + 1 + after], m.created_at
+        )
+    return TurnContexts(own=own, rewritten=rewritten)
+
+
+def contexts_without(turns: Sequence[Memory], gone: str, *, before: int, after: int) -> dict[str, str]:
+    """The new contexts of the turns whose context held the turn `gone` (forgotten), from `turns`: the
+    thread's turns from `before + after` before it to `before + after` after it (each rewritten turn
+    needs its own window too)."""
+    at = next((i for i, m in enumerate(turns) if m.id == gone), None)
+    if at is None:
+        return {}
+    kept = [*turns[:at], *turns[at + 1 :]]
+    texts = [m.content for m in kept]
+    rewritten: dict[str, str] = {}
+    # Turns after it held it among their `before`; turns before it among their `after`.
+    for i in range(max(0, at - after), min(len(kept), at + before)):
+        rewritten[kept[i].id] = context_of(
+            texts[max(0, i - before) : i] if before else [],
+            texts[i + 1 : i + 1 + after] if after else [],
+            kept[i].created_at,
+        )
+    return rewritten
