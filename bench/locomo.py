@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/locomo.py ../shared/data/locomo/locomo_dev.json            # the default config
     .venv/bin/python bench/locomo.py ../shared/data/locomo/locomo_dev.json --compare  # + text, vector, rrf
+    .venv/bin/python bench/locomo.py ../shared/data/locomo/locomo_dev.json --context-turns-after 0  # a setting
 
 Each conversation is indexed as the memories of one user, one thread per session, with `add_turn`
 ("speaker: text", the session's date as the turn's time; speaker_a as user, speaker_b as assistant).
@@ -167,6 +168,7 @@ def main() -> None:
     parser.add_argument("--text-weight", dest="text_weight", type=float)
     parser.add_argument("--vector-weight", dest="vector_weight", type=float)
     parser.add_argument("--context-turns", dest="context_turns", type=int)
+    parser.add_argument("--context-turns-after", dest="context_turns_after", type=int)
     parser.add_argument("--context-weight", dest="context_weight", type=float)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()

@@ -179,7 +179,7 @@ class SearchSettings(BaseModel):
         default=2,
         ge=0,
         le=10,
-        description="Later turns of its thread indexed (for BM25) with each turn, as they arrive (SQLite store).",
+        description="Later turns of its thread indexed (for BM25) with each turn, as they arrive.",
     )
     context_weight: float = Field(
         default=0.4,

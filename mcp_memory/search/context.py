@@ -30,6 +30,19 @@ def context_of(before: Sequence[str], after: Sequence[str], moment: datetime) ->
     return " ".join([*before, *after, date_words(moment)])
 
 
+def _windows(turns: Sequence[Memory], at: range, *, before: int, after: int) -> dict[str, str]:
+    """The contexts of the turns at these positions of `turns` (one thread, oldest first)."""
+    texts = [m.content for m in turns]
+    return {
+        turns[i].id: context_of(
+            texts[max(0, i - before) : i] if before else [],
+            texts[i + 1 : i + 1 + after] if after else [],
+            turns[i].created_at,
+        )
+        for i in at
+    }
+
+
 def turn_contexts(
     earlier: Sequence[Memory], content: str, moment: datetime, *, before: int, after: int
 ) -> TurnContexts:
@@ -38,15 +51,11 @@ def turn_contexts(
     `earlier` is the thread's newest turns, oldest first, at least `before + after` of them when the
     thread has that many (fewer at its start): each rewritten turn needs its own `before` turns too.
     """
-    texts = [m.content for m in earlier] + [content]
     new = len(earlier)
-    own = context_of(texts[max(0, new - before) : new] if before else [], [], moment)
-    rewritten: dict[str, str] = {}
-    for i in range(max(0, new - after), new) if after else ():
-        m = earlier[i]
-        rewritten[m.id] = context_of(
-            texts[max(0, i - before) : i] if before else [], texts[i + 1 : i + 1 + after], m.created_at
-        )
+    own = context_of([m.content for m in earlier[max(0, new - before) :]] if before else [], [], moment)
+    placeholder = Memory(id="", user_id="", content=content, created_at=moment)  # the new turn, unstored
+    window = [*earlier, placeholder]
+    rewritten = _windows(window, range(max(0, new - after), new), before=before, after=after) if after else {}
     return TurnContexts(own=own, rewritten=rewritten)
 
 
@@ -58,13 +67,17 @@ def contexts_without(turns: Sequence[Memory], gone: str, *, before: int, after: 
     if at is None:
         return {}
     kept = [*turns[:at], *turns[at + 1 :]]
-    texts = [m.content for m in kept]
-    rewritten: dict[str, str] = {}
     # Turns after it held it among their `before`; turns before it among their `after`.
-    for i in range(max(0, at - after), min(len(kept), at + before)):
-        rewritten[kept[i].id] = context_of(
-            texts[max(0, i - before) : i] if before else [],
-            texts[i + 1 : i + 1 + after] if after else [],
-            kept[i].created_at,
-        )
-    return rewritten
+    return _windows(kept, range(max(0, at - after), min(len(kept), at + before)), before=before, after=after)
+
+
+def thread_contexts(turns: Sequence[Memory], *, before: int, after: int) -> dict[str, str]:
+    """Every turn's context, the thread's turns given whole (an import), in any order."""
+    by_thread: dict[str | None, list[Memory]] = {}
+    for m in turns:
+        by_thread.setdefault(m.thread_id, []).append(m)
+    contexts: dict[str, str] = {}
+    for thread in by_thread.values():
+        thread.sort(key=lambda m: m.created_at)  # stable: equal times keep the order given
+        contexts |= _windows(thread, range(len(thread)), before=before, after=after)
+    return contexts

@@ -7,8 +7,10 @@ authenticated principal, never from a tool argument.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
+import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,7 +27,7 @@ from mcp_memory.learning.budget import LlmBudget
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Memory, Message, Scope, ThreadInfo, utcnow
-from mcp_memory.search.context import TurnContexts, contexts_without, turn_contexts
+from mcp_memory.search.context import TurnContexts, contexts_without, thread_contexts, turn_contexts
 from mcp_memory.service import portability
 from mcp_memory.service.searching import Searching
 from mcp_memory.service.summarizer import Summarizer
@@ -55,6 +57,9 @@ log = logging.getLogger(__name__)
 ChangeListener = Callable[[str, str | None], Awaitable[None]]
 
 
+CONTEXT_LOCK_STRIPES = 64
+
+
 @dataclass
 class MemoryService:
     settings: Settings
@@ -70,8 +75,13 @@ class MemoryService:
     # Embeds turns after add_turn acknowledges them, when the embedder and the store allow it.
     vectors: VectorWriter | None = None
     threads: ThreadKeeper = field(init=False)
+    # Writes to one thread's full-text contexts (add_turn, forgetting a turn) take turns in this
+    # process: a forget between an add's read of its neighbours and its rewrite of their contexts would
+    # otherwise let the forgotten words back in. Striped: a fixed number of locks, whatever the threads.
+    _context_locks: tuple[anyio.Lock, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self._context_locks = tuple(anyio.Lock() for _ in range(CONTEXT_LOCK_STRIPES))
         self.threads = ThreadKeeper(
             self.settings,
             self.stores,
@@ -120,24 +130,25 @@ class MemoryService:
         # With a vector writer the turn is embedded after it is acknowledged (service/vectors.py).
         vector = None if self.vectors is not None else (await self.embedder.embed([content]))[0].tolist()
         moment = said_at or utcnow()
-        contexts = await self._index_contexts(user_id, thread_id, content, moment)
-        turn = Memory(
-            id=f"turn_{uuid.uuid4().hex}",
-            user_id=user_id,
-            thread_id=thread_id,
-            role=role_,
-            type="turn",
-            content=content,
-            embedding=vector,
-            index_context=contexts.own,
-            metadata=metadata,
-            created_at=moment,
-            token_count=tokens,
-        )
-        # Long term first: once it is there, nothing acknowledged can be lost with working memory. Over
-        # the storage quota, put() refuses (LimitExceededError) before anything is stored anywhere.
-        await self.stores.long_term.put([turn])
-        await self._rewrite_contexts(user_id, contexts.rewritten)
+        async with self._context_lock(user_id, thread_id):
+            contexts = await self._index_contexts(user_id, thread_id, content, moment)
+            turn = Memory(
+                id=f"turn_{uuid.uuid4().hex}",
+                user_id=user_id,
+                thread_id=thread_id,
+                role=role_,
+                type="turn",
+                content=content,
+                embedding=vector,
+                index_context=contexts.own,
+                metadata=metadata,
+                created_at=moment,
+                token_count=tokens,
+            )
+            # Long term first: once it is there, nothing acknowledged can be lost with working memory.
+            # Over the storage quota, put() refuses (LimitExceededError) before anything is stored.
+            await self.stores.long_term.put([turn])
+            await self._rewrite_contexts(user_id, contexts.rewritten)
         if self.vectors is not None:
             self.vectors.add(turn)
         message = Message(
@@ -317,11 +328,13 @@ class MemoryService:
             scope = Scope(user_id=user_id, everything=True)
             kind = "everything"
 
-        around = await self._turns_around(memory) if kind == "memory" and not dry_run else []
-        working = await self.stores.working.forget(scope, dry_run=dry_run)
-        long_term = await self.stores.long_term.forget(scope, dry_run=dry_run)
-        if around:  # the turns whose full-text context held the forgotten turn's words lose them too
-            await self._rewrite_contexts(user_id, contexts_without(around, memory.id, **self._reach()))
+        one_turn = kind == "memory" and memory.type == "turn" and memory.thread_id is not None
+        async with self._context_lock(user_id, scope.thread_id) if one_turn else contextlib.nullcontext():
+            around = await self._turns_around(memory) if one_turn and not dry_run else []
+            working = await self.stores.working.forget(scope, dry_run=dry_run)
+            long_term = await self.stores.long_term.forget(scope, dry_run=dry_run)
+            if around:  # the turns whose full-text context held the forgotten turn's words lose them too
+                await self._rewrite_contexts(user_id, contexts_without(around, memory.id, **self._reach()))
         if self.learning is not None:
             await self.learning.forgotten(scope, dry_run=dry_run)  # revisions go too
         if summary_memory is not None and summary_memory.thread_id and not dry_run:
@@ -372,6 +385,12 @@ class MemoryService:
         )
         if dry_run or not memories:
             return result
+        # Imported turns are found by the turns around them too, as turns added one by one are.
+        search = self.settings.search
+        turns = [m for m in memories if m.type == "turn" and m.thread_id is not None]
+        contexts = thread_contexts(turns, before=search.context_turns, after=search.context_turns_after)
+        for turn in turns:
+            turn.index_context = contexts[turn.id]
         for start in range(0, len(memories), 64):
             batch = memories[start : start + 64]
             vectors = await self.embedder.embed([m.content for m in batch])
@@ -414,6 +433,10 @@ class MemoryService:
 
     # ---- internals -----------------------------------------------------------------------------
 
+    def _context_lock(self, user_id: str, thread_id: str | None) -> anyio.Lock:
+        stripe = zlib.crc32(f"{user_id}\x00{thread_id}".encode()) % CONTEXT_LOCK_STRIPES
+        return self._context_locks[stripe]
+
     def _reach(self) -> dict[str, int]:
         """How many turns before and after a turn its full-text context holds."""
         after = (
@@ -423,7 +446,7 @@ class MemoryService:
 
     async def _turns_around(self, memory: Memory) -> list[Memory]:
         store = self.stores.long_term
-        if memory.type != "turn" or not isinstance(store, LateContext):
+        if not isinstance(store, LateContext):
             return []
         reach = self._reach()
         return await store.turns_around(memory.user_id, memory.id, reach=reach["before"] + reach["after"])

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from pydantic import SecretStr
 
-from mcp_memory.config import CosmosSettings
+from mcp_memory.config import CosmosSettings, LongTermSettings, Settings
 from mcp_memory.llm.hash_embedder import HashingEmbedder
 from mcp_memory.models import EmbeddingSpec, Memory, MemoryType
 from mcp_memory.storage.base import LongTermStore
@@ -46,6 +46,12 @@ def local_cosmos_settings(server: CosmosServer, **overrides: object) -> CosmosSe
     }
     values.update(overrides)
     return CosmosSettings.model_validate(values)
+
+
+def on_local_cosmos(settings: Settings, server: CosmosServer, **overrides: object) -> Settings:
+    """These settings with long-term memory on the local Cosmos-protocol server (local_cosmos_settings)."""
+    long_term = LongTermSettings(backend="cosmos", cosmos=local_cosmos_settings(server, **overrides))
+    return settings.model_copy(update={"long_term": long_term})
 
 
 @asynccontextmanager

@@ -11,12 +11,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from mcp_memory.config import LongTermSettings, Settings
+from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError, MemoryServerError, NotFoundError
 from mcp_memory.models import Scope, summary_id
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
-from tests.contract.conftest_long_term import local_cosmos_settings
+from tests.contract.conftest_long_term import on_local_cosmos
 from tests.services.cosmos_server import CosmosServer
 
 pytestmark = pytest.mark.anyio
@@ -27,8 +27,7 @@ USER = "tester"
 async def cosmos_service(
     fast_settings: Settings, cosmos_server: CosmosServer
 ) -> AsyncIterator[MemoryService]:
-    long_term = LongTermSettings(backend="cosmos", cosmos=local_cosmos_settings(cosmos_server))
-    async with open_service(fast_settings.model_copy(update={"long_term": long_term})) as service:
+    async with open_service(on_local_cosmos(fast_settings, cosmos_server)) as service:
         yield service
 
 

@@ -4,10 +4,15 @@ clock, and never brings back a forgotten turn."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
+import anyio
 import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import NotFoundError
+from mcp_memory.models import Memory
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.base import LateContext
@@ -90,3 +95,56 @@ async def test_a_dry_run_rewrites_nothing(service: MemoryService) -> None:
     secret = await service.add_turn(USER, "trip", "user", "My passport number is X1234567")
     await service.forget(USER, memory_id=secret.turn.id, dry_run=True)
     assert await text_search(service, "passport") == [secret.turn.id, first.turn.id]
+
+
+async def test_imported_turns_are_found_by_the_turns_around_them(
+    fast_settings: Settings, tmp_path: Path
+) -> None:
+    async with open_service(fast_settings) as source:
+        answer = await source.add_turn(USER, "trip", "user", "Finally booked it, ten nights!")
+        question = await source.add_turn(USER, "trip", "assistant", "Which hotel in Lisbon did you book?")
+        exported = (await source.export_memories(USER)).jsonl
+    other = fast_settings.model_copy(update={"data_dir": tmp_path / "elsewhere"})
+    async with open_service(other) as target:
+        await target.import_memories(USER, exported)
+        assert await text_search(target, "Lisbon hotel") == [question.turn.id, answer.turn.id]
+
+
+async def test_a_turn_forgotten_while_a_turn_is_added_leaves_no_context_holding_it(
+    service: MemoryService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The add reads its neighbours (the forgotten turn among them), then the forget runs: the forget
+    waits for the add to finish, so the rewrite it does last takes the words out of every context."""
+    store = service.stores.long_term
+    first = await service.add_turn(USER, "trip", "user", "Ten nights, booked!")
+    secret = await service.add_turn(USER, "trip", "user", "My passport number is X1234567")
+    read_neighbours, release = anyio.Event(), anyio.Event()
+    recent = store.recent
+
+    async def held_recent(*args: Any, **kwargs: Any) -> list[Memory]:
+        found = await recent(*args, **kwargs)
+        if not read_neighbours.is_set():
+            read_neighbours.set()
+            await release.wait()
+        return found
+
+    monkeypatch.setattr(store, "recent", held_recent)
+    forgotten = anyio.Event()
+    added: list[str] = []
+
+    async def add() -> None:
+        added.append((await service.add_turn(USER, "trip", "assistant", "Which hotel in Lisbon?")).turn.id)
+
+    async def forget() -> None:
+        await service.forget(USER, memory_id=secret.turn.id)
+        forgotten.set()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(add)
+        await read_neighbours.wait()
+        group.start_soon(forget)
+        with anyio.move_on_after(1):  # without the lock the forget would finish here, before the add
+            await forgotten.wait()
+        release.set()
+    assert await text_search(service, "passport X1234567") == []
+    assert await text_search(service, "Lisbon") == [added[0], first.turn.id]

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mcp_memory.models import Memory
-from mcp_memory.search.context import contexts_without, turn_contexts
+from mcp_memory.search.context import contexts_without, thread_contexts, turn_contexts
 
 DAY = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
 
@@ -102,3 +102,10 @@ def test_forgetting_a_turn_rewrites_every_context_that_held_it(
 
 def test_a_turn_not_in_the_window_rewrites_nothing() -> None:
     assert contexts_without(turns("a", "b"), "elsewhere", before=2, after=2) == {}
+
+
+def test_a_whole_thread_gets_every_window_in_time_order_whatever_order_it_comes_in() -> None:
+    a, b, c = turns("a", "b", "c")
+    other = Memory(id="x", user_id="ann", thread_id="elsewhere", type="turn", content="x", created_at=DAY)
+    found = thread_contexts([c, other, a, b], before=1, after=1)
+    assert found == {"t0": "b 8 May 2023", "t1": "a c 8 May 2023", "t2": "b 8 May 2023", "x": "8 May 2023"}

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -71,8 +72,7 @@ def to_document(memory: Memory, *, turn_ttl_seconds: int | None) -> dict[str, An
         "role": memory.role,
         "type": memory.type,
         "content": memory.content,
-        # One full-text field in Cosmos DB: the content and its context together.
-        "index_text": f"{memory.content}\n{memory.index_context}" if memory.index_context else memory.content,
+        "index_text": index_text(memory.content, memory.index_context),
         "index_context": memory.index_context,
         "metadata": memory.metadata,
         "created_at": timestamp(memory.created_at),
@@ -93,8 +93,36 @@ def to_document(memory: Memory, *, turn_ttl_seconds: int | None) -> dict[str, An
     return doc
 
 
+def index_text(content: str, index_context: str | None) -> str:
+    """One full-text field in Cosmos DB: the content and its context together."""
+    return f"{content}\n{index_context}" if index_context else content
+
+
+def context_patch(doc: dict[str, Any], index_context: str, *, now: float) -> list[dict[str, Any]]:
+    """The patch operations that give a stored turn (`doc`, read whole: the hash covers the vector too)
+    a new index_context: the context, the full-text field built from it, the document hash, and the
+    TTL. Cosmos DB counts an item's TTL from its last write (_ts), so the TTL is shortened by the time
+    since then (`now`, epoch seconds): a rewritten context never keeps a turn longer. No operations
+    when the turn holds this context already."""
+    new = dict(doc)
+    new["index_context"] = index_context
+    new["index_text"] = index_text(doc["content"], index_context)
+    if all(new[k] == doc.get(k) for k in ("index_context", "index_text")):
+        return []
+    ttl, written = doc.get("ttl"), doc.get("_ts")
+    if isinstance(ttl, int) and ttl > 0 and isinstance(written, int | float):
+        new["ttl"] = max(1, ttl - math.ceil(max(0.0, now - written)))
+    new["doc_hash"] = document_hash(new)
+    changed = ("index_context", "index_text", "ttl", "doc_hash")
+    return [
+        {"op": "set", "path": f"/{k}", "value": new[k]} for k in changed if k in new and new[k] != doc.get(k)
+    ]
+
+
 def document_hash(doc: dict[str, Any]) -> str:
     body = {k: v for k, v in doc.items() if k != "doc_hash" and not k.startswith("_")}
+    if isinstance(body.get("embedding"), list):  # read back, a whole float (0.0) is an int (0)
+        body["embedding"] = [float(x) for x in body["embedding"]]
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 

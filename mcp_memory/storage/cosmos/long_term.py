@@ -9,12 +9,13 @@ errors.py; concurrent calls and queries: calls.py.
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import anyio
 from azure.cosmos.aio import ContainerProxy, DatabaseProxy
@@ -44,6 +45,7 @@ from mcp_memory.storage.cosmos.documents import (
     DERIVED_TYPES,
     SYSTEM_USER,
     TURN_TYPES,
+    USER_THREAD,
     from_document,
 )
 from mcp_memory.storage.cosmos.errors import cosmos_errors
@@ -65,6 +67,11 @@ log = logging.getLogger(__name__)
 _CONCURRENCY = 16
 # Creating a database and containers on Azure takes seconds, far longer than one item operation.
 _SETUP_SECONDS = 120.0
+
+
+def _order(doc: dict[str, Any]) -> tuple[str, str]:
+    """Thread order: created_at, ties by id (Cosmos DB keeps no insertion order)."""
+    return doc["created_at"], doc["id"]
 
 
 class CosmosLongTermStore:
@@ -155,6 +162,9 @@ class CosmosLongTermStore:
     async def stored_bytes(self, user_id: str) -> int:
         return await self._usage.read(user_id)
 
+    async def set_index_contexts(self, user_id: str, contexts: Mapping[str, str]) -> int:
+        return await self._writes.set_index_contexts(user_id, contexts)
+
     # -- reads ----------------------------------------------------------------------------------------
 
     async def get(self, user_id: str, memory_id: str) -> Memory:
@@ -172,8 +182,37 @@ class CosmosLongTermStore:
             docs += await self._query(
                 container, sql.recent(user_id, thread_id, wanted, limit), "reading a thread's recent memories"
             )
-        docs.sort(key=lambda d: d["created_at"], reverse=True)
+        docs.sort(key=_order, reverse=True)
         return [from_document(d) for d in reversed(docs[:limit])]
+
+    async def turns_around(self, user_id: str, memory_id: str, *, reach: int) -> list[Memory]:
+        """Ordered by (created_at, id), as recent(): Cosmos DB keeps no insertion order, and ordering
+        by two fields needs a composite index the containers do not have, so each side's cut reads its
+        last time whole and the ties are ordered here."""
+        found: dict[str, Any] | None = None
+        for container, types in self._containers(MEMORY_TYPES):
+            docs = await self._query(
+                container, sql.position(user_id, memory_id, types), "finding a turn's thread"
+            )
+            if docs:
+                found = docs[0]
+                break
+        if found is None or found["thread_id"] == USER_THREAD:
+            return []
+        thread_id, at = found["thread_id"], found["created_at"]
+        what = "reading the turns around a turn"
+        turns = await self._query(self._turns, sql.thread_turns(user_id, thread_id, at, "at"), what)
+        sides: tuple[Literal["before", "after"], ...] = ("before", "after") if reach > 0 else ()
+        for side in sides:
+            page = await self._query(self._turns, sql.thread_turns(user_id, thread_id, at, side, reach), what)
+            if len(page) == reach:  # the cut's last time may have more turns past it, in no set order
+                last = page[-1]["created_at"]
+                page = [d for d in page if d["created_at"] != last]
+                page += await self._query(self._turns, sql.thread_turns(user_id, thread_id, last, "at"), what)
+            turns += page
+        turns.sort(key=_order)
+        i = bisect.bisect_left([_order(d) for d in turns], (at, memory_id))
+        return [from_document(d) for d in turns[max(0, i - reach) : i + reach + 1]]
 
     async def list_memories(self, query: ListQuery) -> list[Memory]:
         docs: list[dict[str, Any]] = []

@@ -106,6 +106,46 @@ def existing(user_id: str, ids: Sequence[str]) -> CosmosQuery:
     )
 
 
+def documents(user_id: str, ids: Sequence[str], types: Sequence[str]) -> CosmosQuery:
+    """set_index_contexts(): these memories whole (the document hash covers the vector), with their ETag."""
+    w = _Where(user_id, None)
+    w.add("ARRAY_CONTAINS(@ids, c.id)", "@ids", list(ids))
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters)
+
+
+def position(user_id: str, memory_id: str, types: Sequence[str]) -> CosmosQuery:
+    """turns_around(): where a memory sits, superseded or not: its thread and time."""
+    w = _Where(user_id, None)
+    w.add("c.id = @id", "@id", memory_id)
+    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    return CosmosQuery(f"SELECT c.thread_id, c.created_at FROM c WHERE {w.sql}", w.parameters)
+
+
+def thread_turns(
+    user_id: str,
+    thread_id: str,
+    created_at: str,
+    side: Literal["before", "at", "after"],
+    limit: int = 0,
+) -> CosmosQuery:
+    """turns_around(): a thread's active turns created before (newest first), at (unordered, all of
+    them) or after (oldest first) a time, at most `limit` of them before or after. Ordered by
+    created_at alone, as recent() and listing(): the store reads a cut's last time whole and orders
+    ties by id itself."""
+    w = _Where(user_id, thread_id)
+    w.add("c.type = @type", "@type", "turn")
+    w.add(LIVE)
+    op = {"before": "<", "at": "=", "after": ">"}[side]
+    w.add(f"c.created_at {op} @created_at", "@created_at", created_at)
+    if side == "at":
+        return CosmosQuery(f"SELECT {FIELDS} FROM c WHERE {w.sql}", w.parameters, w.partition_key)
+    w.param("@limit", limit)
+    direction = "DESC" if side == "before" else "ASC"
+    sql = f"SELECT TOP @limit {FIELDS} FROM c WHERE {w.sql} ORDER BY c.created_at {direction}"
+    return CosmosQuery(sql, w.parameters, w.partition_key)
+
+
 def scope(user_id: str, *, thread_id: str | None = None, memory_id: str | None = None) -> CosmosQuery:
     """forget(): every document the scope names (superseded ones too), with what a delete needs and the
     content whose bytes it gives back to the user's stored-bytes count."""

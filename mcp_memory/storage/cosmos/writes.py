@@ -8,21 +8,23 @@ append-only (a create costs no read); summaries and facts are rewritten in place
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter, defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 from azure.core import MatchConditions
 from azure.cosmos.aio import ContainerProxy
+from azure.cosmos.exceptions import CosmosAccessConditionFailedError, CosmosResourceNotFoundError
 
 from mcp_memory.config import CosmosSettings
 from mcp_memory.errors import ConflictError, LimitExceededError, MemoryServerError
 from mcp_memory.models import EmbeddingSpec, Memory
 from mcp_memory.storage.cosmos import queries as sql
 from mcp_memory.storage.cosmos.calls import each_concurrently, query_all
-from mcp_memory.storage.cosmos.documents import thread_entry, to_document
+from mcp_memory.storage.cosmos.documents import TURN_TYPES, context_patch, thread_entry, to_document
 from mcp_memory.storage.cosmos.errors import cosmos_errors
 from mcp_memory.storage.cosmos.usage import USAGE_GROUP, CosmosUsage
 from mcp_memory.storage.usage import content_bytes
@@ -174,6 +176,52 @@ class CosmosWrites:
         except Exception:
             await self._give_back(memory.user_id, reserved + deleted)
             raise
+
+    async def set_index_contexts(self, user_id: str, contexts: Mapping[str, str]) -> int:
+        """Give stored turns a new index_context (and so index_text), by a patch under the ETag of the
+        read: a patch never creates, so a turn forgotten meanwhile (not read, or 404) stays forgotten.
+        Stored bytes count content only (bytes_of), which this never changes."""
+        if not contexts:
+            return 0
+        query = sql.documents(user_id, list(contexts), TURN_TYPES)
+        docs = await self._query(self.turns, query, "reading turns to re-index")
+        updated: list[str] = []
+
+        async def rewrite(doc: dict[str, Any]) -> None:
+            if await self._rewrite_context(user_id, doc, contexts[doc["id"]]):
+                updated.append(doc["id"])
+
+        await self._each([lambda d=d: rewrite(d) for d in docs if d["id"] in contexts])  # type: ignore[misc]
+        return len(updated)
+
+    async def _rewrite_context(self, user_id: str, doc: dict[str, Any], context: str) -> bool:
+        """Whether the turn holds the context now. Changed since the read (412): read again and patch
+        once more; changed again, ConflictError. Gone (404): False."""
+        what = "re-indexing a turn's context"
+        for last in (False, True):
+            operations = context_patch(doc, context, now=time.time())
+            if not operations:
+                return True
+            with cosmos_errors(what, self.settings.timeout_seconds):
+                try:
+                    await self.turns.patch_item(
+                        doc["id"],
+                        partition_key=[user_id, doc["thread_id"]],
+                        patch_operations=operations,
+                        etag=doc["_etag"],
+                        match_condition=MatchConditions.IfNotModified,
+                    )
+                    return True
+                except CosmosResourceNotFoundError:
+                    return False
+                except CosmosAccessConditionFailedError:
+                    if last:
+                        raise
+            found = await self._query(self.turns, sql.documents(user_id, [doc["id"]], TURN_TYPES), what)
+            if not found:
+                return False
+            doc = found[0]
+        return False  # not reached: the last attempt returns or raises
 
     async def _give_back(self, user_id: str, unused: int) -> None:
         """Return reserved bytes a write did not use. Failing that, the count stays high (never low):
