@@ -150,7 +150,7 @@ class MemoryService:
             await self.stores.long_term.put([turn])
             await self._rewrite_contexts(user_id, contexts.rewritten)
         if self.vectors is not None:
-            self.vectors.add(turn)
+            await self.vectors.add(turn)  # waits only while the backlog is full
         message = Message(
             id=turn.id,
             role=role_,

@@ -12,6 +12,10 @@ What a client can rely on (read-your-writes):
   turn by meaning too. Another process finds it by meaning once the vector is written (a few ms).
 Closing drains the queue before the store closes; turns left without a vector by a crash are embedded
 again when the service next opens.
+
+The queue is bounded (BACKLOG turns): past it, add_turn waits for room. Turns acknowledged faster than
+they can be embedded would otherwise pile up, in memory and in the wait of every search by meaning
+(a single user adding 190 turns/s over HTTP made a search wait 14 s for the backlog).
 """
 
 from __future__ import annotations
@@ -31,23 +35,28 @@ from mcp_memory.storage.base import LateVectors
 log = logging.getLogger(__name__)
 
 BATCH = 16  # turns embedded and written together when they queue up faster than one at a time
+BACKLOG = 64  # turns waiting for a vector before add_turn waits too (a few batches: well under a second)
 RECOVERED_AT_START = 10_000  # turns left without a vector by a crash, embedded again at start
 
 
 class VectorWriter:
-    def __init__(self, embedder: Embedder, store: LateVectors) -> None:
+    def __init__(self, embedder: Embedder, store: LateVectors, backlog: int = BACKLOG) -> None:
         self._embedder = embedder
         self._store = store
         self._send, self._receive = anyio.create_memory_object_stream[Memory](max_buffer_size=math.inf)
         self._pending: Counter[str] = Counter()  # user id -> turns queued or being embedded
         self._settled: dict[str, anyio.Event] = {}
+        self._backlog = backlog
+        self._room = anyio.Event()  # set when the queue falls below the backlog again
 
     @classmethod
     @asynccontextmanager
-    async def running(cls, embedder: Embedder, store: LateVectors) -> AsyncIterator[VectorWriter]:
-        writer = cls(embedder, store)
+    async def running(
+        cls, embedder: Embedder, store: LateVectors, *, backlog: int = BACKLOG
+    ) -> AsyncIterator[VectorWriter]:
+        writer = cls(embedder, store, backlog)
         for turn in await store.unembedded_turns(RECOVERED_AT_START):
-            writer.add(turn)
+            writer._enqueue(turn)  # before the writer runs: the backlog does not hold them back
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(writer._run)
             try:
@@ -55,8 +64,15 @@ class VectorWriter:
             finally:
                 writer._send.close()  # _run writes what is queued, then ends
 
-    def add(self, turn: Memory) -> None:
-        """Embed this stored turn and write its vector, soon."""
+    async def add(self, turn: Memory) -> None:
+        """Embed this stored turn and write its vector, soon; first wait while the backlog is full."""
+        while self._pending.total() >= self._backlog:
+            if self._room.is_set():
+                self._room = anyio.Event()
+            await self._room.wait()
+        self._enqueue(turn)
+
+    def _enqueue(self, turn: Memory) -> None:
         self._pending[turn.user_id] += 1
         self._send.send_nowait(turn)
 
@@ -100,3 +116,5 @@ class VectorWriter:
                     event = self._settled.pop(turn.user_id, None)
                     if event is not None:
                         event.set()
+            if self._pending.total() < self._backlog:
+                self._room.set()

@@ -122,3 +122,30 @@ async def test_closing_writes_every_queued_vector_and_a_crash_is_caught_up_at_st
         assert (await reopened.get_memory(USER, "turn_crashed")).embedding is not None
         assert isinstance(reopened.stores.long_term, LateVectors)
         assert await reopened.stores.long_term.unembedded_turns(10) == []
+
+
+async def test_add_turn_waits_while_the_backlog_of_turns_to_embed_is_full(service: MemoryService) -> None:
+    """Turns acknowledged faster than they are embedded do not pile up: past the backlog, add_turn waits
+    for room, so a search by meaning never waits for more than the backlog."""
+    assert isinstance(service.stores.long_term, LateVectors)
+    held = HeldEmbedder(service.embedder)
+    async with VectorWriter.running(held, service.stores.long_term, backlog=2) as writer:
+        service.vectors = writer
+        await service.add_turn(USER, "t", "user", "one")
+        await service.add_turn(USER, "t", "user", "two")
+        third: list[str] = []
+
+        async def add_third() -> None:
+            third.append((await service.add_turn(USER, "t", "user", "three")).turn.id)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(add_third)
+            await held.asked.wait()
+            with anyio.move_on_after(1):  # without a backlog the third add returns at once
+                while not third:  # noqa: ASYNC110  polling another task's result
+                    await anyio.sleep(0.01)
+            returned_early = bool(third)
+            held.release.set()
+        assert not returned_early, "add_turn returned while the backlog was full"
+        assert len(third) == 1
+        assert sorted(held.texts) == ["one", "three", "two"]  # every turn embedded once
