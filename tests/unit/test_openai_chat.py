@@ -33,7 +33,7 @@ def llm_settings(openai_stub: OpenAIStub) -> LLMSettings:
         base_url=openai_stub.base_url,
         api_key=SECRET,
         model="stub-chat",
-        timeout_seconds=0.5,
+        timeout_seconds=10.0,  # a test of a hung request sets its own short deadline
         max_retries=0,
     )
 
@@ -89,12 +89,18 @@ async def test_json_mode_asks_for_a_json_object(chat: ChatModel, openai_stub: Op
     ],
 )
 async def test_failures_map_to_errors_that_name_the_provider_and_hide_the_key(
-    chat: ChatModel, openai_stub: OpenAIStub, mode: Any, error: type[MemoryServerError], words: str
+    llm_settings: LLMSettings, openai_stub: OpenAIStub, mode: Any, error: type[MemoryServerError], words: str
 ) -> None:
     openai_stub.set_mode(mode)
+    # Only the hung request should time out: on a busy machine a 0.5 s deadline was once too short for
+    # the connection to the stub itself (httpcore ConnectTimeout in a 404 case).
+    if mode == "timeout":
+        llm_settings = llm_settings.model_copy(update={"timeout_seconds": 0.5})
 
-    with pytest.raises(error) as caught:
-        await chat.complete("s", "u")
+    async with open_chat_model(llm_settings) as chat:
+        assert chat is not None
+        with pytest.raises(error) as caught:
+            await chat.complete("s", "u")
 
     message = str(caught.value)
     assert words in message

@@ -164,16 +164,21 @@ def test_clean_answer_strips_fences_and_labels() -> None:
 # ---------------------------------------------------------------------------- LLM
 
 
-@pytest.fixture
-async def chat(openai_stub: OpenAIStub) -> AsyncIterator[ChatModel]:
-    settings = LLMSettings(
+def stub_settings(openai_stub: OpenAIStub, timeout_seconds: float = 10.0) -> LLMSettings:
+    """Only a test of a hung request needs a short deadline: on a busy machine 0.5 s was once too short
+    for the connection to the stub itself."""
+    return LLMSettings(
         provider="openai",
         base_url=openai_stub.base_url,
         model="stub-chat",
-        timeout_seconds=0.5,
+        timeout_seconds=timeout_seconds,
         max_retries=0,
     )
-    async with open_chat_model(settings) as model:
+
+
+@pytest.fixture
+async def chat(openai_stub: OpenAIStub) -> AsyncIterator[ChatModel]:
+    async with open_chat_model(stub_settings(openai_stub)) as model:
         assert model is not None
         yield model
 
@@ -216,13 +221,16 @@ async def test_llm_summary_over_budget_is_cut_at_a_sentence_boundary(
 @pytest.mark.parametrize("mode", ["timeout", "500", "429", "401", "malformed", "no_choices", "empty"])
 @pytest.mark.anyio
 async def test_llm_failure_falls_back_to_the_extractive_summary(
-    chat: ChatModel, openai_stub: OpenAIStub, mode: Any, caplog: pytest.LogCaptureFixture
+    openai_stub: OpenAIStub, mode: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     openai_stub.set_mode(mode)
     expected = ExtractiveSummarizer(count).summarize_now("The user is Dana.", PLANNING, 80)
 
-    with caplog.at_level(logging.WARNING, logger="mcp_memory.service.summarizer"):
-        summary = await build_summarizer(chat, count, None).summarize("The user is Dana.", PLANNING, 80)
+    settings = stub_settings(openai_stub, 0.5 if mode == "timeout" else 10.0)
+    async with open_chat_model(settings) as chat:
+        assert chat is not None
+        with caplog.at_level(logging.WARNING, logger="mcp_memory.service.summarizer"):
+            summary = await build_summarizer(chat, count, None).summarize("The user is Dana.", PLANNING, 80)
 
     assert summary == expected
     assert "$5,000" in summary
