@@ -35,7 +35,9 @@ from mcp_memory.storage.base import LateVectors
 log = logging.getLogger(__name__)
 
 BATCH = 16  # turns embedded and written together when they queue up faster than one at a time
-BACKLOG = 64  # turns waiting for a vector before add_turn waits too (a few batches: well under a second)
+# Turns waiting for a vector before add_turn waits too: a burst of a few hundred (a conversation replayed)
+# is acknowledged at once, and a search by meaning waits at most for this many (1-2 s of the local model).
+BACKLOG = 256
 RECOVERED_AT_START = 10_000  # turns left without a vector by a crash, embedded again at start
 
 
