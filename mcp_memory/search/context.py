@@ -7,7 +7,7 @@ there?" finds the short answer through the turn after it. BM25 weighs this conte
 own words (SearchSettings.context_weight); bench/locomo.py measures what each side adds.
 
 The turns after a turn do not exist when it is stored, so each new turn also rewrites the context of
-the `after` turns before it (stores that can: storage.base.LateContext).
+the `after` turns before it (storage.base.LateContext, which every long-term store implements).
 """
 
 from __future__ import annotations
@@ -30,9 +30,12 @@ def context_of(before: Sequence[str], after: Sequence[str], moment: datetime) ->
     return " ".join([*before, *after, date_words(moment)])
 
 
-def _windows(turns: Sequence[Memory], at: range, *, before: int, after: int) -> dict[str, str]:
-    """The contexts of the turns at these positions of `turns` (one thread, oldest first)."""
-    texts = [m.content for m in turns]
+def _windows(
+    turns: Sequence[Memory], at: range, *, before: int, after: int, then: Sequence[str] = ()
+) -> dict[str, str]:
+    """The contexts of the turns at these positions of `turns` (one thread, oldest first), with `then`:
+    the texts of turns after them not stored yet."""
+    texts = [*(m.content for m in turns), *then]
     return {
         turns[i].id: context_of(
             texts[max(0, i - before) : i] if before else [],
@@ -53,9 +56,7 @@ def turn_contexts(
     """
     new = len(earlier)
     own = context_of([m.content for m in earlier[max(0, new - before) :]] if before else [], [], moment)
-    placeholder = Memory(id="", user_id="", content=content, created_at=moment)  # the new turn, unstored
-    window = [*earlier, placeholder]
-    rewritten = _windows(window, range(max(0, new - after), new), before=before, after=after) if after else {}
+    rewritten = _windows(earlier, range(max(0, new - after), new), before=before, after=after, then=[content])
     return TurnContexts(own=own, rewritten=rewritten)
 
 

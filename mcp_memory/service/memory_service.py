@@ -35,7 +35,6 @@ from mcp_memory.service.threads import LearningHooks, Progress, ThreadKeeper
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
 from mcp_memory.storage import Stores
-from mcp_memory.storage.base import LateContext
 from mcp_memory.storage.usage import refuse_without_room, revision_bytes
 from mcp_memory.views import (
     AddTurnResult,
@@ -386,9 +385,8 @@ class MemoryService:
         if dry_run or not memories:
             return result
         # Imported turns are found by the turns around them too, as turns added one by one are.
-        search = self.settings.search
         turns = [m for m in memories if m.type == "turn" and m.thread_id is not None]
-        contexts = thread_contexts(turns, before=search.context_turns, after=search.context_turns_after)
+        contexts = thread_contexts(turns, **self._reach())
         for turn in turns:
             turn.index_context = contexts[turn.id]
         for start in range(0, len(memories), 64):
@@ -439,29 +437,24 @@ class MemoryService:
 
     def _reach(self) -> dict[str, int]:
         """How many turns before and after a turn its full-text context holds."""
-        after = (
-            self.settings.search.context_turns_after if isinstance(self.stores.long_term, LateContext) else 0
-        )
-        return {"before": self.settings.search.context_turns, "after": after}
+        search = self.settings.search
+        return {"before": search.context_turns, "after": search.context_turns_after}
 
     async def _turns_around(self, memory: Memory) -> list[Memory]:
-        store = self.stores.long_term
-        if not isinstance(store, LateContext):
-            return []
-        reach = self._reach()
-        return await store.turns_around(memory.user_id, memory.id, reach=reach["before"] + reach["after"])
+        reach = sum(self._reach().values())
+        return await self.stores.long_term.turns_around(memory.user_id, memory.id, reach=reach)
 
     async def _rewrite_contexts(self, user_id: str, contexts: dict[str, str]) -> None:
-        if contexts and isinstance(self.stores.long_term, LateContext):
+        if contexts:
             await self.stores.long_term.set_index_contexts(user_id, contexts)
 
     async def _index_contexts(
         self, user_id: str, thread_id: str, content: str, moment: datetime
     ) -> TurnContexts:
-        """The new turn's full-text context (search/context.py says why), and, with a store that can
-        rewrite them, the new contexts of the turns just before it, which now have a turn after them."""
+        """The new turn's full-text context (search/context.py says why), and the new contexts of the
+        turns just before it, which now have a turn after them."""
         reach = self._reach()
-        wanted = reach["before"] + reach["after"]
+        wanted = sum(reach.values())
         earlier = await self.stores.long_term.recent(user_id, thread_id, limit=wanted) if wanted else []
         return turn_contexts(earlier, content, moment, **reach)
 

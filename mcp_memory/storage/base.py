@@ -115,8 +115,9 @@ class LateVectors(Protocol):
 
 @runtime_checkable
 class LateContext(Protocol):
-    """A long-term store that can rewrite a turn's full-text context after storing it (the SQLite store):
-    a turn's context holds the turns after it too, which arrive later (search/context.py)."""
+    """Rewriting a turn's full-text context after storing it, which every long-term store does: a turn's
+    context holds the turns after it too, which arrive later, and loses a forgotten turn's words
+    (search/context.py)."""
 
     async def set_index_contexts(self, user_id: str, contexts: Mapping[str, str]) -> int:
         """Give these existing turns a new index_context; a memory forgotten meanwhile stays forgotten.
@@ -129,7 +130,7 @@ class LateContext(Protocol):
         ...
 
 
-class LongTermStore(Protocol):
+class LongTermStore(LateContext, Protocol):
     """Every memory ever acknowledged, searchable. Reads never return superseded memories, except get(),
     list_memories asked for them, and reads as of a moment before the supersession."""
 
