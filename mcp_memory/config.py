@@ -219,10 +219,77 @@ class SecuritySettings(BaseModel):
         description="Serve SSE/HTTP on a non-loopback address without tokens (only behind an auth proxy).",
     )
     resource_url: str | None = Field(
-        default=None, description="This server's public URL, advertised as OAuth protected-resource metadata."
+        default=None,
+        description="This server's public MCP endpoint URL (e.g. https://memory.example.com/mcp): the OAuth resource.",
     )
     authorization_server: str | None = Field(
-        default=None, description="The OAuth authorization server advertised with resource_url."
+        default=None,
+        description="Issuer URL of the identity provider whose JWT access tokens are accepted (OAuth 2.1).",
+    )
+    jwks_uri: str | None = Field(
+        default=None, description="The issuer's JWKS URL; default: from its OAuth or OpenID metadata."
+    )
+    audiences: list[str] = Field(
+        default_factory=list,
+        description="Token audiences accepted besides resource_url (Entra ID v2: the API's client id).",
+    )
+    issuers: list[str] = Field(
+        default_factory=list,
+        description="Token iss values accepted; default: the issuer named in the authorization server's metadata.",
+    )
+    algorithms: list[
+        Literal["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512"]
+    ] = Field(
+        default_factory=lambda: ["RS256", "PS256", "ES256"],  # type: ignore[arg-type]  # literals widened
+        min_length=1,
+        description="JWT signature algorithms accepted (asymmetric only: never none, never HMAC).",
+    )
+    clock_skew_seconds: int = Field(
+        default=60, ge=0, le=600, description="Leeway for a token's exp, nbf and iat, in seconds."
+    )
+    jwks_cache_seconds: int = Field(
+        default=3600,
+        ge=60,
+        description="How long the issuer's signing keys are used before they are re-read.",
+    )
+    jwks_refetch_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="Least time between two key fetches that an unknown kid triggers (rotation, floods).",
+    )
+    user_claims: list[str] = Field(
+        default_factory=lambda: ["sub"],
+        min_length=1,
+        description='Claims whose values, joined by ":", are the user id (Entra ID: ["tid", "oid"]).',
+    )
+    scope_claims: list[str] = Field(
+        default_factory=lambda: ["scope", "scp"],
+        min_length=1,
+        description='Claims holding granted scopes, a space-separated string or a list (Entra app roles: "roles").',
+    )
+    scope_prefix: str = Field(
+        default="", description='Prefix of read/write/admin in the token\'s scope values, e.g. "memory.".'
+    )
+    scope_request_prefix: str = Field(
+        default="",
+        description="Prefix clients must put before a scope when they request it (Entra ID: the App ID URI and /).",
+    )
+    introspection_endpoint: str | None = Field(
+        default=None,
+        description="RFC 7662 endpoint for opaque (non-JWT) tokens; default: from the issuer's metadata.",
+    )
+    introspection_client_id: str | None = Field(
+        default=None, description="Client id this server introspects with; introspection is off without it."
+    )
+    introspection_client_secret: SecretStr | None = Field(
+        default=None, description="Client secret for introspection (HTTP Basic)."
+    )
+    explorer_client_id: str | None = Field(
+        default=None,
+        description="OIDC client id of the explorer (/ui), which then signs in at authorization_server.",
+    )
+    explorer_client_secret: SecretStr | None = Field(
+        default=None, description="Its client secret; none for a public client (PKCE only)."
     )
     requests_per_second: float = Field(
         default=20.0,

@@ -1,18 +1,22 @@
-"""Who is calling: bearer tokens on SSE and streamable HTTP, mapped to principals.
+"""Who is calling: principals, their scopes, and the static bearer tokens an operator configures.
 
-Tokens are configured as SHA-256 hashes only (settings `security.tokens` or a JSON file named by
-`security.tokens_file`), so a leaked configuration grants nothing. The SDK's bearer middleware asks
-`HashedTokenVerifier` about each request and keeps the resulting `AccessToken` in a context variable;
-`current_principal()` reads it back wherever a tool, resource or prompt runs. On stdio there is no
-token, and the principal is the configured single user.
+Two ways in on SSE and streamable HTTP, one principal model: tokens configured as SHA-256 hashes only
+(settings `security.tokens` or a JSON file named by `security.tokens_file`, so a leaked configuration
+grants nothing), and access tokens of the organisation's identity provider (`mcp/oauth/`). The guard
+in front of the MCP endpoints (`oauth/resource.py`) verifies each request's token and keeps the
+resulting `AccessToken` where the SDK keeps it (a context variable); `current_principal()` reads it
+back wherever a tool, resource or prompt runs. On stdio there is no token, and the principal is the
+configured single user.
 
-Scopes: `read` (see one's own memories), `write` (change them), `admin` (both, and forget any user).
-A caller without a token (stdio, a loopback address, or behind an authenticating proxy) may read and
-write the configured user's memories but is never an admin: whoever can reach an unauthenticated
-endpoint is not thereby trusted with every user's data. Admin work needs an admin token, or the
-`mcp-memory forget-user` command run by someone with access to the backends.
+Scopes: `read` (see one's own memories), `write` (change them), `admin` (forget any user). A broader
+scope covers a narrower one: write includes read, admin includes both. A caller without a token
+(stdio, a loopback address, or behind an authenticating proxy) may read and write the configured
+user's memories but is never an admin: whoever can reach an unauthenticated endpoint is not thereby
+trusted with every user's data. Admin work needs an admin token, or the `mcp-memory forget-user`
+command run by someone with access to the backends.
 `ScopeGuard` is server middleware that checks a principal's scopes before a tool, resource or prompt
-runs: tools annotated read-only need `read`, every other tool needs `write`, admin tools need `admin`.
+runs (`ToolScopes`: tools annotated read-only need `read`, every other tool needs `write`, admin tools
+need `admin`); over HTTP the guard in front has already refused such a request with a 403 challenge.
 """
 
 from __future__ import annotations
@@ -25,13 +29,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.middleware.auth_context import auth_context_var, get_access_token
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
-from mcp.server.auth.settings import AuthSettings
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_REQUEST, CallToolResult, TextContent
+from starlette.requests import Request
 
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry, load_tokens
 from mcp_memory.errors import ConfigError, PermissionDeniedError
@@ -42,6 +47,7 @@ READ, WRITE, ADMIN = "read", "write", "admin"
 ALL_SCOPES = frozenset({READ, WRITE, ADMIN})
 TOKENLESS_SCOPES = frozenset({READ, WRITE})  # never admin: see the module docstring
 ADMIN_TOOLS = frozenset({"forget_user"})
+LEVEL = {READ: 1, WRITE: 2, ADMIN: 3}
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 # Requests that return memories (or their ids) without a tool: the same read scope as read-only tools.
 READING_METHODS = frozenset(
@@ -59,8 +65,8 @@ class Principal:
     authenticated: bool = True  # False: no token (stdio, loopback, behind a proxy)
 
     def may(self, scope: str) -> bool:
-        # An admin may also read and write; read and write do not imply each other.
-        return scope in self.scopes or ADMIN in self.scopes
+        # A broader scope covers a narrower one: admin > write > read.
+        return any(LEVEL.get(held, 0) >= LEVEL[scope] for held in self.scopes)
 
 
 def hash_token(token: str) -> str:
@@ -97,33 +103,9 @@ class HashedTokenVerifier:
         )
 
 
-def auth_options(settings: Settings) -> dict[str, Any]:
-    """MCPServer keyword arguments that turn bearer auth on, or {} when no token is configured."""
-    entries = load_tokens(settings.security)
-    if not entries:
-        return {}
-    security = settings.security
-    advertised = security.resource_url is not None and security.authorization_server is not None
-    return {
-        "token_verifier": HashedTokenVerifier(entries),
-        "auth": AuthSettings(
-            # Static tokens have no issuer of ours; the URL is only advertised when both are configured.
-            issuer_url=security.authorization_server if advertised else "http://127.0.0.1/",
-            resource_server_url=security.resource_url if advertised else None,
-            validate_token_resource=False,  # a static token names its user, not an audience
-        ),
-    }
-
-
 def current_principal(settings: Settings) -> Principal:
     """The authenticated principal of this request; on stdio (no token) the configured user."""
     return principal_of(get_access_token(), settings)
-
-
-def token_verifier(settings: Settings) -> HashedTokenVerifier | None:
-    """The verifier of the configured tokens, or None when none is configured (no authentication)."""
-    entries = load_tokens(settings.security)
-    return HashedTokenVerifier(entries) if entries else None
 
 
 def principal_of(token: AccessToken | None, settings: Settings) -> Principal:
@@ -139,13 +121,20 @@ def check_exposure(settings: Settings, transport: str, host: str) -> None:
     """Refuse to serve memories on a non-loopback address without authentication."""
     if transport == "stdio" or is_loopback(host):
         return
-    if load_tokens(settings.security) or settings.security.allow_unauthenticated_network:
+    if authenticates(settings) or settings.security.allow_unauthenticated_network:
         return
     raise ConfigError(
         f"refusing to serve {transport} on {host} without authentication: configure bearer tokens "
-        "(MCP_MEMORY_SECURITY__TOKENS or MCP_MEMORY_SECURITY__TOKENS_FILE), bind 127.0.0.1, or set "
+        "(MCP_MEMORY_SECURITY__TOKENS or MCP_MEMORY_SECURITY__TOKENS_FILE) or an identity provider "
+        "(MCP_MEMORY_SECURITY__AUTHORIZATION_SERVER), bind 127.0.0.1, or set "
         "MCP_MEMORY_SECURITY__ALLOW_UNAUTHENTICATED_NETWORK=true behind your own authenticating proxy"
     )
+
+
+def authenticates(settings: Settings) -> bool:
+    """Some way in is configured: static tokens, an identity provider, or token introspection."""
+    security = settings.security
+    return bool(load_tokens(security) or security.authorization_server or security.introspection_client_id)
 
 
 def is_loopback(host: str) -> bool:
@@ -161,48 +150,70 @@ def _aware(moment: datetime) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
-class ScopeGuard:
-    """Server middleware: a principal's scopes decide which tools it may call, before they run."""
+class ToolScopes:
+    """The scope each tool needs: admin for admin tools, read for tools annotated read-only, else write."""
 
-    def __init__(self, settings: Settings, server: MCPServer[Any]) -> None:
-        self._settings = settings
+    def __init__(self, server: MCPServer[Any]) -> None:
         self._server = server
         self._read_only: dict[str, bool] = {}  # tool name -> annotated read-only (tools never change)
 
-    async def _writes(self, tool: str) -> bool:
-        """A tool writes unless its annotations promise it only reads (the safe default)."""
+    async def needed(self, tool: str) -> str:
+        if tool in ADMIN_TOOLS:
+            return ADMIN
         if tool not in self._read_only:
             for listed in await self._server.list_tools():
                 hint = listed.annotations.read_only_hint if listed.annotations else None
                 self._read_only[listed.name] = hint is True
-        return not self._read_only.get(tool, True)  # an unknown tool is the SDK's error to report
+        # A tool writes unless its annotations promise it only reads (the safe default); an unknown
+        # tool is the SDK's error to report, so reading is enough to hear it.
+        return READ if self._read_only.get(tool, True) else WRITE
+
+
+class ScopeGuard:
+    """Server middleware: a principal's scopes decide which tools it may call, before they run."""
+
+    def __init__(self, settings: Settings, tools: ToolScopes) -> None:
+        self._settings = settings
+        self._tools = tools
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        # On SSE every message arrives in its own POST, whose verified token (perhaps stepped up since the
+        # stream opened) is the one that counts; the context variable still holds the stream's.
+        user = ctx.request.scope.get("user") if isinstance(ctx.request, Request) else None
+        bound = auth_context_var.set(user) if isinstance(user, AuthenticatedUser) else None
+        try:
+            refused = await self._check(ctx)
+            return refused if refused is not None else await call_next(ctx)
+        finally:
+            if bound is not None:
+                auth_context_var.reset(bound)
+
+    async def _check(self, ctx: ServerRequestContext[Any, Any]) -> CallToolResult | None:
         if ctx.method == "tools/call":
-            name = (ctx.params or {}).get("name")
+            name = str((ctx.params or {}).get("name"))
             principal = current_principal(self._settings)
-            refusal = self._refusal(principal, str(name), await self._writes(str(name)))
+            refusal = self._refusal(principal, name, await self._tools.needed(name))
             if refusal is not None:
                 log.info("refused tool %s: %s", name, refusal)
                 return CallToolResult(content=[TextContent(type="text", text=refusal)], is_error=True)
         elif ctx.method in READING_METHODS and not current_principal(self._settings).may(READ):
             raise MCPError(code=INVALID_REQUEST, message="this token may not read memories (no read scope)")
-        return await call_next(ctx)
+        return None
 
     @staticmethod
-    def _refusal(principal: Principal, tool: str, writes: bool) -> str | None:
-        if tool in ADMIN_TOOLS and not principal.may(ADMIN):
+    def _refusal(principal: Principal, tool: str, needed: str) -> str | None:
+        if principal.may(needed):
+            return None
+        if needed == ADMIN:
             if not principal.authenticated:
                 return (
                     f"{tool} needs an admin principal: call it with a bearer token that has the admin "
                     "scope (mcp-memory token --scope admin), or run `mcp-memory forget-user` on the server"
                 )
             return f"{tool} needs the admin scope; this token does not have it"
-        if writes and not principal.may(WRITE):
+        if needed == WRITE:
             return f"{tool} changes memories, and this token is read-only"
-        if not writes and not principal.may(READ):
-            return f"{tool} reads memories, and this token has no read scope"
-        return None
+        return f"{tool} reads memories, and this token has no read scope"
 
 
 def token_command(user_id: str, name: str, scopes: list[str], expires_at: datetime | None) -> None:

@@ -25,7 +25,7 @@ from mcp_memory import validation as check
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError, NotFoundError
 from mcp_memory.llm.prompts import load_prompt
-from mcp_memory.mcp.auth import ScopeGuard, auth_options, current_principal
+from mcp_memory.mcp.auth import ScopeGuard, ToolScopes, current_principal
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.limits import RateLimit
 from mcp_memory.mcp.observability import RequestLog
@@ -115,9 +115,9 @@ class MemoryServer(MCPServer[MemoryService]):
             lifespan=lifespan,
             subscriptions=bus,
             log_level=settings.log_level,
-            **auth_options(settings),  # bearer tokens on SSE/HTTP when configured (mcp/auth.py)
         )
         self.host = host
+        self.tool_scopes = ToolScopes(self)  # which scope each tool needs (auth.py)
         # 2025-protocol clients subscribe per URI (2026 clients listen on the bus). The SDK serves a spec
         # method the 2026 revision removed only through its lowlevel server's add_request_handler, which
         # MCPServer keeps for itself and its subclasses.
@@ -145,7 +145,7 @@ def build_server(settings: Settings) -> MemoryServer:
     server = MemoryServer(settings, host, subscriptions)
     # Outermost first: a request id for every log line, then the principal's scopes, then its rate.
     rate_limit = RateLimit(settings, shared=lambda: host.request_buckets)
-    server.middleware.extend([RequestLog(settings), ScopeGuard(settings, server), rate_limit])
+    server.middleware.extend([RequestLog(settings), ScopeGuard(settings, server.tool_scopes), rate_limit])
 
     def service() -> MemoryService:
         return host.service

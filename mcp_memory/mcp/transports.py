@@ -1,4 +1,9 @@
-"""Running the server over stdio, SSE or streamable HTTP, with a /health route on the HTTP ones."""
+"""Running the server over stdio, SSE or streamable HTTP, with a /health route on the HTTP ones.
+
+On the HTTP transports, when any way in is configured (static tokens, an identity provider), the MCP
+endpoints sit behind the resource guard (`oauth/resource.py`) and the protected-resource metadata is
+served beside them.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ from starlette.types import ASGIApp
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
 from mcp_memory.mcp.auth import check_exposure
+from mcp_memory.mcp.oauth.resource import ResourceGuard, metadata_routes
+from mcp_memory.mcp.oauth.tokens import build_verifier
 from mcp_memory.mcp.observability import add_readiness_route
 from mcp_memory.mcp.server import MemoryServer
 
@@ -41,14 +48,22 @@ async def serve(
     async def health(_: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "version": __version__})
 
+    verifier = build_verifier(settings)  # before listening: a bad security setting fails at start
     if transport == "sse":
         app = server.sse_app(host=host, max_request_body_size=settings.security.max_request_bytes)
         where = f"http://{host}:{port}/sse"
+        endpoints: tuple[str, ...] = ("/sse", "/messages")
     else:
         app = server.streamable_http_app(host=host, max_request_body_size=settings.security.max_request_bytes)
-        where = f"http://{host}:{port}/mcp"
-    app.router.routes.extend(mounts)
-    await serve_http(app, host, port, where)
+        where, endpoints = f"http://{host}:{port}/mcp", ("/mcp",)
+    app.router.routes.extend([*metadata_routes(settings, endpoints), *mounts])
+    if verifier is None:
+        await serve_http(app, host, port, where)
+        return
+    guarded = ResourceGuard(
+        app, settings=settings, verifier=verifier, tools=server.tool_scopes, protected=endpoints
+    )
+    await serve_http(guarded, host, port, where)
 
 
 async def serve_http(

@@ -21,8 +21,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError, MemoryServerError, NotFoundError
-from mcp_memory.mcp.auth import READ, is_loopback, token_verifier
+from mcp_memory.mcp.auth import READ, is_loopback
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.mcp.oauth.tokens import build_verifier
 from mcp_memory.ui import editing, reading
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import Guard, Refused, Visitor
@@ -68,7 +69,7 @@ class SecurityHeaders:
 
 def build_ui(host: ServiceHost, settings: Settings) -> Starlette:
     """The explorer over this host's memory service, with the tokens and scopes of the MCP endpoint."""
-    explorer = Explorer(host, Guard(settings, token_verifier(settings)))
+    explorer = Explorer(host, Guard(settings, build_verifier(settings)))
 
     def endpoint(handler: Handler, *, anonymous: bool = False) -> Callable[[Request], Awaitable[Response]]:
         async def respond(request: Request) -> Response:
@@ -146,4 +147,4 @@ def check_explorer_exposure(settings: Settings, bind: str) -> None:
 
 def _unprotected(settings: Settings, bind: str) -> bool:
     """Memories would be shown to the network with no token to check."""
-    return token_verifier(settings) is None and not is_loopback(bind)
+    return build_verifier(settings) is None and not is_loopback(bind)

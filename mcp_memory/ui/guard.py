@@ -24,7 +24,8 @@ from starlette.requests import Request
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.auth import READ, HashedTokenVerifier, Principal, is_loopback, principal_of
+from mcp_memory.mcp.auth import READ, Principal, is_loopback, principal_of
+from mcp_memory.mcp.oauth.tokens import TokenVerifier
 
 TOKEN_COOKIE = "mm_token"
 CSRF_COOKIE = "mm_csrf"
@@ -54,7 +55,7 @@ class Visitor:
 
 
 class Guard:
-    def __init__(self, settings: Settings, verifier: HashedTokenVerifier | None) -> None:
+    def __init__(self, settings: Settings, verifier: TokenVerifier | None) -> None:
         self.settings = settings
         self.verifier = verifier
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -67,3 +68,33 @@ async def bearer_client(server: NetworkServer, token: str | None) -> AsyncIterat
         transport = streamable_http_client(server.url, http_client=http)
         async with Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS) as client:
             yield client
+
+
+async def post_tool_call(
+    url: str, token: str | None, tool: str, arguments: dict[str, object]
+) -> httpx2.Response:
+    """A raw tools/call over streamable HTTP, to read the HTTP status and challenge the guard answers."""
+    headers = {
+        "Accept": "application/json, text/event-stream",
+        "Content-Type": "application/json",
+        "MCP-Protocol-Version": "2025-06-18",
+    }
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    async with httpx2.AsyncClient(timeout=30) as http:
+        return await http.post(url, headers=headers, content=json.dumps(message))
+
+
+def challenge(response: httpx2.Response) -> dict[str, str]:
+    """The parameters of a response's `WWW-Authenticate: Bearer ...` header."""
+    import re
+
+    header = response.headers["www-authenticate"]
+    assert header.startswith("Bearer "), header
+    return dict(re.findall(r'(\w+)="([^"]*)"', header))

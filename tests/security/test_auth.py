@@ -12,7 +12,7 @@ import pytest
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry, load_tokens
 from mcp_memory.errors import ConfigError
 from mcp_memory.mcp.auth import HashedTokenVerifier, check_exposure, hash_token
-from tests.security.bearer import bearer_client, credential, start_with_tokens
+from tests.security.bearer import bearer_client, challenge, credential, start_with_tokens
 from tests.services.mcp_client import call
 from tests.services.server_process import START_SECONDS, ServerStarter, mcp_memory_command, server_env
 
@@ -46,8 +46,10 @@ async def test_missing_invalid_and_expired_tokens_are_refused(
     for token in (None, "not-a-configured-token", expired.token, good.token + "x", hash_token(good.token)):
         response = await _post_initialize(server.url, token)
         assert response.status_code == 401, (token, response.status_code)
-        assert response.headers["www-authenticate"].startswith("Bearer")
-        assert response.json()["error"] == "invalid_token"
+        # RFC 6750 section 3.1: an error code only when a token was sent; always the scope to ask for.
+        params = challenge(response)
+        assert params.get("error") == (None if token is None else "invalid_token"), token
+        assert params["scope"] == "read write"
     accepted = await _post_initialize(server.url, good.token)
     assert accepted.status_code == 200
     async with bearer_client(server, good.token) as client:

@@ -10,7 +10,8 @@ import pytest
 from starlette.requests import Request
 
 from mcp_memory.config import Settings, TokenEntry
-from mcp_memory.mcp.auth import Principal, hash_token, token_verifier
+from mcp_memory.mcp.auth import Principal, hash_token
+from mcp_memory.mcp.oauth.tokens import build_verifier
 from mcp_memory.ui.guard import CSRF_COOKIE, TOKEN_COOKIE, Guard, Refused, Visitor
 
 pytestmark = pytest.mark.anyio
@@ -51,7 +52,7 @@ def request(
 @pytest.fixture
 def open_guard(settings: Settings) -> Guard:
     """No tokens configured."""
-    return Guard(settings, token_verifier(settings))
+    return Guard(settings, build_verifier(settings))
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def token_guard(settings: Settings) -> Guard:
     with_tokens = settings.model_copy(
         update={"security": settings.security.model_copy(update={"tokens": entries})}
     )
-    return Guard(with_tokens, token_verifier(with_tokens))
+    return Guard(with_tokens, build_verifier(with_tokens))
 
 
 def visitor(*, by_header: bool = False) -> Visitor:

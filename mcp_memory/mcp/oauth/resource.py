@@ -1,0 +1,257 @@
+"""The guard in front of the MCP endpoints, and the protected-resource metadata that points clients to it.
+
+Every request to /mcp, /sse or /messages/ must carry `Authorization: Bearer <token>`:
+- none: 401 `WWW-Authenticate: Bearer resource_metadata="...", scope="read write"` (no error code:
+  RFC 6750 section 3.1 gives none when no credentials were sent);
+- a token that is not valid: 401 with `error="invalid_token"` and why, the same two parameters;
+- a valid token without the scope the request needs: 403 `error="insufficient_scope"` naming every
+  scope the operation needs, so the client can step up (per tool, read from the JSON-RPC body, which
+  2025 clients send without an Mcp-Name header). The request never reaches the server, so nothing is
+  written;
+- the identity provider unreachable with no keys held: 503 with Retry-After.
+A verified request goes on with the token where the SDK keeps it (`scope["user"]` and the auth context
+variable), so sessions stay bound to their principal and `current_principal()` finds it.
+
+The metadata document (RFC 9728) is served at `/.well-known/oauth-protected-resource` plus the
+resource's path (and at the bare well-known path, for 2025-03-26 clients): `resource` without a
+trailing slash, the authorization server, the minimal scopes a client needs (`read`, `write`; admin is
+asked for by a 403 when an admin tool needs it) and `bearer_methods_supported: ["header"]`. It is ours,
+not the SDK's: the SDK ties `scopes_supported` to the scopes it requires of every request.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp.server.auth.middleware.auth_context import auth_context_var
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from starlette.authentication import AuthCredentials
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from mcp_memory.config import Settings
+from mcp_memory.errors import PermissionDeniedError
+from mcp_memory.mcp.auth import LEVEL, READ, ToolScopes, principal_of
+from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules, covering
+from mcp_memory.mcp.oauth.issuer import InvalidToken, IssuerUnavailable
+from mcp_memory.mcp.oauth.tokens import TokenVerifier, resource_of
+
+log = logging.getLogger(__name__)
+
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+
+
+def metadata_url(resource: str) -> str:
+    """RFC 9728 section 3.1: the well-known path goes between the host and the resource's path."""
+    parts = urlsplit(resource)
+    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{parts.path.rstrip('/')}"
+
+
+class Challenges:
+    """The WWW-Authenticate values of this server (RFC 6750 section 3, RFC 9728 section 5.1)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.rules = ClaimRules.of(settings.security)
+        resource = resource_of(settings)
+        advertised = resource is not None and settings.security.authorization_server is not None
+        self.metadata_url = metadata_url(resource) if advertised and resource else None
+
+    def header(
+        self, scopes: tuple[str, ...], error: str | None = None, description: str | None = None
+    ) -> str:
+        parts = []
+        if error is not None:
+            parts.append(f'error="{error}"')
+            if description:
+                parts.append(f'error_description="{_quotable(description)}"')
+        if self.metadata_url is not None:
+            parts.append(f'resource_metadata="{self.metadata_url}"')
+        parts.append(f'scope="{self.rules.requested(scopes)}"')
+        return "Bearer " + ", ".join(parts)
+
+    def missing(self) -> JSONResponse:
+        return self._response(401, self.header(BASIC_SCOPES), "invalid_request", "a bearer token is required")
+
+    def invalid(self, reason: str) -> JSONResponse:
+        return self._response(
+            401, self.header(BASIC_SCOPES, "invalid_token", reason), "invalid_token", reason
+        )
+
+    def insufficient(self, needed: str, what: str) -> JSONResponse:
+        scopes = covering(needed)
+        reason = f"{what} needs the {self.rules.requested((needed,))} scope"
+        header = self.header(scopes, "insufficient_scope", reason)
+        return self._response(403, header, "insufficient_scope", reason)
+
+    @staticmethod
+    def _response(status: int, header: str, error: str, description: str) -> JSONResponse:
+        return JSONResponse(
+            {"error": error, "error_description": description},
+            status_code=status,
+            headers={"WWW-Authenticate": header, "Cache-Control": "no-store"},
+        )
+
+
+def _quotable(text: str) -> str:
+    """A quoted-string value (RFC 7230) of printable ASCII: no quote, backslash or control character."""
+    return "".join(c if 0x20 <= ord(c) < 0x7F and c not in '"\\' else "'" for c in text)
+
+
+def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The token of an `Authorization: Bearer` header (scheme case-insensitive), or None."""
+    for name, value in headers:
+        if name.lower() == b"authorization":
+            text = value.decode("latin-1")
+            scheme, _, token = text.partition(" ")
+            if scheme.lower() == "bearer":
+                return token.strip()
+            return None
+    return None
+
+
+class ResourceGuard:
+    """ASGI middleware: the MCP endpoints answer only requests whose token allows what they ask."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        settings: Settings,
+        verifier: TokenVerifier,
+        tools: ToolScopes,
+        protected: tuple[str, ...],
+    ) -> None:
+        self.app = app
+        self.settings = settings
+        self.verifier = verifier
+        self.tools = tools
+        self.protected = protected
+        self.challenges = Challenges(settings)
+        self.max_body = settings.security.max_request_bytes
+
+    def _protects(self, path: str) -> bool:
+        return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.protected)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not self._protects(scope["path"]):
+            await self.app(scope, receive, send)
+            return
+        token = bearer_token(scope["headers"])
+        if token is None:
+            await self.challenges.missing()(scope, receive, send)
+            return
+        try:
+            access = await self.verifier.verify(token)
+            principal = principal_of(access, self.settings)
+        except (InvalidToken, PermissionDeniedError) as e:
+            log.info("refused a bearer token on %s: %s", scope["path"], e)
+            await self.challenges.invalid(str(e))(scope, receive, send)
+            return
+        except IssuerUnavailable as e:
+            log.warning("cannot verify tokens: %s", e)
+            unavailable = JSONResponse(
+                {
+                    "error": "temporarily_unavailable",
+                    "error_description": "the identity provider cannot be reached",
+                },
+                status_code=503,
+                headers={"Retry-After": "5"},
+            )
+            await unavailable(scope, receive, send)
+            return
+        body, receive = await _buffered(scope, receive, self.max_body)
+        if body is None:
+            too_large = JSONResponse({"error": "the request body is too large"}, status_code=413)
+            await too_large(scope, receive, send)
+            return
+        needed, what = await self._needed(scope["method"], body)
+        if not principal.may(needed):
+            log.info("refused %s to %s: no %s scope", what, principal.name, needed)
+            await self.challenges.insufficient(needed, what)(scope, receive, send)
+            return
+        user = AuthenticatedUser(access)
+        scope = {**scope, "user": user, "auth": AuthCredentials(access.scopes)}
+        bound = auth_context_var.set(user)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            auth_context_var.reset(bound)
+
+    async def _needed(self, method: str, body: bytes) -> tuple[str, str]:
+        """The scope a request needs and what it is, for the challenge: the most any message needs."""
+        needed, what = READ, "this request"
+        if method != "POST" or not body:
+            return needed, what
+        try:
+            parsed = json.loads(body)
+        except ValueError:
+            return needed, what  # the SDK answers the parse error, to a reader
+        for message in parsed if isinstance(parsed, list) else [parsed]:
+            if not isinstance(message, dict) or message.get("method") != "tools/call":
+                continue
+            params = message.get("params")
+            name = str(params.get("name")) if isinstance(params, dict) else ""
+            tool_needs = await self.tools.needed(name)
+            if LEVEL[tool_needs] > LEVEL[needed]:
+                needed, what = tool_needs, name
+        return needed, what
+
+
+async def _buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
+    """Read a request's whole body (None past `limit` bytes) and a receive that replays it first."""
+    if scope["method"] not in ("POST", "PUT", "PATCH"):
+        return b"", receive
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), _replay([message], receive)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None, receive
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    return body, _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
+
+
+def _replay(first: list[Message], receive: Receive) -> Receive:
+    pending = list(first)
+
+    async def replaying() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replaying
+
+
+def metadata_routes(settings: Settings, endpoint_paths: tuple[str, ...]) -> list[Route]:
+    """GET routes serving the protected-resource metadata, when an authorization server is configured."""
+    resource = resource_of(settings)
+    server = settings.security.authorization_server
+    if resource is None or server is None:
+        return []
+    rules = ClaimRules.of(settings.security)
+    document: dict[str, Any] = {
+        "resource": resource,
+        "authorization_servers": [server],
+        "scopes_supported": rules.requested(BASIC_SCOPES).split(),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "mcp-memory",
+    }
+
+    async def metadata(_: Request) -> JSONResponse:
+        return JSONResponse(document, headers={"Cache-Control": "max-age=300"})
+
+    paths = {WELL_KNOWN, WELL_KNOWN + urlsplit(resource).path.rstrip("/")}
+    paths.update(WELL_KNOWN + p.rstrip("/") for p in endpoint_paths)
+    return [Route(path, metadata, methods=["GET"]) for path in sorted(paths)]
