@@ -31,6 +31,8 @@ from mcp_memory.mcp.server import MemoryServer
 
 log = logging.getLogger(__name__)
 
+MAX_HEAD_BYTES = 256 * 1024  # request line and headers, at most
+
 
 async def serve(
     server: MemoryServer, transport: str, host: str, port: int, *, mounts: Sequence[BaseRoute] = ()
@@ -76,7 +78,16 @@ async def serve_http(
     log.info("mcp-memory listening on %s", where)
     if on_listening is not None:
         on_listening()
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    # h11 refuses a request head past 16 KiB by resetting the connection, or not, depending on how the
+    # bytes arrive; up to this size the guard reads it and answers (an oversized token: 401).
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+    )
     try:
         with _sigterm_unwinds():
             await uvicorn.Server(config).serve(sockets=[listener])

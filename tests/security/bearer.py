@@ -71,9 +71,10 @@ async def bearer_client(server: NetworkServer, token: str | None) -> AsyncIterat
 
 
 async def post_tool_call(
-    url: str, token: str | None, tool: str, arguments: dict[str, object]
+    url: str, token: str | None, tool: str, arguments: dict[str, object], *, authorization: str | None = None
 ) -> httpx2.Response:
-    """A raw tools/call over streamable HTTP, to read the HTTP status and challenge the guard answers."""
+    """A raw tools/call over streamable HTTP, to read the HTTP status and challenge the guard answers.
+    `authorization`: a whole Authorization header to send instead of `Bearer <token>`."""
     headers = {
         "Accept": "application/json, text/event-stream",
         "Content-Type": "application/json",
@@ -81,6 +82,8 @@ async def post_tool_call(
     }
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
+    if authorization is not None:
+        headers["Authorization"] = authorization
     message = {
         "jsonrpc": "2.0",
         "id": 7,

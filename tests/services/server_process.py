@@ -141,9 +141,11 @@ class NetworkServer:
     def _spawn(self) -> None:
         self.workdir.mkdir(parents=True, exist_ok=True)
         with self.stderr_path.open("ab") as stderr:
+            # "{port}" in a value (e.g. the OAuth resource URL) is the port this start chose.
+            env = {name: value.replace("{port}", str(self.port)) for name, value in self.env.items()}
             self._process = subprocess.Popen(
                 [mcp_memory_command(), *self.arguments()],
-                env=self.env,
+                env=env,
                 cwd=self.workdir,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,

@@ -113,12 +113,13 @@ class Issuer:
         self._metadata: IssuerMetadata | None = None
         self._keys: dict[str, dict[str, Any]] = {}  # kid ("" when a key has none) -> JWK
         self._fetched_at: float | None = None
-        self._lock = anyio.Lock()
+        self._lock = anyio.Lock()  # one key fetch at a time
+        self._metadata_lock = anyio.Lock()
         self.fetches = 0  # JWKS reads so far (the refetch floor is tested on it)
 
     async def metadata(self) -> IssuerMetadata:
         if self._metadata is None:
-            async with self._lock:
+            async with self._metadata_lock:
                 if self._metadata is None:
                     self._metadata = await self._discover()
         return self._metadata

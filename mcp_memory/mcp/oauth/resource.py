@@ -75,7 +75,7 @@ class Challenges:
         return "Bearer " + ", ".join(parts)
 
     def missing(self) -> JSONResponse:
-        return self._response(401, self.header(BASIC_SCOPES), "invalid_request", "a bearer token is required")
+        return self._response(401, self.header(BASIC_SCOPES), "unauthorized", "a bearer token is required")
 
     def invalid(self, reason: str) -> JSONResponse:
         return self._response(
@@ -108,9 +108,7 @@ def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
         if name.lower() == b"authorization":
             text = value.decode("latin-1")
             scheme, _, token = text.partition(" ")
-            if scheme.lower() == "bearer":
-                return token.strip()
-            return None
+            return token.strip() or None if scheme.lower() == "bearer" else None
     return None
 
 
