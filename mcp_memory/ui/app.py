@@ -24,7 +24,7 @@ from mcp_memory.errors import ConfigError, MemoryServerError, NotFoundError
 from mcp_memory.mcp.auth import READ, is_loopback
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.oauth.tokens import build_verifier
-from mcp_memory.ui import editing, reading
+from mcp_memory.ui import editing, reading, signin
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import Guard, Refused, Visitor
 
@@ -96,6 +96,8 @@ def build_ui(host: ServiceHost, settings: Settings) -> Starlette:
         Route("/login", endpoint(reading.login_form, anonymous=True), methods=["GET"]),
         Route("/login", endpoint(editing.login, anonymous=True), methods=["POST"]),
         Route("/logout", endpoint(editing.logout, anonymous=True), methods=["POST"]),
+        Route("/auth/login", endpoint(signin.sign_in, anonymous=True), methods=["GET"]),
+        Route("/auth/callback", endpoint(signin.callback, anonymous=True), methods=["GET"]),
         Route("/threads", endpoint(reading.threads)),
         Route("/threads/{thread_id}", endpoint(reading.thread)),
         Route("/threads/{thread_id}/summarize", endpoint(editing.summarize_thread), methods=["POST"]),

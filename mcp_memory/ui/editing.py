@@ -15,6 +15,7 @@ from starlette.responses import Response
 from mcp_memory import validation as check
 from mcp_memory.learning.editing import MemoryEditor
 from mcp_memory.mcp.auth import ADMIN, WRITE
+from mcp_memory.ui import signin
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import CSRF_FIELD, TOKEN_COOKIE, Guard, Refused, Visitor
 from mcp_memory.ui.reading import forget_page
@@ -22,11 +23,11 @@ from mcp_memory.ui.reading import forget_page
 MAX_FORM_BYTES = 1_000_000  # a form field never needs more (one memory's content is far less)
 
 
-async def posted(request: Request, visitor: Visitor, scope: str, what: str) -> FormData:
+async def posted(ex: Explorer, request: Request, visitor: Visitor, scope: str, what: str) -> FormData:
     """The form of a POST that passed the cross-site checks and whose visitor holds `scope`."""
     form = await request.form(max_files=0, max_fields=20, max_part_size=MAX_FORM_BYTES)
     Guard.check_form(request, visitor, form.get(CSRF_FIELD))
-    Guard.require(visitor, scope, what)
+    ex.guard.require(visitor, scope, what)
     return form
 
 
@@ -42,7 +43,7 @@ def _editor(ex: Explorer) -> MemoryEditor:
 
 
 async def edit_memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
-    form = await posted(request, visitor, WRITE, "editing a memory")
+    form = await posted(ex, request, visitor, WRITE, "editing a memory")
     memory_id = request.path_params["memory_id"]
     content = form.get("content")
     await _editor(ex).update(
@@ -52,21 +53,21 @@ async def edit_memory(ex: Explorer, request: Request, visitor: Visitor) -> Respo
 
 
 async def rollback_memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
-    form = await posted(request, visitor, WRITE, "rolling a memory back")
+    form = await posted(ex, request, visitor, WRITE, "rolling a memory back")
     memory_id = request.path_params["memory_id"]
     await _editor(ex).rollback(visitor.principal.user_id, memory_id, _text(form, "revision_id"))
     return ex.redirect(request, f"/memories/{memory_id}")
 
 
 async def summarize_thread(ex: Explorer, request: Request, visitor: Visitor) -> Response:
-    await posted(request, visitor, WRITE, "summarizing a thread")
+    await posted(ex, request, visitor, WRITE, "summarizing a thread")
     thread_id = request.path_params["thread_id"]
     await ex.service.summarize_thread(visitor.principal.user_id, thread_id)
     return ex.redirect(request, f"/threads/{thread_id}")
 
 
 async def forget(ex: Explorer, request: Request, visitor: Visitor) -> Response:
-    form = await posted(request, visitor, WRITE, "forgetting")
+    form = await posted(ex, request, visitor, WRITE, "forgetting")
     thread_id, memory_id = _text(form, "thread_id"), _text(form, "memory_id")
     everything = form.get("everything") in ("on", "1", "true")
     confirmed = form.get("confirm") == "1"
@@ -84,7 +85,7 @@ async def forget(ex: Explorer, request: Request, visitor: Visitor) -> Response:
 
 async def forget_user(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     """Admin only, as the forget_user tool: every memory of another user, dry run first."""
-    form = await posted(request, visitor, ADMIN, "forgetting a user")
+    form = await posted(ex, request, visitor, ADMIN, "forgetting a user")
     if not visitor.principal.authenticated:
         raise Refused(403, "forgetting a user needs an admin token")
     target = check.thread_id(_text(form, "user_id"), "user_id")  # same alphabet as thread ids
@@ -105,6 +106,7 @@ async def login(ex: Explorer, request: Request, visitor: Visitor) -> Response:
             nav="login",
             status=401,
             message="That token matches no configured token, or it has expired.",
+            sign_in=signin.offered(ex),
         )
     response = ex.redirect(request, "/threads")
     response.set_cookie(

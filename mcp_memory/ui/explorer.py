@@ -74,7 +74,9 @@ class Explorer:
     def refused(self, request: Request, visitor: Visitor | None, refusal: Refused) -> Response:
         if refusal.login:
             return RedirectResponse(base_path(request) + "/login", status_code=303)
-        return self.error(request, visitor, str(refusal), refusal.status)
+        response = self.error(request, visitor, str(refusal), refusal.status)
+        response.headers.update(refusal.headers)
+        return response
 
     def error(self, request: Request, visitor: Visitor | None, message: str, status: int) -> Response:
         if visitor is None:  # refused before we knew who asked: a bare page, no navigation

@@ -24,7 +24,9 @@ from starlette.requests import Request
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.auth import READ, Principal, is_loopback, principal_of
+from mcp_memory.mcp.auth import Principal, is_loopback, principal_of
+from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, covering
+from mcp_memory.mcp.oauth.resource import Challenges
 from mcp_memory.mcp.oauth.tokens import TokenVerifier
 
 TOKEN_COOKIE = "mm_token"
@@ -35,10 +37,13 @@ CSRF_FIELD = "csrf"
 class Refused(Exception):
     """A request the explorer will not serve: its status and a message for the page."""
 
-    def __init__(self, status: int, message: str, *, login: bool = False) -> None:
+    def __init__(
+        self, status: int, message: str, *, login: bool = False, headers: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.login = login  # an HTML GET without credentials: send the browser to the login page
+        self.headers = headers or {}  # WWW-Authenticate on a 401 or 403, as the MCP endpoint answers
 
 
 @dataclass(frozen=True)
@@ -58,6 +63,7 @@ class Guard:
     def __init__(self, settings: Settings, verifier: TokenVerifier | None) -> None:
         self.settings = settings
         self.verifier = verifier
+        self.challenges = Challenges(settings)
 
     @property
     def needs_login(self) -> bool:
@@ -98,8 +104,16 @@ class Guard:
         if anonymous:
             return Principal(user_id="", scopes=frozenset(), name="anonymous", authenticated=False), False
         if by_header:
-            raise Refused(401, "the bearer token matches no configured token, or it has expired")
-        raise Refused(401, "log in with a token to see memories", login=request.method == "GET")
+            reason = "the bearer token is not valid (unknown, expired, or not issued for this server)"
+            challenge = self.challenges.header(BASIC_SCOPES, "invalid_token", reason)
+            raise Refused(401, reason, headers={"WWW-Authenticate": challenge})
+        challenge = self.challenges.header(BASIC_SCOPES)
+        raise Refused(
+            401,
+            "log in with a token to see memories",
+            login=request.method == "GET",
+            headers={"WWW-Authenticate": challenge},
+        )
 
     def _loopback_only(self, request: Request) -> None:
         client = request.client.host if request.client else ""
@@ -125,9 +139,8 @@ class Guard:
         if not isinstance(form_value, str) or not cookie or not hmac.compare_digest(form_value, cookie):
             raise Refused(403, "the form has expired or was not sent by this page: reload the page and retry")
 
-    @staticmethod
-    def require(visitor: Visitor, scope: str, what: str) -> None:
+    def require(self, visitor: Visitor, scope: str, what: str) -> None:
         if not visitor.may(scope):
-            if scope == READ:
-                raise Refused(403, f"{what} needs the read scope; this token does not have it")
-            raise Refused(403, f"{what} needs the {scope} scope; this token does not have it")
+            reason = f"{what} needs the {scope} scope; this token does not have it"
+            challenge = self.challenges.header(covering(scope), "insufficient_scope", reason)
+            raise Refused(403, reason, headers={"WWW-Authenticate": challenge})

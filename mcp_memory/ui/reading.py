@@ -15,7 +15,7 @@ from mcp_memory.learning.editing import EDITABLE_TYPES
 from mcp_memory.learning.parsing import FACT_KINDS
 from mcp_memory.models import MEMORY_TYPES
 from mcp_memory.service import activity, browse
-from mcp_memory.ui import charts
+from mcp_memory.ui import charts, signin
 from mcp_memory.ui.diff import word_diff
 from mcp_memory.ui.explorer import Explorer
 from mcp_memory.ui.guard import Visitor
@@ -187,4 +187,4 @@ def forget_page(ex: Explorer, request: Request, visitor: Visitor, **shown: Any) 
 async def login_form(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     if not ex.guard.needs_login:
         return ex.redirect(request, "/threads")
-    return ex.page(request, visitor, "login.html", nav="login", message=None)
+    return ex.page(request, visitor, "login.html", nav="login", message=None, sign_in=signin.offered(ex))

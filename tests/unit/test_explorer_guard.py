@@ -210,12 +210,16 @@ def test_a_bearer_header_post_needs_no_csrf_value() -> None:
     Guard.check_form(post({"Sec-Fetch-Site": "cross-site"}, csrf_cookie=None), visitor(by_header=True), None)
 
 
-def test_scopes_are_required() -> None:
+def test_scopes_are_required(settings: Settings) -> None:
+    guard = Guard(settings, None)
     read_only = Visitor(Principal("ann", frozenset({"read"}), "ro"), CSRF, new_csrf=False, by_header=True)
-    Guard.require(read_only, "read", "seeing memories")
+    guard.require(read_only, "read", "seeing memories")
     with pytest.raises(Refused, match="write scope") as refused:
-        Guard.require(read_only, "write", "editing a memory")
+        guard.require(read_only, "write", "editing a memory")
     assert refused.value.status == 403
+    # The same step-up challenge the MCP endpoint gives.
+    assert refused.value.headers["WWW-Authenticate"].startswith('Bearer error="insufficient_scope"')
+    assert 'scope="read write"' in refused.value.headers["WWW-Authenticate"]
     admin = Visitor(Principal("root", frozenset({"admin"}), "root"), CSRF, new_csrf=False, by_header=True)
     for scope in ("read", "write", "admin"):
-        Guard.require(admin, scope, "anything")
+        guard.require(admin, scope, "anything")
