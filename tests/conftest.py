@@ -10,6 +10,7 @@ pytest_plugins = [
     "tests.services.redis_server",
     "tests.services.redis_cluster",
     "tests.services.cosmos_server",
+    "tests.services.oidc_server",
     "tests.contract.conftest_long_term",
     "tests.services.server_process",
     "tests.services.browser",

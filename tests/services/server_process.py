@@ -54,7 +54,7 @@ def server_env(data_dir: Path, overrides: Mapping[str, str] | None = None) -> di
     return env
 
 
-def _free_port() -> int:
+def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -81,11 +81,19 @@ class McpMemoryServer(Protocol):
 class NetworkServer:
     """`mcp-memory serve --transport sse|http` as a long-running process on a free port."""
 
-    def __init__(self, transport: Literal["sse", "http"], workdir: Path, env: dict[str, str]) -> None:
+    def __init__(
+        self,
+        transport: Literal["sse", "http"],
+        workdir: Path,
+        env: dict[str, str],
+        *,
+        port: int | None = None,
+    ) -> None:
         self.transport: Transport = transport
         self.workdir = workdir
         self.env = env
         self.port = 0
+        self.fixed_port = port
         self.stderr_path = workdir / f"mcp-memory-{transport}.stderr"
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -109,12 +117,12 @@ class NetworkServer:
     def start(self) -> None:
         assert self._process is None, "already running"
         for _ in range(3):  # a free port can be taken by someone else before the server binds it
-            self.port = _free_port()
+            self.port = self.fixed_port or free_port()
             self._spawn()
             if self._wait_healthy():
                 return
             exit_code = self.stop()
-            if "cannot listen on" not in self.stderr():
+            if "cannot listen on" not in self.stderr() or self.fixed_port:
                 break
         pytest.fail(
             f"`mcp-memory {' '.join(self.arguments())}` did not answer GET {self.health_path} within "
@@ -274,10 +282,16 @@ class ServerStarter:
         self.started: list[NetworkServer] = []
 
     def __call__(
-        self, transport: Literal["sse", "http"], data_dir: Path, overrides: Mapping[str, str] | None = None
+        self,
+        transport: Literal["sse", "http"],
+        data_dir: Path,
+        overrides: Mapping[str, str] | None = None,
+        *,
+        port: int | None = None,
     ) -> NetworkServer:
+        """`port`: listen there (a test that registers the URL elsewhere first); default: a free one."""
         workdir = self.workdir / f"{transport}-{len(self.started)}"
-        server = NetworkServer(transport, workdir, server_env(data_dir, overrides))
+        server = NetworkServer(transport, workdir, server_env(data_dir, overrides), port=port)
         self.started.append(server)
         server.start()
         return server

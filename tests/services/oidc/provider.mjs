@@ -1,0 +1,129 @@
+// A real OAuth 2.1 / OpenID Connect authorization server for the tests: the certified `oidc-provider`
+// (installed by tests/services/oidc_server.py into .cache/oidc-provider), on 127.0.0.1 at a port the OS
+// picks. Usage: node provider.mjs <oidc-provider package dir>. Prints "OIDC ready at <issuer>".
+//
+// What the tests need of it: dynamic client registration, authorization code + PKCE (S256), refresh
+// tokens, client credentials, RFC 8707 resource indicators giving RS256 JWT access tokens (RFC 9068)
+// whose aud is the requested resource and whose scope is the granted part of "read write admin", and
+// a login and consent a test can script (plain HTML forms, also driven by Chromium):
+//   GET  /interaction/:uid          login form (input name=login, button id=submit) or consent form
+//                                   (button id=consent, input name=grant_scopes: empty grants what is
+//                                   asked; "read" grants read only, for step-up tests)
+//   POST /interaction/:uid/login    POST /interaction/:uid/consent
+// Facts: its `scopes` must list read, write and admin or registration of a client asking for them
+// fails; a client that registered a scope is capped at it (the MCP SDK registers with the scope it was
+// challenged for); the signing key gets a random kid at every start.
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+const packageDir = process.argv[2];
+const { default: Provider } = await import(pathToFileURL(path.join(packageDir, 'lib', 'index.js')).href);
+
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: randomBytes(8).toString('hex'), use: 'sig', alg: 'RS256' };
+const RESOURCE_SCOPES = ['read', 'write', 'admin'];
+
+const server = http.createServer();
+server.listen(0, '127.0.0.1', () => {
+  const issuer = `http://127.0.0.1:${server.address().port}`;
+  const provider = new Provider(issuer, {
+    jwks: { keys: [signingKey] },
+    scopes: ['openid', ...RESOURCE_SCOPES],
+    findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id, name: id }) }),
+    cookies: { keys: [randomBytes(16).toString('hex')] },
+    pkce: { required: () => true },
+    // A refresh token for every client allowed the grant (no offline_access dance).
+    issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
+    ttl: { AccessToken: 600, ClientCredentials: 600, RefreshToken: 86400, AuthorizationCode: 120, Grant: 86400, Session: 3600, Interaction: 600, IdToken: 600 },
+    interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
+    features: {
+      devInteractions: { enabled: false },
+      registration: { enabled: true },
+      clientCredentials: { enabled: true },
+      introspection: { enabled: true },
+      revocation: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        defaultResource: (_ctx, _client, oneOf) => oneOf,
+        useGrantedResource: () => true,
+        getResourceServerInfo: (_ctx, resource) => ({
+          scope: RESOURCE_SCOPES.join(' '),
+          audience: resource,
+          accessTokenTTL: 600,
+          accessTokenFormat: 'jwt',
+          jwt: { sign: { alg: 'RS256' } },
+        }),
+      },
+    },
+  });
+
+  const callback = provider.callback();
+  server.on('request', async (req, res) => {
+    try {
+      if (req.url.startsWith('/interaction/')) {
+        await interaction(provider, req, res);
+      } else {
+        callback(req, res);
+      }
+    } catch (error) {
+      console.error(error);
+      if (!res.headersSent) {
+        res.writeHead(500, { 'content-type': 'text/plain' });
+      }
+      res.end(String(error));
+    }
+  });
+  console.log(`OIDC ready at ${issuer}`);
+});
+
+async function interaction(provider, req, res) {
+  const details = await provider.interactionDetails(req, res);
+  const { uid, prompt, params, session, grantId } = details;
+  if (req.method === 'GET') {
+    res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+    if (prompt.name === 'login') {
+      res.end(`<!doctype html><title>Sign in</title><h1>Sign in</h1>
+<form method="post" action="/interaction/${uid}/login"><input name="login" autofocus>
+<button id="submit" type="submit">Sign in</button></form>`);
+    } else {
+      const asked = Object.values(prompt.details.missingResourceScopes ?? {}).flat().join(' ');
+      res.end(`<!doctype html><title>Consent</title><h1>Allow ${params.client_id}</h1><p id="asked">${asked}</p>
+<form method="post" action="/interaction/${uid}/consent"><input name="grant_scopes" value="">
+<button id="consent" type="submit">Allow</button></form>`);
+    }
+    return;
+  }
+  const form = new URLSearchParams(await body(req));
+  if (req.url.endsWith('/login')) {
+    const login = form.get('login') || 'anonymous';
+    await provider.interactionFinished(req, res, { login: { accountId: login } }, { mergeWithLastSubmission: false });
+    return;
+  }
+  const only = (form.get('grant_scopes') || '').split(' ').filter(Boolean);
+  const grant = grantId
+    ? await provider.Grant.find(grantId)
+    : new provider.Grant({ accountId: session.accountId, clientId: params.client_id });
+  const missing = prompt.details;
+  if (missing.missingOIDCScope) {
+    grant.addOIDCScope(missing.missingOIDCScope.join(' '));
+  }
+  for (const [resource, scopes] of Object.entries(missing.missingResourceScopes ?? {})) {
+    const granted = scopes.filter((s) => only.length === 0 || only.includes(s));
+    grant.addResourceScope(resource, granted.join(' '));
+    // Declined, not pending: without this the provider asks for consent again and again.
+    const declined = scopes.filter((s) => !granted.includes(s));
+    if (declined.length) grant.rejectResourceScope(resource, declined.join(' '));
+  }
+  await provider.interactionFinished(req, res, { consent: { grantId: await grant.save() } }, { mergeWithLastSubmission: true });
+}
+
+function body(req) {
+  return new Promise((resolve, reject) => {
+    let data = '';
+    req.on('data', (chunk) => { data += chunk; });
+    req.on('end', () => resolve(data));
+    req.on('error', reject);
+  });
+}

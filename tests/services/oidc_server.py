@@ -1,0 +1,214 @@
+"""A real OAuth 2.1 / OpenID Connect authorization server for the suite: the certified npm package
+`oidc-provider`, configured by tests/services/oidc/provider.mjs (dynamic registration, PKCE, refresh
+tokens, client credentials, resource indicators giving RS256 JWT access tokens, a scriptable login).
+
+Installed once into <repo>/.cache/oidc-provider (or $OIDC_PROVIDER_DIR) with npm, started once per
+session on 127.0.0.1 at a port it picks, stopped at the end. It warns that it wants Node 22 and works
+on Node 20. A failure to install or start it fails the tests that need it; it is never a skip.
+
+`ScriptedUser` is a person at the browser for the MCP SDK's OAuth client: handed the authorization
+URL, it signs in and consents over HTTP (the same forms Chromium fills in the browser tests) and hands
+back the code and state.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+import httpx2
+import pytest
+from mcp.shared.auth import AuthorizationCodeResult
+
+PACKAGE = "oidc-provider@9.13.3"
+SCRIPT = Path(__file__).parent / "oidc" / "provider.mjs"
+_READY = re.compile(r"OIDC ready at (http://[\d.]+:\d+)")
+_START_SECONDS = 30.0
+_INSTALL_SECONDS = 300.0
+
+
+@dataclass(frozen=True)
+class OidcServer:
+    issuer: str
+    process: subprocess.Popen[str] | None = None
+
+
+def _install_dir() -> Path:
+    override = os.environ.get("OIDC_PROVIDER_DIR")
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / ".cache" / "oidc-provider"
+
+
+def _install(install_dir: Path) -> Path:
+    package = install_dir / "node_modules" / "oidc-provider"
+    if (package / "lib" / "index.js").exists():
+        return package
+    npm = shutil.which("npm")
+    if npm is None:
+        pytest.fail("the OAuth tests need Node.js and npm on PATH to install " + PACKAGE)
+    install_dir.mkdir(parents=True, exist_ok=True)
+    command = [
+        npm,
+        "install",
+        "--prefix",
+        str(install_dir),
+        "--no-audit",
+        "--no-fund",
+        "--loglevel=error",
+        PACKAGE,
+    ]
+    try:
+        result = subprocess.run(
+            command, capture_output=True, text=True, timeout=_INSTALL_SECONDS, check=False
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"npm install {PACKAGE} into {install_dir} took longer than {_INSTALL_SECONDS:g}s")
+    if result.returncode != 0 or not (package / "lib" / "index.js").exists():
+        pytest.fail(f"npm install {PACKAGE} into {install_dir} failed:\n{result.stderr[-2000:]}")
+    return package
+
+
+def _wait_ready(process: subprocess.Popen[str]) -> str:
+    """Read the output until the server says where it listens, then keep draining it in the background."""
+    found: list[str] = []
+    output: list[str] = []
+    ready = threading.Event()
+
+    def drain() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            if not ready.is_set():
+                output.append(line)
+                match = _READY.search(line)
+                if match:
+                    found.append(match.group(1))
+                    ready.set()
+        ready.set()
+
+    threading.Thread(target=drain, daemon=True).start()
+    if not ready.wait(_START_SECONDS) or not found:
+        process.kill()
+        pytest.fail(
+            f"oidc-provider did not start within {_START_SECONDS:g}s (exit code {process.poll()}):\n"
+            + "".join(output)[-2000:]
+        )
+    return found[0]
+
+
+@contextmanager
+def local_oidc_server() -> Iterator[OidcServer]:
+    """Install (once) and run the authorization server until the block ends."""
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("the OAuth tests need Node.js (node) on PATH to run " + PACKAGE)
+    package = _install(_install_dir())
+    process = subprocess.Popen(
+        [node, str(SCRIPT), str(package)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    try:
+        yield OidcServer(issuer=_wait_ready(process), process=process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="session")
+def oidc_server() -> Iterator[OidcServer]:
+    with local_oidc_server() as server:
+        yield server
+
+
+class ScriptedUser:
+    """Signs in as `login` wherever the SDK's OAuth client sends the browser, and consents.
+
+    `grant_scopes` ("read", say) grants only those of the scopes asked for; None grants all of them.
+    `logins` counts the sign-ins, so a test can tell a refresh from a new authorization."""
+
+    def __init__(self, server: OidcServer, login: str, grant_scopes: str | None = None) -> None:
+        self.server = server
+        self.login = login
+        self.grant_scopes = grant_scopes
+        self.logins = 0
+        self._callback: str | None = None
+
+    async def redirect_handler(self, authorization_url: str) -> None:
+        self._callback = await self.authorize(authorization_url)
+
+    async def callback_handler(self) -> AuthorizationCodeResult:
+        assert self._callback is not None, "the client asked for the code before sending the user"
+        query = parse_qs(urlsplit(self._callback).query)
+        self._callback = None
+        if "code" not in query:
+            raise AssertionError(f"the authorization server refused: {query}")
+        return AuthorizationCodeResult(
+            code=query["code"][0], state=query.get("state", [None])[0], iss=query.get("iss", [None])[0]
+        )
+
+    async def authorize(self, authorization_url: str) -> str:
+        """Follow the authorization server's pages from `authorization_url` to the client's redirect URI
+        (returned, with its code and state), signing in and consenting on the way."""
+        self.logins += 1
+        location = authorization_url
+        seen: list[str] = []
+        async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:
+            for _ in range(20):
+                seen.append(location)
+                if not location.startswith(self.server.issuer):
+                    return location  # the client's redirect URI: stop, as a browser would hand it over
+                page = await http.get(location)
+                if page.status_code in (302, 303):
+                    location = urljoin(location, page.headers["location"])
+                    continue
+                assert page.status_code == 200, f"{location}: {page.status_code} {page.text[:500]}"
+                if 'name="login"' in page.text:
+                    posted = await http.post(f"{location}/login", data={"login": self.login})
+                elif 'id="consent"' in page.text:
+                    posted = await http.post(
+                        f"{location}/consent", data={"grant_scopes": self.grant_scopes or ""}
+                    )
+                else:
+                    raise AssertionError(f"unexpected page at {location}: {page.text[:500]}")
+                assert posted.status_code in (302, 303), (
+                    f"{location}: {posted.status_code} {posted.text[:500]}"
+                )
+                location = urljoin(location, posted.headers["location"])
+        raise AssertionError("the authorization server kept redirecting: " + " -> ".join(seen))
+
+
+async def register(server: OidcServer, metadata: dict[str, object]) -> dict[str, object]:
+    """Dynamic client registration (RFC 7591): the registered client's metadata, with its id (and secret)."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        discovery = (await http.get(f"{server.issuer}/.well-known/openid-configuration")).json()
+        answer = await http.post(discovery["registration_endpoint"], json=metadata)
+    assert answer.status_code == 201, answer.text
+    registered: dict[str, object] = answer.json()
+    return registered
+
+
+async def client_credentials_client(server: OidcServer) -> tuple[str, str]:
+    """A confidential service client for the client-credentials grant: (client_id, client_secret)."""
+    registered = await register(
+        server,
+        {
+            "client_name": "nightly import job",
+            "grant_types": ["client_credentials"],
+            "response_types": [],
+            "redirect_uris": [],
+            "token_endpoint_auth_method": "client_secret_basic",
+            "scope": "read write",
+        },
+    )
+    return str(registered["client_id"]), str(registered["client_secret"])
