@@ -5,6 +5,8 @@ dynamic client registration, PKCE, resource indicators and JWT access tokens; th
 the real `mcp-memory serve` process. A client starts with no token, meets the 401, reads the
 protected-resource metadata, discovers the authorization server, registers, runs authorization code
 + PKCE with a scripted login and consent, and then calls tools. Nothing here mints a token by hand.
+Two users signed in this way see only their own memories through tools, resources, completions and
+subscriptions (the explorer: tests/browser/test_explorer_signin.py).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Literal
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.client.auth import OAuthClientProvider
@@ -25,9 +28,23 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 from mcp_types import ResourceTemplateReference
 
-from tests.security.bearer import UNMETERED
+from tests.security.bearer import UNMETERED, bearer_client, challenge, post_tool_call
+from tests.security.test_notification_isolation import (
+    EVENT_SECONDS,
+    MARKER,
+    THREAD,
+    Heard,
+    http_client,
+    listen_2026,
+    subscribe_2025,
+)
 from tests.services.mcp_client import call
-from tests.services.oidc_server import OidcServer, ScriptedUser, client_credentials_client
+from tests.services.oidc_server import (
+    OidcServer,
+    ScriptedUser,
+    client_credentials_client,
+    client_credentials_token,
+)
 from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, ServerStarter
 
 pytestmark = pytest.mark.anyio
@@ -56,13 +73,18 @@ class Storage:
 
 
 def start_oauth_server(
-    start_server: ServerStarter, tmp_path: Path, oidc: OidcServer, transport: Literal["http", "sse"] = "http"
+    start_server: ServerStarter,
+    tmp_path: Path,
+    oidc: OidcServer,
+    transport: Literal["http", "sse"] = "http",
+    **extra: str,
 ) -> NetworkServer:
     path = "/sse" if transport == "sse" else "/mcp"
     env = {
         "MCP_MEMORY_SECURITY__AUTHORIZATION_SERVER": oidc.issuer,
         "MCP_MEMORY_SECURITY__RESOURCE_URL": "http://127.0.0.1:{port}" + path,
         **UNMETERED,
+        **extra,
     }
     return start_server(transport, tmp_path / "data", env)
 
@@ -184,3 +206,70 @@ async def test_two_signed_in_users_see_only_their_own_memories(
     async with signed_in(server, user_provider(server, alice, Storage())) as client:
         found = await call(client, "search_memory", query="surprise party", mode="text")
         assert [r["content"] for r in found["results"]] == ["alice's surprise party"]
+
+
+async def test_signed_in_users_hear_only_their_own_changes(
+    start_server: ServerStarter, tmp_path: Path, oidc_server: OidcServer
+) -> None:
+    # Both users subscribe to the same thread id on both subscription paths (2025 and 2026) with the
+    # access tokens the identity provider issued them; each hears its own writes, never the other's.
+    server = start_oauth_server(start_server, tmp_path, oidc_server)
+    tokens = {}
+    for login in ("alice", "bob"):
+        storage = Storage()
+        async with signed_in(
+            server, user_provider(server, ScriptedUser(oidc_server, login), storage)
+        ) as client:
+            await call(client, "search_memory", query="warm-up")
+        assert storage.tokens is not None
+        tokens[login] = storage.tokens.access_token
+    heard = {(login, path): Heard() for login in tokens for path in ("2025", "2026")}
+    writes = {"alice": 3, "bob": 2}
+    async with anyio.create_task_group() as tg:
+        for (login, path), session in heard.items():
+            await tg.start(subscribe_2025 if path == "2025" else listen_2026, server, tokens[login], session)
+        for login, token in tokens.items():
+            async with http_client(server, token) as writer:
+                await call(writer, "add_turn", thread_id=MARKER, role="user", content="ready?")
+                with anyio.fail_after(EVENT_SECONDS):
+                    for path in ("2025", "2026"):
+                        await heard[(login, path)].wait_for_markers(1)
+        for login, count in writes.items():
+            async with http_client(server, tokens[login]) as writer:
+                for i in range(count):
+                    await call(writer, "add_turn", thread_id=THREAD, role="user", content=f"{login} {i}")
+                await call(writer, "add_turn", thread_id=MARKER, role="user", content="done")
+        with anyio.fail_after(EVENT_SECONDS):
+            for session in heard.values():
+                await session.wait_for_markers(2)
+        tg.cancel_scope.cancel()
+    told = {key: session.count(THREAD) for key, session in heard.items()}
+    assert told == {(login, path): writes[login] for login, path in heard}
+
+
+async def test_an_opaque_token_is_introspected_at_the_authorization_server(
+    start_server: ServerStarter, tmp_path: Path, oidc_server: OidcServer
+) -> None:
+    # The resource server's own credentials at the authorization server, for RFC 7662 introspection.
+    resource_id, resource_secret = await client_credentials_client(oidc_server, "mcp-memory resource server")
+    server = start_oauth_server(
+        start_server,
+        tmp_path,
+        oidc_server,
+        MCP_MEMORY_SECURITY__INTROSPECTION_CLIENT_ID=resource_id,
+        MCP_MEMORY_SECURITY__INTROSPECTION_CLIENT_SECRET=resource_secret,
+    )
+    job_id, job_secret = await client_credentials_client(oidc_server, "opaque import job")
+    token = await client_credentials_token(oidc_server, job_id, job_secret, server.url, "read write")
+    assert token.count(".") != 2, "an opaque token, not a JWT"
+    async with bearer_client(server, token) as client:
+        await call(client, "add_turn", thread_id="t", role="user", content="through introspection")
+        found = await call(client, "search_memory", query="introspection", mode="text")
+        assert [r["content"] for r in found["results"]] == ["through introspection"]
+    refused = await post_tool_call(server.url, token[:-4] + "abcd", "add_turn", {"thread_id": "t"})
+    assert refused.status_code == 401 and challenge(refused)["error"] == "invalid_token"
+    elsewhere = await client_credentials_token(
+        oidc_server, job_id, job_secret, "http://127.0.0.1:9/another-resource", "read write"
+    )
+    refused = await post_tool_call(server.url, elsewhere, "add_turn", {"thread_id": "t"})
+    assert refused.status_code == 401, "a token for another resource is refused"

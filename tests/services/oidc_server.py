@@ -198,12 +198,13 @@ async def register(server: OidcServer, metadata: dict[str, object]) -> dict[str,
     return registered
 
 
-async def client_credentials_client(server: OidcServer) -> tuple[str, str]:
-    """A confidential service client for the client-credentials grant: (client_id, client_secret)."""
+async def client_credentials_client(server: OidcServer, name: str = "nightly import job") -> tuple[str, str]:
+    """A confidential service client for the client-credentials grant: (client_id, client_secret).
+    A name starting with "opaque" gets opaque access tokens instead of JWTs."""
     registered = await register(
         server,
         {
-            "client_name": "nightly import job",
+            "client_name": name,
             "grant_types": ["client_credentials"],
             "response_types": [],
             "redirect_uris": [],
@@ -212,3 +213,18 @@ async def client_credentials_client(server: OidcServer) -> tuple[str, str]:
         },
     )
     return str(registered["client_id"]), str(registered["client_secret"])
+
+
+async def client_credentials_token(
+    server: OidcServer, client_id: str, client_secret: str, resource: str, scope: str
+) -> str:
+    """An access token for `resource` by the client-credentials grant (client_secret_basic)."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        discovery = (await http.get(f"{server.issuer}/.well-known/openid-configuration")).json()
+        answer = await http.post(
+            discovery["token_endpoint"],
+            data={"grant_type": "client_credentials", "resource": resource, "scope": scope},
+            auth=(client_id, client_secret),
+        )
+    assert answer.status_code == 200, answer.text
+    return str(answer.json()["access_token"])

@@ -170,6 +170,10 @@ class IntrospectionVerifier:
         issuer = claims.get("iss")
         if issuer is not None and self.issuer is not None and not same_issuer(str(issuer), self.issuer.url):
             raise InvalidToken("the token was issued by another issuer")
+        if "sub" not in claims and isinstance(claims.get("client_id"), str):
+            # A client-credentials token names no user: the client is the principal, as RFC 9068 puts
+            # the client id in a JWT's sub.
+            claims = {**claims, "sub": claims["client_id"]}
         verified = access_token(token, claims, self.rules)
         if len(self._seen) > 10_000:
             self._seen.clear()

@@ -10,6 +10,7 @@
 //                                   (button id=consent, input name=grant_scopes: empty grants what is
 //                                   asked; "read" grants read only, for step-up tests)
 //   POST /interaction/:uid/login    POST /interaction/:uid/consent
+// Clients whose client_name starts with "opaque" get opaque access tokens, for RFC 7662 introspection.
 // Facts: its `scopes` must list read, write and admin or registration of a client asking for them
 // fails; a client that registered a scope is capped at it (the MCP SDK registers with the scope it was
 // challenged for); the signing key gets a random kid at every start.
@@ -48,12 +49,14 @@ server.listen(0, '127.0.0.1', () => {
         enabled: true,
         defaultResource: (_ctx, _client, oneOf) => oneOf,
         useGrantedResource: () => true,
-        getResourceServerInfo: (_ctx, resource) => ({
+        // JWT access tokens, but opaque ones (for introspection) to clients named "opaque ...".
+        getResourceServerInfo: (_ctx, resource, client) => ({
           scope: RESOURCE_SCOPES.join(' '),
           audience: resource,
           accessTokenTTL: 600,
-          accessTokenFormat: 'jwt',
-          jwt: { sign: { alg: 'RS256' } },
+          ...(client?.clientName?.startsWith('opaque')
+            ? { accessTokenFormat: 'opaque' }
+            : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
         }),
       },
     },
