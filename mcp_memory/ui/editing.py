@@ -109,14 +109,7 @@ async def login(ex: Explorer, request: Request, visitor: Visitor) -> Response:
             sign_in=signin.offered(ex),
         )
     response = ex.redirect(request, "/threads")
-    response.set_cookie(
-        TOKEN_COOKIE,
-        token,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-        path=_cookie_path(request),
-    )
+    Guard.keep_session(response, request, token)
     return response
 
 

@@ -21,6 +21,7 @@ import secrets
 from dataclasses import dataclass
 
 from starlette.requests import Request
+from starlette.responses import Response
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
@@ -123,6 +124,18 @@ class Guard:
         name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
         if not is_loopback(name):
             raise Refused(400, f"unexpected Host {host!r}: open the explorer at http://127.0.0.1")
+
+    @staticmethod
+    def keep_session(response: Response, request: Request, token: str) -> None:
+        """Set the session cookie: the token itself, HttpOnly and SameSite=Strict, for the explorer only."""
+        response.set_cookie(
+            TOKEN_COOKIE,
+            token,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https",
+            path=str(request.scope.get("root_path", "")).rstrip("/") or "/",
+        )
 
     @staticmethod
     def check_form(request: Request, visitor: Visitor, form_value: object) -> None:

@@ -32,7 +32,7 @@ from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules
 from mcp_memory.mcp.oauth.issuer import FETCH_SECONDS, IssuerMetadata, IssuerUnavailable
 from mcp_memory.mcp.oauth.tokens import resource_of
 from mcp_memory.ui.explorer import Explorer, base_path
-from mcp_memory.ui.guard import TOKEN_COOKIE, Refused, Visitor
+from mcp_memory.ui.guard import Guard, Refused, Visitor
 
 log = logging.getLogger(__name__)
 
@@ -106,14 +106,7 @@ async def callback(ex: Explorer, request: Request, visitor: Visitor) -> Response
         raise Refused(403, "the identity provider's token is not valid for this server (see the server log)")
     log.info("explorer: %s signed in through the identity provider", principal.user_id)
     response = ex.page(request, visitor, "signed_in.html", nav="login", who=principal.user_id)
-    response.set_cookie(
-        TOKEN_COOKIE,
-        token,
-        httponly=True,
-        samesite="strict",
-        secure=request.url.scheme == "https",
-        path=base_path(request) or "/",
-    )
+    Guard.keep_session(response, request, token)
     response.delete_cookie(FLOW_COOKIE, path=base_path(request) + "/auth")
     return response
 

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,11 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.services.node_service import cache_dir, node, npm_install, stop, wait_for_line
+
 PACKAGE = "@vercel/cosmosdb-server@1.0.1"
 EMULATOR_KEY = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
 _READY = re.compile(r"Ready to accept HTTP connections at ([\d.]+):(\d+)")
-_START_SECONDS = 30.0
-_INSTALL_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -45,98 +43,28 @@ class CosmosServer:
 
 def _install_dir() -> Path:
     override = os.environ.get("COSMOS_LOCAL_SERVER_DIR")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / ".cache" / "cosmosdb-server"
-
-
-def _cli(install_dir: Path) -> Path:
-    return install_dir / "node_modules" / "@vercel" / "cosmosdb-server" / "lib" / "cli.js"
-
-
-def _install(install_dir: Path) -> Path:
-    cli = _cli(install_dir)
-    if cli.exists():
-        return cli
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail("the Cosmos DB contract tests need Node.js and npm on PATH to install " + PACKAGE)
-    install_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        result = subprocess.run(
-            [
-                npm,
-                "install",
-                "--prefix",
-                str(install_dir),
-                "--no-audit",
-                "--no-fund",
-                "--loglevel=error",
-                PACKAGE,
-            ],
-            capture_output=True,
-            text=True,
-            timeout=_INSTALL_SECONDS,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"npm install {PACKAGE} into {install_dir} took longer than {_INSTALL_SECONDS:g}s")
-    if result.returncode != 0 or not cli.exists():
-        pytest.fail(f"npm install {PACKAGE} into {install_dir} failed:\n{result.stderr[-2000:]}")
-    return cli
-
-
-def _wait_ready(process: subprocess.Popen[str]) -> tuple[str, int]:
-    """Read the server's output until it says where it listens (it picks the port: -p 0), then keep
-    draining it in the background so a chatty server never blocks on a full pipe."""
-    found: list[tuple[str, int]] = []
-    output: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if not ready.is_set():
-                output.append(line)
-                match = _READY.search(line)
-                if match:
-                    found.append((match.group(1), int(match.group(2))))
-                    ready.set()
-        ready.set()  # the process ended
-
-    threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(_START_SECONDS) or not found:
-        process.kill()
-        pytest.fail(
-            f"the local Cosmos DB server did not start within {_START_SECONDS:g}s "
-            f"(exit code {process.poll()}):\n{''.join(output)[-2000:]}"
-        )
-    return found[0]
+    return Path(override) if override else cache_dir("cosmosdb-server")
 
 
 @contextmanager
 def local_cosmos_server() -> Iterator[CosmosServer]:
     """Install (once) and run the server until the block ends. Also used by bench/cosmos_local_latency.py."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("the Cosmos DB contract tests need Node.js (node) on PATH to run " + PACKAGE)
-    cli = _install(_install_dir())
+    install_dir = _install_dir()
+    entry = install_dir / "node_modules" / "@vercel" / "cosmosdb-server" / "lib" / "cli.js"
+    cli = npm_install(PACKAGE, install_dir, entry)
     process = subprocess.Popen(
-        [node, str(cli), "--host", "127.0.0.1", "-p", "0", "--no-ssl"],
+        [node("the local Cosmos DB server"), str(cli), "--host", "127.0.0.1", "-p", "0", "--no-ssl"],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
     try:
-        host, port = _wait_ready(process)
-        yield CosmosServer(endpoint=f"http://{host}:{port}", key=EMULATOR_KEY, process=process)
+        ready = wait_for_line(process, _READY, "the local Cosmos DB server")
+        yield CosmosServer(
+            endpoint=f"http://{ready.group(1)}:{ready.group(2)}", key=EMULATOR_KEY, process=process
+        )
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 @pytest.fixture(scope="session")

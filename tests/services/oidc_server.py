@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,11 +26,11 @@ import httpx2
 import pytest
 from mcp.shared.auth import AuthorizationCodeResult
 
+from tests.services.node_service import cache_dir, node, npm_install, stop, wait_for_line
+
 PACKAGE = "oidc-provider@9.13.3"
 SCRIPT = Path(__file__).parent / "oidc" / "provider.mjs"
 _READY = re.compile(r"OIDC ready at (http://[\d.]+:\d+)")
-_START_SECONDS = 30.0
-_INSTALL_SECONDS = 300.0
 
 
 @dataclass(frozen=True)
@@ -43,86 +41,25 @@ class OidcServer:
 
 def _install_dir() -> Path:
     override = os.environ.get("OIDC_PROVIDER_DIR")
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2] / ".cache" / "oidc-provider"
-
-
-def _install(install_dir: Path) -> Path:
-    package = install_dir / "node_modules" / "oidc-provider"
-    if (package / "lib" / "index.js").exists():
-        return package
-    npm = shutil.which("npm")
-    if npm is None:
-        pytest.fail("the OAuth tests need Node.js and npm on PATH to install " + PACKAGE)
-    install_dir.mkdir(parents=True, exist_ok=True)
-    command = [
-        npm,
-        "install",
-        "--prefix",
-        str(install_dir),
-        "--no-audit",
-        "--no-fund",
-        "--loglevel=error",
-        PACKAGE,
-    ]
-    try:
-        result = subprocess.run(
-            command, capture_output=True, text=True, timeout=_INSTALL_SECONDS, check=False
-        )
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"npm install {PACKAGE} into {install_dir} took longer than {_INSTALL_SECONDS:g}s")
-    if result.returncode != 0 or not (package / "lib" / "index.js").exists():
-        pytest.fail(f"npm install {PACKAGE} into {install_dir} failed:\n{result.stderr[-2000:]}")
-    return package
-
-
-def _wait_ready(process: subprocess.Popen[str]) -> str:
-    """Read the output until the server says where it listens, then keep draining it in the background."""
-    found: list[str] = []
-    output: list[str] = []
-    ready = threading.Event()
-
-    def drain() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            if not ready.is_set():
-                output.append(line)
-                match = _READY.search(line)
-                if match:
-                    found.append(match.group(1))
-                    ready.set()
-        ready.set()
-
-    threading.Thread(target=drain, daemon=True).start()
-    if not ready.wait(_START_SECONDS) or not found:
-        process.kill()
-        pytest.fail(
-            f"oidc-provider did not start within {_START_SECONDS:g}s (exit code {process.poll()}):\n"
-            + "".join(output)[-2000:]
-        )
-    return found[0]
+    return Path(override) if override else cache_dir("oidc-provider")
 
 
 @contextmanager
 def local_oidc_server() -> Iterator[OidcServer]:
     """Install (once) and run the authorization server until the block ends."""
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("the OAuth tests need Node.js (node) on PATH to run " + PACKAGE)
-    package = _install(_install_dir())
+    package = _install_dir() / "node_modules" / "oidc-provider"
+    npm_install(PACKAGE, _install_dir(), package / "lib" / "index.js")
     process = subprocess.Popen(
-        [node, str(SCRIPT), str(package)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        [node("the authorization server"), str(SCRIPT), str(package)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
-        yield OidcServer(issuer=_wait_ready(process), process=process)
+        ready = wait_for_line(process, _READY, "oidc-provider")
+        yield OidcServer(issuer=ready.group(1), process=process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 @pytest.fixture(scope="session")
