@@ -62,6 +62,12 @@ async def serve(
     if verifier is None:
         await serve_http(app, host, port, where)
         return
+    if settings.security.authorization_server:
+        log.info(
+            "accepting access tokens of %s issued for %s",
+            settings.security.authorization_server,
+            settings.security.resource_url,
+        )
     guarded = ResourceGuard(
         app, settings=settings, verifier=verifier, tools=server.tool_scopes, protected=endpoints
     )
