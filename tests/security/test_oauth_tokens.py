@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.security.bearer import UNMETERED, bearer_client, challenge, post_tool_call
+from tests.security.bearer import UNMETERED, bearer_client, challenge, credential, post_tool_call, tokens_env
 from tests.services.local_issuer import LocalIssuer, local_issuer
 from tests.services.mcp_client import call
 from tests.services.server_process import NetworkServer, ServerStarter
@@ -145,16 +145,29 @@ async def test_the_metadata_names_the_resource_and_the_issuer(
 async def test_two_users_of_one_issuer_see_only_their_own_memories(
     start_server: ServerStarter, tmp_path: Path, issuer: LocalIssuer
 ) -> None:
-    server = start_server("http", tmp_path / "data", oauth_env(issuer))
+    # A static token works beside the issuer's: one principal model, two verifiers.
+    static_bob = credential("bob")
+    env = oauth_env(
+        issuer, MCP_MEMORY_SECURITY__TOKENS=tokens_env([static_bob])["MCP_MEMORY_SECURITY__TOKENS"]
+    )
+    server = start_server("http", tmp_path / "data", env)
     ann = issuer.mint(issuer.claims(server.url, sub="ann"))
     bob = issuer.mint(issuer.claims(server.url, sub="bob"))
+    async with bearer_client(server, static_bob.token) as client:
+        await call(
+            client, "add_turn", thread_id="boat", role="user", content="bob's boat through a static token"
+        )
     async with bearer_client(server, ann) as client:
         await call(client, "add_turn", thread_id="plans", role="user", content="ann's secret plan")
     async with bearer_client(server, bob) as client:
         assert (await call(client, "search_memory", query="secret plan", mode="text"))["results"] == []
-        assert (await call(client, "list_memories"))["memories"] == []
+        assert [m["thread_id"] for m in (await call(client, "list_memories"))["memories"]] == ["boat"]
     async with bearer_client(server, ann) as client:
         assert len((await call(client, "search_memory", query="secret plan", mode="text"))["results"]) == 1
+        assert (await call(client, "search_memory", query="boat", mode="text"))["results"] == []
+    async with bearer_client(server, bob) as client:  # the same user, whichever verifier let him in
+        found = await call(client, "search_memory", query="boat", mode="text")
+        assert [r["content"] for r in found["results"]] == ["bob's boat through a static token"]
 
 
 @pytest.mark.parametrize("version", ["v1", "v2"])
