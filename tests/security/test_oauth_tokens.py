@@ -83,7 +83,8 @@ async def test_every_bad_token_gets_401_invalid_token_and_writes_nothing(
 ) -> None:
     server = start_server("http", tmp_path / "data", oauth_env(issuer))
     metadata = f"{server.base_url}/.well-known/oauth-protected-resource/mcp"
-    for name, token in bad_tokens(issuer, server.url).items():
+    tokens = bad_tokens(issuer, server.url)
+    for name, token in tokens.items():
         arguments = {"thread_id": "t", "role": "user", "content": f"intruder {name}"}
         refused = await post_tool_call(server.url, token, "add_turn", arguments)
         assert refused.status_code == 401, (name, refused.status_code, refused.text)
@@ -100,7 +101,9 @@ async def test_every_bad_token_gets_401_invalid_token_and_writes_nothing(
     await _nothing_written(server, issuer)
     log = server.stderr()
     assert "refused a bearer token" in log
-    assert issuer.mint(issuer.claims(server.url)).split(".")[2] not in log, "a token reached the log"
+    for name, token in tokens.items():
+        if name != "100 KB":
+            assert token[-24:] not in log, f"the {name} token reached the log"
 
 
 async def test_a_read_only_token_gets_403_with_the_scopes_to_step_up_to(
