@@ -101,29 +101,41 @@ def user_provider(server: NetworkServer, user: ScriptedUser, storage: Storage) -
 
 
 @asynccontextmanager
-async def signed_in(server: NetworkServer, provider: OAuthClientProvider) -> AsyncIterator[Client]:
-    """An MCP client over the server's transport whose HTTP requests go through `provider`."""
+async def signed_in(
+    server: NetworkServer, provider: OAuthClientProvider, mode: str = "auto"
+) -> AsyncIterator[Client]:
+    """An MCP client over the server's transport whose HTTP requests go through `provider`.
+    `mode="legacy"`: the 2025 initialize handshake, as clients of the 2025 revisions connect."""
     if server.transport == "sse":
         transport = sse_client(server.url, auth=provider)
-        async with Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS) as client:
+        async with Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS, mode=mode) as client:
             yield client
         return
     async with (
         create_mcp_http_client(auth=provider) as http,
         Client(
-            streamable_http_client(server.url, http_client=http), read_timeout_seconds=READ_TIMEOUT_SECONDS
+            streamable_http_client(server.url, http_client=http),
+            read_timeout_seconds=READ_TIMEOUT_SECONDS,
+            mode=mode,
         ) as client,
     ):
         yield client
 
 
-@pytest.mark.parametrize("transport", ["http", "sse"])
+@pytest.mark.parametrize(
+    ("transport", "mode"), [("http", "auto"), ("http", "legacy"), ("sse", "auto"), ("sse", "legacy")]
+)
 async def test_a_client_with_no_token_signs_in_unaided_and_uses_its_memory(
-    start_server: ServerStarter, tmp_path: Path, oidc_server: OidcServer, transport: Literal["http", "sse"]
+    start_server: ServerStarter,
+    tmp_path: Path,
+    oidc_server: OidcServer,
+    transport: Literal["http", "sse"],
+    mode: str,
 ) -> None:
+    # "legacy": the 2025 initialize handshake, as clients of the 2025 revisions connect.
     server = start_oauth_server(start_server, tmp_path, oidc_server, transport)
     alice, storage = ScriptedUser(oidc_server, "alice"), Storage()
-    async with signed_in(server, user_provider(server, alice, storage)) as client:
+    async with signed_in(server, user_provider(server, alice, storage), mode) as client:
         added = await call(
             client, "add_turn", thread_id="trip", role="user", content="We fly to Lisbon in May"
         )
