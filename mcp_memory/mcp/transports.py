@@ -68,6 +68,7 @@ async def serve(
             settings.security.authorization_server,
             settings.security.resource_url,
         )
+        await verifier.prefetch()  # a wrong issuer shows in the log now, not at the first sign-in
     guarded = ResourceGuard(
         app, settings=settings, verifier=verifier, tools=server.tool_scopes, protected=endpoints
     )

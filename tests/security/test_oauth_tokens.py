@@ -131,6 +131,9 @@ async def test_the_metadata_names_the_resource_and_the_issuer(
     import httpx2
 
     server = start_server("http", tmp_path / "data", oauth_env(issuer))
+    # Discovered and keys read at start, so a wrong issuer shows in the log before anyone signs in.
+    assert issuer.jwks_requests == 1
+    assert "metadata and 2 signing key(s) read" in server.stderr()
     async with httpx2.AsyncClient(timeout=30) as http:
         for path in ("/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource"):
             document = (await http.get(server.base_url + path)).json()
@@ -220,3 +223,15 @@ async def test_entra_id_tokens_name_the_user_by_tenant_and_object_id(
             assert [r["content"] for r in found["results"]] == ["from entra"]
         refused = await post_tool_call(server.url, entra.mint(app_role), "add_turn", {"thread_id": "t"})
         assert refused.status_code == 403 and challenge(refused)["scope"] == "memory.read memory.write"
+
+
+async def test_an_unreachable_issuer_is_logged_at_start_and_requests_get_503_with_retry_after(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    with local_issuer() as gone:
+        address = gone.url
+    server = start_server("http", tmp_path / "data", oauth_env(gone))
+    assert f"the identity provider {address} cannot be read yet" in server.stderr()
+    token = gone.mint(gone.claims(server.url))
+    refused = await post_tool_call(server.url, token, "search_memory", {"query": "x"})
+    assert refused.status_code == 503 and refused.headers["retry-after"]

@@ -141,6 +141,16 @@ class Issuer:
             return found
         raise IssuerUnavailable("no OAuth or OpenID metadata found for the issuer: " + "; ".join(failures))
 
+    @property
+    def key_count(self) -> int:
+        return len(self._keys)
+
+    async def prefetch(self) -> None:
+        """Read the metadata and the keys now (at start), so a wrong issuer shows in the log at once."""
+        await self.metadata()
+        if self._fetched_at is None:
+            await self._refresh(since=None, quietly=False)
+
     async def key(self, kid: str | None) -> dict[str, Any]:
         """The signing key (JWK) with this kid. InvalidToken when the issuer has none such."""
         now = self._clock()

@@ -238,6 +238,25 @@ class TokenVerifier:
             raise InvalidToken("the token is neither a configured token nor a JWT")
         raise InvalidToken("the bearer token matches no configured token, or it has expired")
 
+    async def prefetch(self, seconds: float = 5.0) -> None:
+        """Discover the issuer and read its keys before serving, within `seconds`; a failure is logged
+        (tokens are verified all the same once the provider answers), never fatal."""
+        if self.jwt is None:
+            return
+        issuer = self.jwt.issuer
+        with anyio.move_on_after(seconds) as waited:
+            try:
+                await issuer.prefetch()
+            except IssuerUnavailable as e:
+                log.warning("the identity provider %s cannot be read yet: %s", issuer.url, e)
+                return
+        if waited.cancelled_caught:
+            log.warning("the identity provider %s did not answer within %g s", issuer.url, seconds)
+        else:
+            log.info(
+                "identity provider %s: metadata and %d signing key(s) read", issuer.url, issuer.key_count
+            )
+
     async def verify_token(self, token: str) -> AccessToken | None:
         """The SDK's TokenVerifier protocol: None for any token refused."""
         try:
