@@ -5,10 +5,12 @@ tokens, client credentials, resource indicators giving RS256 JWT access tokens, 
 Installed once into <repo>/.cache/oidc-provider (or $OIDC_PROVIDER_DIR) with npm, started once per
 session on 127.0.0.1 at a port it picks, stopped at the end. It warns that it wants Node 22 and works
 on Node 20. A failure to install or start it fails the tests that need it; it is never a skip.
+Its own tests, which also show how to use it: tests/security/test_oidc_server.py.
 
-`ScriptedUser` is a person at the browser for the MCP SDK's OAuth client: handed the authorization
-URL, it signs in and consents over HTTP (the same forms Chromium fills in the browser tests) and hands
-back the code and state.
+`OidcServer.authorize` is a person at the browser: from an authorization URL it signs in and consents
+over HTTP (the same forms Chromium fills in the browser tests) and returns the callback URL with the
+code and state. `ScriptedUser` adapts it to the MCP SDK's OAuth client (redirect and callback handlers).
+`client_credentials_client` registers a service client for the client-credentials grant.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx2
@@ -35,8 +38,36 @@ _READY = re.compile(r"OIDC ready at (http://[\d.]+:\d+)")
 
 @dataclass(frozen=True)
 class OidcServer:
-    issuer: str
+    issuer: str  # http://127.0.0.1:PORT, no trailing slash, as in its metadata
     process: subprocess.Popen[str] | None = None
+
+    async def authorize(self, authorization_url: str, login: str, grant_scopes: str | None = None) -> str:
+        """Follow this server's pages from `authorization_url` to the client's redirect URI (returned, with
+        its code, state and iss), signing in as `login` and consenting on the way. `grant_scopes` ("read",
+        say) grants only those of the resource scopes asked for; None grants all of them."""
+        location = authorization_url
+        seen: list[str] = []
+        async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:  # keeps the cookies
+            for _ in range(20):
+                seen.append(location)
+                if not location.startswith(self.issuer + "/"):
+                    return location  # the client's redirect URI: stop, as a browser would hand it over
+                page = await http.get(location)
+                if page.status_code in (302, 303):
+                    location = urljoin(location, page.headers["location"])
+                    continue
+                assert page.status_code == 200, f"{location}: {page.status_code} {page.text[:500]}"
+                if 'name="login"' in page.text:
+                    posted = await http.post(f"{location}/login", data={"login": login})
+                elif 'id="consent"' in page.text:
+                    posted = await http.post(f"{location}/consent", data={"grant_scopes": grant_scopes or ""})
+                else:
+                    raise AssertionError(f"unexpected page at {location}: {page.text[:500]}")
+                assert posted.status_code in (302, 303), (
+                    f"{location}: {posted.status_code} {posted.text[:500]}"
+                )
+                location = urljoin(location, posted.headers["location"])
+        raise AssertionError("the authorization server kept redirecting: " + " -> ".join(seen))
 
 
 def _install_dir() -> Path:
@@ -45,8 +76,10 @@ def _install_dir() -> Path:
 
 
 @contextmanager
-def local_oidc_server() -> Iterator[OidcServer]:
-    """Install (once) and run the authorization server until the block ends."""
+def local_oidc_server(**env: str) -> Iterator[OidcServer]:
+    """Install (once) and run the authorization server until the block ends. `env` is added to its
+    environment: OIDC_RESOURCES (space-separated resources besides http://127.0.0.1:* and
+    http://localhost:*), OIDC_DEFAULT_RESOURCE (the resource of a request that names none)."""
     package = _install_dir() / "node_modules" / "oidc-provider"
     npm_install(PACKAGE, _install_dir(), package / "lib" / "index.js")
     process = subprocess.Popen(
@@ -54,6 +87,7 @@ def local_oidc_server() -> Iterator[OidcServer]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
+        env={**os.environ, **env},
     )
     try:
         ready = wait_for_line(process, _READY, "oidc-provider")
@@ -85,6 +119,7 @@ class ScriptedUser:
         self._callback = await self.authorize(authorization_url)
 
     async def callback_handler(self) -> AuthorizationCodeResult:
+        """The SDK (mcp 2.x) wants an AuthorizationCodeResult (code, state and the RFC 9207 iss)."""
         assert self._callback is not None, "the client asked for the code before sending the user"
         query = parse_qs(urlsplit(self._callback).query)
         self._callback = None
@@ -95,34 +130,9 @@ class ScriptedUser:
         )
 
     async def authorize(self, authorization_url: str) -> str:
-        """Follow the authorization server's pages from `authorization_url` to the client's redirect URI
-        (returned, with its code and state), signing in and consenting on the way."""
+        """The callback URL the sign-in at `authorization_url` ends at (see OidcServer.authorize)."""
         self.logins += 1
-        location = authorization_url
-        seen: list[str] = []
-        async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:
-            for _ in range(20):
-                seen.append(location)
-                if not location.startswith(self.server.issuer):
-                    return location  # the client's redirect URI: stop, as a browser would hand it over
-                page = await http.get(location)
-                if page.status_code in (302, 303):
-                    location = urljoin(location, page.headers["location"])
-                    continue
-                assert page.status_code == 200, f"{location}: {page.status_code} {page.text[:500]}"
-                if 'name="login"' in page.text:
-                    posted = await http.post(f"{location}/login", data={"login": self.login})
-                elif 'id="consent"' in page.text:
-                    posted = await http.post(
-                        f"{location}/consent", data={"grant_scopes": self.grant_scopes or ""}
-                    )
-                else:
-                    raise AssertionError(f"unexpected page at {location}: {page.text[:500]}")
-                assert posted.status_code in (302, 303), (
-                    f"{location}: {posted.status_code} {posted.text[:500]}"
-                )
-                location = urljoin(location, posted.headers["location"])
-        raise AssertionError("the authorization server kept redirecting: " + " -> ".join(seen))
+        return await self.server.authorize(authorization_url, self.login, self.grant_scopes)
 
 
 async def register(server: OidcServer, metadata: dict[str, object]) -> dict[str, object]:
@@ -135,9 +145,16 @@ async def register(server: OidcServer, metadata: dict[str, object]) -> dict[str,
     return registered
 
 
-async def client_credentials_client(server: OidcServer, name: str = "nightly import job") -> tuple[str, str]:
-    """A confidential service client for the client-credentials grant: (client_id, client_secret).
-    A name starting with "opaque" gets opaque access tokens instead of JWTs."""
+async def client_credentials_client(
+    server: OidcServer,
+    name: str = "nightly import job",
+    scope: str = "read write",
+    auth_method: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic",
+) -> tuple[str, str]:
+    """A confidential service client for the client-credentials grant: (client_id, client_secret). It must
+    authenticate with `auth_method` (the SDK's ClientCredentialsOAuthProvider: token_endpoint_auth_method).
+    `scope` is its ceiling: asking for more fails with invalid_scope. A name starting with "opaque" gets
+    opaque access tokens instead of JWTs. Its tokens' sub is its client_id."""
     registered = await register(
         server,
         {
@@ -145,8 +162,8 @@ async def client_credentials_client(server: OidcServer, name: str = "nightly imp
             "grant_types": ["client_credentials"],
             "response_types": [],
             "redirect_uris": [],
-            "token_endpoint_auth_method": "client_secret_basic",
-            "scope": "read write",
+            "token_endpoint_auth_method": auth_method,
+            "scope": scope,
         },
     )
     return str(registered["client_id"]), str(registered["client_secret"])

@@ -1,41 +1,60 @@
 // A real OAuth 2.1 / OpenID Connect authorization server for the tests: the certified `oidc-provider`
 // (installed by tests/services/oidc_server.py into .cache/oidc-provider), on 127.0.0.1 at a port the OS
-// picks. Usage: node provider.mjs <oidc-provider package dir>. Prints "OIDC ready at <issuer>".
+// picks. Usage: node provider.mjs <oidc-provider package dir>. Prints "OIDC ready at <issuer>"; the
+// issuer has no trailing slash. Errors go to stderr.
 //
-// What the tests need of it: dynamic client registration, authorization code + PKCE (S256), refresh
-// tokens, client credentials, RFC 8707 resource indicators giving RS256 JWT access tokens (RFC 9068)
-// whose aud is the requested resource and whose scope is the granted part of "read write admin", and
-// a login and consent a test can script (plain HTML forms, also driven by Chromium):
+// What the tests need of it: dynamic client registration (open, RFC 7591), authorization code + PKCE
+// (S256), refresh tokens, client credentials, RFC 8707 resource indicators giving RS256 JWT access
+// tokens (RFC 9068: iss, sub, aud, client_id, scope, exp, iat, jti) whose aud is the requested resource
+// and whose scope is the granted part of "read write admin", and a login and consent a test can script
+// (plain HTML forms, also driven by Chromium):
 //   GET  /interaction/:uid          login form (input name=login, button id=submit) or consent form
 //                                   (button id=consent, input name=grant_scopes: empty grants what is
 //                                   asked; "read" grants read only, for step-up tests)
 //   POST /interaction/:uid/login    POST /interaction/:uid/consent
+// Any login name is an account. Resources: any http://127.0.0.1:* or http://localhost:* URL, and those
+// in $OIDC_RESOURCES (space-separated); $OIDC_DEFAULT_RESOURCE is used when a request names none.
 // Clients whose client_name starts with "opaque" get opaque access tokens, for RFC 7662 introspection.
-// Facts: its `scopes` must list read, write and admin or registration of a client asking for them
-// fails; a client that registered a scope is capped at it (the MCP SDK registers with the scope it was
-// challenged for); the signing key gets a random kid at every start.
+//
+// Facts about oidc-provider worth knowing:
+// - `scopes` must list read, write and admin, or registration of a client asking for them fails.
+// - A client that registered a `scope` is capped at it: later requests for more fail with invalid_scope.
+//   The MCP SDK registers with the scope of its first challenge, so that would forbid step-up (read,
+//   then write). Hence the registered scope of clients that sign users in is dropped here (what they get
+//   is what the user consents to); client-credentials-only clients keep theirs as their ceiling.
+// - offline_access is dropped from a request without prompt=consent (the SDK sends prompt=consent when
+//   it asks for offline_access, which it does because the metadata lists it). Refresh tokens are issued
+//   to every client allowed the refresh_token grant, with or without offline_access.
+// - Cookies are not `secure` over plain http, so sessions work on 127.0.0.1.
+// - The signing key gets a random kid at every start (a JWKS cache keyed by kid sees a new key).
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 const packageDir = process.argv[2];
-const { default: Provider } = await import(pathToFileURL(path.join(packageDir, 'lib', 'index.js')).href);
+const { default: Provider, errors } = await import(pathToFileURL(path.join(packageDir, 'lib', 'index.js')).href);
 
 const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
 const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: randomBytes(8).toString('hex'), use: 'sig', alg: 'RS256' };
 const RESOURCE_SCOPES = ['read', 'write', 'admin'];
+const EXTRA_RESOURCES = new Set((process.env.OIDC_RESOURCES ?? '').split(/\s+/).filter(Boolean));
+const DEFAULT_RESOURCE = process.env.OIDC_DEFAULT_RESOURCE || undefined;
+const LOCAL = /^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?(\/|$)/;
 
 const server = http.createServer();
 server.listen(0, '127.0.0.1', () => {
   const issuer = `http://127.0.0.1:${server.address().port}`;
   const provider = new Provider(issuer, {
     jwks: { keys: [signingKey] },
-    scopes: ['openid', ...RESOURCE_SCOPES],
-    findAccount: async (_ctx, id) => ({ accountId: id, claims: async () => ({ sub: id, name: id }) }),
+    scopes: ['openid', 'offline_access', ...RESOURCE_SCOPES],
+    findAccount: async (_ctx, id) => ({
+      accountId: id,
+      claims: async () => ({ sub: id, name: id, email: `${id}@example.test` }),
+    }),
     cookies: { keys: [randomBytes(16).toString('hex')] },
     pkce: { required: () => true },
-    // A refresh token for every client allowed the grant (no offline_access dance).
+    // A refresh token for every client allowed the grant, whether or not offline_access was granted.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
     ttl: { AccessToken: 600, ClientCredentials: 600, RefreshToken: 86400, AuthorizationCode: 120, Grant: 86400, Session: 3600, Interaction: 600, IdToken: 600 },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
@@ -47,29 +66,41 @@ server.listen(0, '127.0.0.1', () => {
       revocation: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: (_ctx, _client, oneOf) => oneOf,
+        // The resource of the request when there is one (then this is not asked), else the granted one.
+        defaultResource: (_ctx, _client, oneOf) => oneOf ?? DEFAULT_RESOURCE,
         useGrantedResource: () => true,
         // JWT access tokens, but opaque ones (for introspection) to clients named "opaque ...".
-        getResourceServerInfo: (_ctx, resource, client) => ({
-          scope: RESOURCE_SCOPES.join(' '),
-          audience: resource,
-          accessTokenTTL: 600,
-          ...(client?.clientName?.startsWith('opaque')
-            ? { accessTokenFormat: 'opaque' }
-            : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
-        }),
+        getResourceServerInfo: (_ctx, resource, client) => {
+          if (!LOCAL.test(resource) && !EXTRA_RESOURCES.has(resource) && resource !== DEFAULT_RESOURCE) {
+            throw new errors.InvalidTarget(`unknown resource ${resource}`);
+          }
+          return {
+            scope: RESOURCE_SCOPES.join(' '),
+            audience: resource,
+            accessTokenTTL: 600,
+            ...(client?.clientName?.startsWith('opaque')
+              ? { accessTokenFormat: 'opaque' }
+              : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
+          };
+        },
       },
     },
   });
+  for (const event of ['server_error', 'authorization.error', 'grant.error', 'registration_create.error', 'introspection.error']) {
+    provider.on(event, (_ctx, error) => console.error(`${event}: ${error.message} ${error.error_description ?? ''}`));
+  }
 
   const callback = provider.callback();
   server.on('request', async (req, res) => {
     try {
       if (req.url.startsWith('/interaction/')) {
         await interaction(provider, req, res);
-      } else {
-        callback(req, res);
+        return;
       }
+      if (req.method === 'POST' && req.url.split('?')[0] === '/reg') {
+        await uncapRegisteredScope(req);
+      }
+      callback(req, res);
     } catch (error) {
       console.error(error);
       if (!res.headersSent) {
@@ -81,6 +112,23 @@ server.listen(0, '127.0.0.1', () => {
   console.log(`OIDC ready at ${issuer}`);
 });
 
+async function uncapRegisteredScope(req) {
+  // oidc-provider accepts a body read upstream (req.body, once the stream is consumed).
+  const raw = await body(req);
+  let metadata;
+  try {
+    metadata = JSON.parse(raw);
+  } catch {
+    req.body = raw; // let the provider answer the malformed request itself
+    return;
+  }
+  const grantTypes = metadata?.grant_types ?? ['authorization_code'];
+  if (Array.isArray(grantTypes) && grantTypes.includes('authorization_code')) {
+    delete metadata.scope;
+  }
+  req.body = JSON.stringify(metadata);
+}
+
 async function interaction(provider, req, res) {
   const details = await provider.interactionDetails(req, res);
   const { uid, prompt, params, session, grantId } = details;
@@ -88,12 +136,12 @@ async function interaction(provider, req, res) {
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
     if (prompt.name === 'login') {
       res.end(`<!doctype html><title>Sign in</title><h1>Sign in</h1>
-<form method="post" action="/interaction/${uid}/login"><input name="login" autofocus>
+<form method="post" action="/interaction/${uid}/login"><input id="login" name="login" autofocus>
 <button id="submit" type="submit">Sign in</button></form>`);
     } else {
       const asked = Object.values(prompt.details.missingResourceScopes ?? {}).flat().join(' ');
       res.end(`<!doctype html><title>Consent</title><h1>Allow ${params.client_id}</h1><p id="asked">${asked}</p>
-<form method="post" action="/interaction/${uid}/consent"><input name="grant_scopes" value="">
+<form method="post" action="/interaction/${uid}/consent"><input id="grant_scopes" name="grant_scopes" value="">
 <button id="consent" type="submit">Allow</button></form>`);
     }
     return;
