@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, SecretStr, TypeAdapter, ValidationError, 
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from mcp_memory.errors import ConfigError
-from mcp_memory.models import THREAD_ID_PATTERN
+from mcp_memory.models import GROUP_MEMBER, SPACE_NAME_PATTERN, THREAD_ID_PATTERN, SpaceRole
 
 
 def _default_user() -> str:
@@ -204,6 +204,39 @@ class TokenEntry(BaseModel):
         description="read = read-only; read + write = own memories; admin = may also forget any user.",
     )
     expires_at: datetime | None = Field(default=None, description="After this time the token is refused.")
+    groups: list[str] = Field(
+        default_factory=list,
+        description='Groups the holder belongs to, matched by "group:<id>" space members (as a token\'s groups claim).',
+    )
+
+
+class SpaceSettings(BaseModel):
+    """One shared space: its name and who may use it, with what role."""
+
+    model_config = {"extra": "forbid"}
+
+    name: str = Field(description="1-64 letters, digits and . _ - (starting with a letter or digit).")
+    members: dict[str, SpaceRole] = Field(
+        description='User id or "group:<group id>" -> reader, writer or owner.'
+    )
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, name: str) -> str:
+        if not SPACE_NAME_PATTERN.match(name):
+            raise ValueError(
+                f"space name {name!r} must be 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit"
+            )
+        return name
+
+    @field_validator("members")
+    @classmethod
+    def _check_members(cls, members: dict[str, SpaceRole]) -> dict[str, SpaceRole]:
+        for member in members:
+            user = member.removeprefix(GROUP_MEMBER)
+            if not user or (member == user and not THREAD_ID_PATTERN.match(user)):
+                raise ValueError(f'space member {member!r} must be a user id or "group:<group id>"')
+        return members
 
 
 class SecuritySettings(BaseModel):
@@ -267,6 +300,24 @@ class SecuritySettings(BaseModel):
         min_length=1,
         description='Claims holding granted scopes, a space-separated string or a list (Entra app roles: "roles").',
     )
+    spaces: list[SpaceSettings] = Field(
+        default_factory=list,
+        description='Shared spaces as a JSON list of {"name": ..., "members": {"<user id>" or "group:<id>": "reader"|"writer"|"owner"}}.',
+    )
+
+    @field_validator("spaces")
+    @classmethod
+    def _unique_spaces(cls, spaces: list[SpaceSettings]) -> list[SpaceSettings]:
+        names = [s.name for s in spaces]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"space {twice[0]!r} is configured twice: give each space one entry")
+        return spaces
+
+    group_claims: list[str] = Field(
+        default_factory=lambda: ["groups"],
+        description='Token claims whose values are the groups "group:<id>" members match (Entra ID app roles: "roles").',
+    )
     scope_prefix: str = Field(
         default="", description='Prefix of read/write/admin in the token\'s scope values, e.g. "memory.".'
     )
@@ -302,7 +353,7 @@ class SecuritySettings(BaseModel):
     max_stored_bytes: int | None = Field(
         default=100_000_000,
         ge=1,
-        description="Stored text per user (long-term memories and their revisions), in bytes; none = unlimited.",
+        description="Stored text per user and per space (long-term memories and revisions), in bytes; none = unlimited.",
     )
     llm_calls_per_hour: int | None = Field(
         default=120,

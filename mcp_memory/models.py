@@ -26,6 +26,13 @@ MEMORY_TYPES: tuple[MemoryType, ...] = ("turn", "summary", "fact", "user_summary
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool", "system")
 
 THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+# A shared space's name. Never a user id: the key a space's memories are stored under starts with
+# SPACE_MARK, which no user id holds.
+SPACE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+SPACE_MARK = "@"
+GROUP_MEMBER = "group:"  # a space member that is every holder of a token naming this group
+SpaceRole = Literal["reader", "writer", "owner"]
+SPACE_ROLES: tuple[SpaceRole, ...] = ("reader", "writer", "owner")  # each may do all the one before may
 
 
 def _role(value: object) -> object:
@@ -47,6 +54,48 @@ def normalize_content(text: str) -> str:
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(normalize_content(text).encode()).hexdigest()
+
+
+class Owner(str):
+    """Whose memory a call reads or writes, and who is making it: one value every layer passes down.
+
+    The string itself is the key every store is keyed by: the user id for a user's personal memory,
+    "@" + the name for a shared space (so a space's thread, summary, facts, quota and Cosmos DB
+    partition are its own, as a user's are). `author` is the user acting (recorded on what they
+    write to a space); `role` is what they may do there (a user owns their personal memory).
+    The server builds an Owner from the verified principal (mcp/access.py); a plain user id string
+    stands for that user's personal memory, as everywhere before spaces.
+    """
+
+    space: str | None
+    author: str
+    role: SpaceRole
+
+    def __new__(cls, user_id: str, space: str | None = None, role: SpaceRole = "owner") -> Owner:
+        owner = super().__new__(cls, user_id if space is None else space_key(space))
+        owner.author = user_id
+        owner.space = space
+        owner.role = role if space is not None else "owner"
+        return owner
+
+    def may(self, role: SpaceRole) -> bool:
+        return SPACE_ROLES.index(self.role) >= SPACE_ROLES.index(role)
+
+
+def space_key(space: str) -> str:
+    """The key a space's memories are stored under."""
+    return SPACE_MARK + space
+
+
+def space_of(key: str) -> str | None:
+    """The space a store key belongs to; None for a user's personal memory."""
+    return key[len(SPACE_MARK) :] if key.startswith(SPACE_MARK) else None
+
+
+def author_of(key: str) -> str | None:
+    """Who is writing under this key, recorded on memories in a space (a personal memory's author is
+    its owner, so nothing is recorded)."""
+    return key.author if isinstance(key, Owner) and key.space is not None else None
 
 
 def summary_id(user_id: str, thread_id: str) -> str:
@@ -78,14 +127,28 @@ class Memory(BaseModel):
     superseded_by: str | None = None
     supersede_reason: str | None = None
     superseded_at: datetime | None = None
+    # Who wrote a memory of a shared space (user_id is then "@" + the space); None in personal memory
+    # (written by its owner) and for what the server wrote in a space (summaries, learned facts).
+    author: str | None = None
 
     def model_post_init(self, __context: Any) -> None:
         if not self.content_hash:
             self.content_hash = content_hash(self.content)
 
+    @property
+    def space(self) -> str | None:
+        return space_of(self.user_id)
+
+    @property
+    def written_by(self) -> str | None:
+        """Who wrote it: the author in a space, the owner in personal memory."""
+        return self.author if self.space is not None else self.user_id
+
     def public(self) -> dict[str, Any]:
-        """The JSON a client sees: everything but the vector."""
-        return self.model_dump(mode="json", exclude={"embedding", "index_context"})
+        """The JSON a client sees: everything but the vector, with the space (null: personal memory)
+        and who wrote it."""
+        shown = self.model_dump(mode="json", exclude={"embedding", "index_context", "author"})
+        return {**shown, "space": self.space, "author": self.written_by}
 
 
 class Message(BaseModel):
@@ -97,6 +160,7 @@ class Message(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     created_at: datetime = Field(default_factory=utcnow)
     token_count: int = 0
+    author: str | None = None  # who added it to a shared space's thread; None in personal memory
 
 
 class WorkingMemory(BaseModel):
@@ -128,6 +192,7 @@ class ThreadTotals(BaseModel):
 
 class ThreadInfo(BaseModel):
     thread_id: str
+    space: str | None = None  # the shared space the thread is in; None: personal memory
     message_count: int = 0
     token_count: int = 0
     updated_at: datetime | None = None

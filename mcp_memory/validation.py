@@ -10,7 +10,15 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from mcp_memory.errors import InvalidInputError
-from mcp_memory.models import MEMORY_TYPES, ROLES, THREAD_ID_PATTERN, MemoryType, Role, SearchMode
+from mcp_memory.models import (
+    MEMORY_TYPES,
+    ROLES,
+    SPACE_NAME_PATTERN,
+    THREAD_ID_PATTERN,
+    MemoryType,
+    Role,
+    SearchMode,
+)
 
 MAX_METADATA_BYTES = 16_384
 MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW = 256, 10_000_000
@@ -20,6 +28,15 @@ def thread_id(value: object, name: str = "thread_id") -> str:
     if not isinstance(value, str) or not THREAD_ID_PATTERN.match(value):
         raise InvalidInputError(
             f"{name} {value!r} is not valid: use 1-128 characters of letters, digits and . _ : -"
+        )
+    return value
+
+
+def space(value: object) -> str:
+    if not isinstance(value, str) or not SPACE_NAME_PATTERN.match(value):
+        raise InvalidInputError(
+            f"space {value!r} is not valid: a space name is 1-64 characters of letters, digits and . _ -, "
+            "starting with a letter or digit"
         )
     return value
 

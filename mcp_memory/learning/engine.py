@@ -43,7 +43,7 @@ from mcp_memory.learning.writer import MemoryWriter
 from mcp_memory.llm.chat import ChatModel
 from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.sampling import SamplingSessions
-from mcp_memory.models import Memory, Scope, utcnow
+from mcp_memory.models import Memory, Scope, space_of, utcnow
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
 from mcp_memory.views import ExtractionReport, LearningStatus, ReconcileReport
@@ -121,7 +121,9 @@ class Learning:
             self.status.forget(scope.user_id, scope.thread_id)
             await self.counters.forget(scope.user_id, prefix=turns_key(scope.thread_id))
             await self.counters.forget(scope.user_id, prefix=mark_key(scope.thread_id))
-        if scope.memory_id is None or scope.memory_id.startswith("fact_"):
+        if space_of(scope.user_id) is None and (
+            scope.memory_id is None or scope.memory_id.startswith("fact_")
+        ):
             profile = Scope(user_id=scope.user_id, memory_id=profile_id(scope.user_id))
             await self.long_term.forget(profile)
             count += await self.revisions.forget(profile)
@@ -278,8 +280,9 @@ class Learning:
         await self._refresh_profile_in_background(user_id)
 
     async def refresh_profile(self, user_id: str) -> Memory | None:
-        """Fold newer facts into the profile: with the user's model when there is one, else offline."""
-        if not self.settings.learning.profile:
+        """Fold newer facts into the profile: with the user's model when there is one, else offline. A
+        shared space has no profile: a profile is one person's, and stays in their personal memory."""
+        if not self.settings.learning.profile or space_of(user_id) is not None:
             return None
         model = self.model_for(user_id)
         if model is None:

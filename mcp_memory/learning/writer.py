@@ -19,7 +19,15 @@ from typing import Any, Literal
 from mcp_memory.learning.parsing import FactKind
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
-from mcp_memory.models import Memory, Revision, RevisionAction, RevisionCause, content_hash, utcnow
+from mcp_memory.models import (
+    Memory,
+    Revision,
+    RevisionAction,
+    RevisionCause,
+    author_of,
+    content_hash,
+    utcnow,
+)
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.learning_base import RevisionStore
 from mcp_memory.storage.usage import content_bytes, refuse_without_room, revision_bytes
@@ -136,6 +144,7 @@ class MemoryWriter:
                 "source_turn_ids": list(source_turn_ids),
                 "origin": origin,
             },
+            author=author_of(user_id),
         )
         await self.save(memory, "create", cause, source_text=source_text or text, labels=labels)
         return WriteOutcome("created", memory)

@@ -48,6 +48,7 @@ ALL_SCOPES = frozenset({READ, WRITE, ADMIN})
 TOKENLESS_SCOPES = frozenset({READ, WRITE})  # never admin: see the module docstring
 ADMIN_TOOLS = frozenset({"forget_user"})
 LEVEL = {READ: 1, WRITE: 2, ADMIN: 3}
+GROUPS = "groups"  # where a verified AccessToken's claims keep the holder's groups (spaces' group: members)
 LOOPBACK_NAMES = frozenset({"localhost", "ip6-localhost"})
 # Requests that return memories (or their ids) without a tool: the same read scope as read-only tools.
 READING_METHODS = frozenset(
@@ -63,6 +64,7 @@ class Principal:
     scopes: frozenset[str]
     name: str
     authenticated: bool = True  # False: no token (stdio, loopback, behind a proxy)
+    groups: frozenset[str] = frozenset()  # from the token: what a space's "group:<id>" members match
 
     def may(self, scope: str) -> bool:
         # A broader scope covers a narrower one: admin > write > read.
@@ -100,6 +102,7 @@ class HashedTokenVerifier:
             subject=entry.user_id,
             scopes=sorted(entry.scopes),
             expires_at=expires_at,
+            claims={GROUPS: list(entry.groups)},
         )
 
 
@@ -114,7 +117,13 @@ def principal_of(token: AccessToken | None, settings: Settings) -> Principal:
         return Principal(user_id=settings.user_id, scopes=TOKENLESS_SCOPES, name="local", authenticated=False)
     if not token.subject:
         raise PermissionDeniedError("this credential names no user; ask the operator for a user token")
-    return Principal(user_id=token.subject, scopes=frozenset(token.scopes), name=token.client_id)
+    groups = (token.claims or {}).get(GROUPS) or []
+    return Principal(
+        user_id=token.subject,
+        scopes=frozenset(token.scopes),
+        name=token.client_id,
+        groups=frozenset(g for g in groups if isinstance(g, str)),
+    )
 
 
 def check_exposure(settings: Settings, transport: str, host: str) -> None:

@@ -15,7 +15,7 @@ from pydantic import Field
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.auth import current_principal
+from mcp_memory.mcp.access import current_access
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.service import browse
 from mcp_memory.views import MemoryPage
@@ -30,9 +30,6 @@ def _errors(translated: type[Exception]) -> Iterator[None]:
 
 
 def register_browse(server: MCPServer[Any], host: ServiceHost, settings: Settings) -> None:
-    def user() -> str:
-        return current_principal(settings).user_id
-
     @server.tool(
         annotations=ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True)
     )
@@ -66,13 +63,19 @@ def register_browse(server: MCPServer[Any], host: ServiceHost, settings: Setting
                 "superseded since shown as they were)."
             ),
         ] = None,
+        space: Annotated[
+            str | None,
+            Field(
+                description="Only this shared space; omit for your own memory plus every space you are in."
+            ),
+        ] = None,
     ) -> MemoryPage:
         """Browse long-term memories without a query, newest first by default, one page at a time; pass
         next_cursor back as cursor for the next page (null: no more)."""
         with _errors(ToolError):
             return await browse.list_memories(
                 host.service.stores.long_term,
-                user(),
+                current_access(settings).readable(space),
                 types=types,
                 thread_id=thread_id,
                 kind=kind,
@@ -89,4 +92,4 @@ def register_browse(server: MCPServer[Any], host: ServiceHost, settings: Setting
     async def facts() -> str:
         """The facts known about you now, one line each, newest first: content (kind, since date, id)."""
         with _errors(ResourceError):
-            return await browse.facts_text(host.service.stores.long_term, user())
+            return await browse.facts_text(host.service.stores.long_term, current_access(settings).readable())

@@ -1,10 +1,15 @@
-"""completion/complete: the caller's own thread and memory ids, for the arguments that name them.
+"""completion/complete: the caller's own thread and memory ids, and its spaces', for the arguments
+that name them.
 
 A client completing `memory://threads/{thread_id}`, `memory://threads/{thread_id}/summary`,
 `memory://memories/{memory_id}` or the `recall` prompt's `thread_id` gets the ids of the principal's
-own threads (newest first) or memories (in id order) that start with what was typed, at most 100 (the
-protocol's cap), with `has_more` when there are more. Any other argument completes to nothing. The
-principal is the request's (mcp/auth.py), never an argument, and ScopeGuard requires the read scope.
+own threads (newest first) or memories (in id order: its own and those of the spaces it is a member
+of) that start with what was typed, at most 100 (the protocol's cap), with `has_more` when there are
+more. A space's thread (`memory://spaces/{space}/threads/{thread_id}`, or `recall` with `space` given)
+completes `space` to the names of the spaces the principal is a member of and `thread_id` to that
+space's threads. Any other argument completes to nothing. The principal is the request's
+(mcp/auth.py), never an argument, and ScopeGuard requires the read scope; a space the principal is not
+a member of completes to nothing, as one that does not exist.
 """
 
 from __future__ import annotations
@@ -24,8 +29,9 @@ from mcp_types import (
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.auth import current_principal
+from mcp_memory.mcp.access import current_access
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.models import Owner
 
 MAX_VALUES = 100  # completion/complete never returns more values than this
 MAX_ID_CHARS = 256  # longer than any thread or memory id: nothing can start with it
@@ -37,24 +43,36 @@ THREAD_ARGUMENTS = frozenset(
         ("ref/prompt", "recall", "thread_id"),
     }
 )
+SPACE_THREADS = (
+    "memory://spaces/{space}/threads/{thread_id}",
+    "memory://spaces/{space}/threads/{thread_id}/summary",
+)
+SPACE_ARGUMENTS = frozenset(
+    {*(("ref/resource", uri, "space") for uri in SPACE_THREADS), ("ref/prompt", "recall", "space")}
+)
+SPACE_THREAD_ARGUMENTS = frozenset(("ref/resource", uri, "thread_id") for uri in SPACE_THREADS)
 MEMORY_ARGUMENTS = frozenset({("ref/resource", "memory://memories/{memory_id}", "memory_id")})
+KNOWN = THREAD_ARGUMENTS | SPACE_ARGUMENTS | SPACE_THREAD_ARGUMENTS | MEMORY_ARGUMENTS
 NOTHING = Completion(values=[], total=0, has_more=False)
 
 
 def register_completions(server: MCPServer[Any], host: ServiceHost, settings: Settings) -> None:
-    async def thread_ids(user_id: str, prefix: str) -> Completion:
-        threads = await host.service.list_threads(user_id)
-        matching = [t.thread_id for t in threads if t.thread_id.startswith(prefix)]
-        return Completion(
-            values=matching[:MAX_VALUES], total=len(matching), has_more=len(matching) > MAX_VALUES
-        )
+    async def thread_ids(owner: str, prefix: str) -> Completion:
+        threads = await host.service.list_threads(owner)
+        return _listed([t.thread_id for t in threads if t.thread_id.startswith(prefix)])
 
-    async def memory_ids(user_id: str, prefix: str) -> Completion:
+    async def memory_ids(owners: list[Owner], prefix: str) -> Completion:
         # One more than returned tells whether there are more, without counting them all.
-        found = await host.service.stores.long_term.memory_ids(user_id, prefix, MAX_VALUES + 1)
+        found: list[str] = []
+        for owner in owners:
+            found += await host.service.stores.long_term.memory_ids(owner, prefix, MAX_VALUES + 1)
+        found = sorted(found)
         if len(found) > MAX_VALUES:
             return Completion(values=found[:MAX_VALUES], total=None, has_more=True)
         return Completion(values=found, total=len(found), has_more=False)
+
+    def chosen_space(context: CompletionContext | None) -> str | None:
+        return (context.arguments or {}).get("space") if context is not None else None
 
     async def complete(
         ref: PromptReference | ResourceTemplateReference,
@@ -63,15 +81,24 @@ def register_completions(server: MCPServer[Any], host: ServiceHost, settings: Se
     ) -> Completion:
         target = ref.uri if isinstance(ref, ResourceTemplateReference) else ref.name
         key = (ref.type, target, argument.name)
-        if len(argument.value) > MAX_ID_CHARS or key not in THREAD_ARGUMENTS | MEMORY_ARGUMENTS:
+        if len(argument.value) > MAX_ID_CHARS or key not in KNOWN:
             return NOTHING
+        access = current_access(settings)
         try:
-            user_id = current_principal(settings).user_id
-            if key in THREAD_ARGUMENTS:
-                return await thread_ids(user_id, argument.value)
-            return await memory_ids(user_id, argument.value)
+            if key in SPACE_ARGUMENTS:
+                return _listed(sorted(name for name in access.roles if name.startswith(argument.value)))
+            if key in THREAD_ARGUMENTS | SPACE_THREAD_ARGUMENTS:
+                space = chosen_space(context) if key in SPACE_THREAD_ARGUMENTS or target == "recall" else None
+                if space is not None and space not in access.roles:
+                    return NOTHING  # not a member, or no such space: the same nothing
+                return await thread_ids(access.owner(space), argument.value)
+            return await memory_ids(access.readable(), argument.value)
         except MemoryServerError as e:
             raise MCPError(code=INTERNAL_ERROR, message=str(e)) from e
 
     # The SDK's completion() decorator is unannotated; registering through it keeps our signature.
     server.completion()(complete)  # type: ignore[no-untyped-call]
+
+
+def _listed(matching: list[str]) -> Completion:
+    return Completion(values=matching[:MAX_VALUES], total=len(matching), has_more=len(matching) > MAX_VALUES)

@@ -26,8 +26,10 @@ from mcp_memory.errors import MalformedAnswerError, MemoryServerError
 from mcp_memory.learning import Learning
 from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.sampling import SamplingSessions, answer_text, sample_request, supports_sampling
+from mcp_memory.mcp.access import current_access
 from mcp_memory.mcp.auth import current_principal
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.models import Owner, SpaceRole
 from mcp_memory.views import (
     ExtractionReport,
     HistoryResult,
@@ -44,6 +46,12 @@ NO_MODEL = (
 MemoryId = Annotated[
     str, Field(description="The id of a long-term memory, e.g. fact_... from remember or search.")
 ]
+Space = Annotated[
+    str | None,
+    Field(
+        description="A shared space you are a member of (changing needs the writer role); omit for your own."
+    ),
+]
 
 
 @contextmanager
@@ -59,6 +67,9 @@ def _tool_errors() -> Iterator[None]:
 def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Settings) -> None:
     def user() -> str:
         return current_principal(settings).user_id
+
+    def owner(space: str | None, need: SpaceRole, doing: str) -> Owner:
+        return current_access(settings).owner(space, need, doing=doing)
 
     def user_of(_: ServerRequestContext[Any, Any]) -> str | None:
         try:
@@ -111,30 +122,35 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
             Field(description="semantic (a fact), preference, procedural (how-to) or episodic (an event)."),
         ] = "semantic",
         thread_id: Annotated[str | None, Field(description="The conversation it belongs to, if any.")] = None,
+        space: Space = None,
     ) -> WrittenMemory:
-        """Store a long-term memory the user asked you to keep. An identical one is not duplicated; a
-        nearly identical one is updated to this wording."""
+        """Store a long-term memory the user asked you to keep (in a shared space: for its members). An
+        identical one is not duplicated; a nearly identical one is updated to this wording."""
         with _tool_errors():
-            return await learning().editor.remember(user(), content, type, thread_id)
+            return await learning().editor.remember(
+                owner(space, "writer", "remember"), content, type, thread_id
+            )
 
     @server.tool(
         annotations=ToolAnnotations(title="Update a memory", read_only_hint=False, destructive_hint=True)
     )
     async def update_memory(
-        memory_id: MemoryId, content: Annotated[str, Field(description="The corrected content.")]
+        memory_id: MemoryId,
+        content: Annotated[str, Field(description="The corrected content.")],
+        space: Space = None,
     ) -> MemoryView:
         """Correct a fact or the user profile. The previous content stays in memory_history and can be
         restored with rollback_memory."""
         with _tool_errors():
-            return await learning().editor.update(user(), memory_id, content)
+            return await learning().editor.update(owner(space, "writer", "update_memory"), memory_id, content)
 
     @server.tool(
         annotations=ToolAnnotations(title="Memory history", read_only_hint=True, idempotent_hint=True)
     )
-    async def memory_history(memory_id: MemoryId) -> HistoryResult:
+    async def memory_history(memory_id: MemoryId, space: Space = None) -> HistoryResult:
         """Every revision of a memory, oldest first: its content after each change and what caused it."""
         with _tool_errors():
-            return await learning().editor.history(user(), memory_id)
+            return await learning().editor.history(owner(space, "reader", "memory_history"), memory_id)
 
     @server.tool(
         annotations=ToolAnnotations(title="Roll a memory back", read_only_hint=False, destructive_hint=True)
@@ -144,11 +160,13 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
         revision_id: Annotated[
             str, Field(description="The revision to restore (an id from memory_history).")
         ],
+        space: Space = None,
     ) -> MemoryView:
         """Restore a memory's content (and superseded state) as of an earlier revision; the rollback is
         itself a new revision."""
         with _tool_errors():
-            return await learning().editor.rollback(user(), memory_id, revision_id)
+            writer = owner(space, "writer", "rollback_memory")
+            return await learning().editor.rollback(writer, memory_id, revision_id)
 
     # ---- on demand: extraction and reconciliation ------------------------------------------------
 
@@ -163,10 +181,13 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
             json_mode=True,
         )
 
-    async def extraction_sample(thread_id: str, ctx: Context[Any, Any]) -> Sample | None:
+    async def extraction_sample(
+        thread_id: str, ctx: Context[Any, Any], space: str | None = None
+    ) -> Sample | None:
         if not in_call_sampling(ctx):
             return None
-        return sample_of(await learning().prepare_extraction(user(), check.thread_id(thread_id)))
+        writer = owner(space, "writer", "extract_memories")
+        return sample_of(await learning().prepare_extraction(writer, check.thread_id(thread_id)))
 
     @server.tool(
         annotations=ToolAnnotations(title="Extract memories", read_only_hint=False, destructive_hint=False)
@@ -175,12 +196,17 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
         thread_id: Annotated[str, Field(description="The conversation to learn from.")],
         sampled: Annotated[types.CreateMessageResult | None, Resolve(extraction_sample)],
         ctx: Context[Any, Any],
+        space: Annotated[
+            str | None,
+            Field(description="The shared space the thread is in (writer role); omit for your own."),
+        ] = None,
     ) -> ExtractionReport:
         """Learn facts from the thread's turns not yet learned from, now (it also happens by itself every
         few turns). Uses the configured LLM, or your own model through MCP sampling."""
         with _tool_errors():
             found = learning()
-            batch = await found.prepare_extraction(user(), check.thread_id(thread_id))
+            writer = owner(space, "writer", "extract_memories")
+            batch = await found.prepare_extraction(writer, check.thread_id(thread_id))
             if batch is None:
                 if found.chat is None and not in_call_sampling(ctx):
                     raise ToolError(NO_MODEL)
@@ -188,10 +214,10 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
             text, model = await answer(sampled, batch.prompt, f"extraction of thread {thread_id}")
             return await found.finish_extraction(batch, text, model)
 
-    async def reconcile_sample(ctx: Context[Any, Any]) -> Sample | None:
+    async def reconcile_sample(ctx: Context[Any, Any], space: str | None = None) -> Sample | None:
         if not in_call_sampling(ctx):
             return None
-        return sample_of(await learning().prepare_reconcile(user()))
+        return sample_of(await learning().prepare_reconcile(owner(space, "writer", "reconcile_memories")))
 
     @server.tool(
         annotations=ToolAnnotations(title="Reconcile memories", read_only_hint=False, destructive_hint=False)
@@ -199,19 +225,24 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
     async def reconcile_memories(
         sampled: Annotated[types.CreateMessageResult | None, Resolve(reconcile_sample)],
         ctx: Context[Any, Any],
+        space: Annotated[
+            str | None,
+            Field(description="Reconcile this shared space's facts (writer role); omit for your own."),
+        ] = None,
     ) -> ReconcileReport:
         """Review the user's recent facts for duplicates (merged) and contradictions (the newer wins);
         losers are superseded, never deleted, and stay in memory_history. Also refreshes the profile."""
         with _tool_errors():
             found = learning()
-            batch = await found.prepare_reconcile(user())
+            writer = owner(space, "writer", "reconcile_memories")
+            batch = await found.prepare_reconcile(writer)
             if batch is None:
                 if found.chat is None and not in_call_sampling(ctx):
                     raise ToolError(NO_MODEL)
                 return ReconcileReport(model="none", facts_reviewed=0)
             text, model = await answer(sampled, batch.prompt, "reconciliation")
             report = await found.finish_reconcile(batch, text, model)
-            report.profile_updated = await found.refresh_profile(user()) is not None
+            report.profile_updated = await found.refresh_profile(writer) is not None
             return report
 
     # ---- the profile and status ------------------------------------------------------------------

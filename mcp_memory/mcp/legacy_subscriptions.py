@@ -4,8 +4,9 @@
 subscribe per URI instead; this keeps, per (user, uri), the sessions subscribed to it, and sends them
 notifications/resources/updated for every ResourceUpdated of that user the bus carries, local or from
 another replica. URIs name a thread, not its owner (`memory://threads/default` is every user's
-default thread), so the user is part of the key: a session only hears about its own principal's
-memory. A session that can no longer be reached is dropped.
+default thread), so the principal is part of the key: a session only hears about its own principal's
+memory, and about the shared spaces (`memory://spaces/{space}/threads/...`) the principal is a member of
+when the change happens. A session that can no longer be reached is dropped.
 """
 
 from __future__ import annotations
@@ -19,16 +20,20 @@ import anyio
 from mcp.server.subscriptions import ResourceUpdated
 from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
+from mcp_memory.mcp.auth import Principal
 from mcp_memory.models import UserEvent
 
 log = logging.getLogger(__name__)
 
-Subscription = tuple[str, str]  # (user id, uri)
+Subscription = tuple[Principal, str]  # (who subscribed, uri)
 
 
 class LegacySubscriptions:
-    def __init__(self, principal: Callable[[], str]) -> None:
-        self._principal = principal  # the user id of the request being served
+    def __init__(
+        self, principal: Callable[[], Principal], hears: Callable[[Principal, UserEvent], bool]
+    ) -> None:
+        self._principal = principal  # the principal of the request being served
+        self._hears = hears  # whether that principal may hear an event (its own, or its spaces')
         self._subscribers: dict[Subscription, dict[int, Any]] = {}  # -> {id(session): session}
         self._pending: set[asyncio.Task[None]] = set()
 
@@ -69,7 +74,4 @@ class LegacySubscriptions:
         event = envelope.event
         if not isinstance(event, ResourceUpdated):
             return []
-        if envelope.user_id is not None:
-            key = (envelope.user_id, event.uri)
-            return [key] if key in self._subscribers else []
-        return [key for key in self._subscribers if key[1] == event.uri]
+        return [key for key in self._subscribers if key[1] == event.uri and self._hears(key[0], envelope)]

@@ -8,7 +8,9 @@ The relay drops the echo of our own events, so no session hears a change twice.
 
 Each listen stream belongs to the principal that opened it: the SDK's ListenHandler calls
 `subscribe` inside the `subscriptions/listen` request, where the request's token is known, and the
-stream then hears only that user's events.
+stream then hears only that user's events, and those of the shared spaces the principal is a member
+of when the event is delivered (membership is read from settings then, so a member removed hears
+nothing more; mcp/access.py).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ import anyio.lowlevel
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 
 from mcp_memory.config import Settings
-from mcp_memory.mcp.auth import current_principal
+from mcp_memory.mcp.access import roles_of
+from mcp_memory.mcp.auth import Principal, current_principal
 from mcp_memory.mcp.legacy_subscriptions import LegacySubscriptions
-from mcp_memory.models import UserEvent
+from mcp_memory.models import UserEvent, space_of
 
 log = logging.getLogger(__name__)
 Listener = Callable[[ServerEvent], None]
@@ -40,13 +43,21 @@ class Relay(Protocol):
 class ReplicaBus:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
-        self._listeners: dict[object, tuple[str, Listener]] = {}
+        self._listeners: dict[object, tuple[Principal, Listener]] = {}
         self._relay: Relay | None = None
         self._detach: Callable[[], None] | None = None
-        self.legacy = LegacySubscriptions(self._principal)
+        self.legacy = LegacySubscriptions(self._principal, self.hears)
 
-    def _principal(self) -> str:
-        return current_principal(self._settings).user_id
+    def _principal(self) -> Principal:
+        return current_principal(self._settings)
+
+    def hears(self, principal: Principal, envelope: UserEvent) -> bool:
+        """Whether a session of this principal may hear the event: its own memory's, one of a space it
+        is a member of now, or one about no memory in particular."""
+        if envelope.concerns(principal.user_id):
+            return True
+        space = space_of(envelope.user_id or "")
+        return space is not None and space in roles_of(self._settings, principal.user_id, principal.groups)
 
     def subscribe(self, listener: Listener) -> Callable[[], None]:
         """The SDK's listen streams register here; each hears its own principal's events only."""
@@ -62,7 +73,7 @@ class ReplicaBus:
         """Events the SDK publishes itself. Resources here are always some user's, so a resource event
         belongs to the principal of the request that raised it; a tool or prompt list change is everyone's."""
         resource_event = isinstance(event, ResourceUpdated | ResourcesListChanged)
-        await self.publish_for(self._principal() if resource_event else None, event)
+        await self.publish_for(self._principal().user_id if resource_event else None, event)
 
     async def publish_for(self, user_id: str | None, event: ServerEvent) -> None:
         envelope = UserEvent(user_id, event)
@@ -87,8 +98,8 @@ class ReplicaBus:
         self.legacy.forward_soon(envelope)  # a relay listener cannot await; the sends run as a task
 
     def _deliver(self, envelope: UserEvent) -> None:
-        for user_id, listener in list(self._listeners.values()):
-            if not envelope.concerns(user_id):
+        for principal, listener in list(self._listeners.values()):
+            if not self.hears(principal, envelope):
                 continue
             try:
                 listener(envelope.event)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import get_args
 
@@ -64,7 +65,7 @@ def decode_cursor(cursor: object, order: ListOrder) -> tuple[datetime, str]:
 
 async def list_memories(
     long_term: LongTermStore,
-    user_id: str,
+    owners: str | Sequence[str],
     *,
     types: object = None,
     thread_id: object = None,
@@ -77,7 +78,8 @@ async def list_memories(
     cursor: object = None,
     as_of: object = None,
 ) -> MemoryPage:
-    """One page of the user's memories, every argument checked before anything is read."""
+    """One page of the memories of `owners` (a user's personal memory and the spaces they read: their
+    pages merged in key order), every argument checked before anything is read."""
     if order not in ORDERS:
         raise InvalidInputError(f"order {order!r} is unknown: use newest or oldest")
     if kind is not None and kind not in FACT_KINDS:
@@ -86,8 +88,11 @@ async def list_memories(
         raise InvalidInputError("include_superseded must be true or false")
     size = check.count(limit, "limit", low=1, high=MAX_LIMIT)
     since_, until_ = check.time_range(since, until)
+    keys = [owners] if isinstance(owners, str) else list(owners)
+    if thread_id is not None:
+        keys = keys[:1]  # a thread is one owner's: the same id in a space is another thread
     query = ListQuery(
-        user_id=user_id,
+        user_id=keys[0],
         types=check.types(types),
         thread_id=None if thread_id is None else check.thread_id(thread_id),
         kind=kind,
@@ -99,26 +104,44 @@ async def list_memories(
         limit=size + 1,  # one more than shown: whether there is a next page
         after=None if cursor is None else decode_cursor(cursor, order),
     )
-    found = await long_term.list_memories(query)
+    found = await _merged_page(long_term, query, keys)
     shown = [_as_it_stood(m, query.as_of) for m in found[:size]]
     next_cursor = encode_cursor(order, found[size - 1]) if len(found) > size else None
     return MemoryPage(memories=[ListedMemory.of(m) for m in shown], next_cursor=next_cursor)
 
 
-async def facts_text(long_term: LongTermStore, user_id: str) -> str:
-    """memory://facts: the user's active facts, newest first, one line each."""
-    query = ListQuery(user_id=user_id, types=["fact"], limit=FACTS_SHOWN + 1)
-    facts = await long_term.list_memories(query)
+async def _merged_page(long_term: LongTermStore, query: ListQuery, keys: list[str]) -> list[Memory]:
+    """Each owner's page after the same key, merged in (created_at, id) order: one page across them,
+    since the key orders every memory of every owner alike."""
+    if len(keys) == 1:
+        return await long_term.list_memories(query)
+    pages = [await long_term.list_memories(query.model_copy(update={"user_id": key})) for key in keys]
+    merged = sorted((m for page in pages for m in page), key=lambda m: (m.created_at, m.id))
+    if query.order == "newest":
+        merged.reverse()
+    return merged[: query.limit]
+
+
+async def facts_text(long_term: LongTermStore, owners: str | Sequence[str]) -> str:
+    """memory://facts: the user's active facts, and those of the spaces they read, newest first, one
+    line each (a space's facts say which space)."""
+    keys = [owners] if isinstance(owners, str) else list(owners)
+    query = ListQuery(user_id=keys[0], types=["fact"], limit=FACTS_SHOWN + 1)
+    facts = await _merged_page(long_term, query, keys)
     if not facts:
         return "No facts are known about you yet: they are learned from conversations, or kept with remember."
     lines = [
         f"- {' '.join(f.content.split())} ({f.metadata.get('fact_type') or 'fact'}, "
-        f"since {f.created_at.date().isoformat()}, id {f.id})"
+        f"since {f.created_at.date().isoformat()}, {_where(f)}id {f.id})"
         for f in facts[:FACTS_SHOWN]
     ]
     if len(facts) > FACTS_SHOWN:
         lines.append("- ... and more: page through them with list_memories(types=['fact']).")
     return "\n".join(lines)
+
+
+def _where(memory: Memory) -> str:
+    return "" if memory.space is None else f"space {memory.space}, "
 
 
 def _as_it_stood(memory: Memory, as_of: datetime | None) -> Memory:

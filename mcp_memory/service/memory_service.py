@@ -12,7 +12,7 @@ import logging
 import uuid
 import zlib
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -22,11 +22,21 @@ import anyio
 from mcp_memory import safety
 from mcp_memory import validation as check
 from mcp_memory.config import Settings
-from mcp_memory.errors import BackendUnavailableError, InvalidInputError, NotFoundError
+from mcp_memory.errors import BackendUnavailableError, InvalidInputError, NotFoundError, PermissionDeniedError
 from mcp_memory.learning.budget import LlmBudget
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
-from mcp_memory.models import Memory, Message, Scope, ThreadInfo, utcnow
+from mcp_memory.models import (
+    Memory,
+    Message,
+    Owner,
+    Scope,
+    ThreadInfo,
+    author_of,
+    space_key,
+    space_of,
+    utcnow,
+)
 from mcp_memory.search.context import TurnContexts, contexts_without, thread_contexts, turn_contexts
 from mcp_memory.service import portability
 from mcp_memory.service.searching import Searching
@@ -143,6 +153,7 @@ class MemoryService:
                 metadata=metadata,
                 created_at=moment,
                 token_count=tokens,
+                author=author_of(user_id),
             )
             # Long term first: once it is there, nothing acknowledged can be lost with working memory.
             # Over the storage quota, put() refuses (LimitExceededError) before anything is stored.
@@ -157,6 +168,7 @@ class MemoryService:
             metadata=metadata,
             created_at=turn.created_at,
             token_count=tokens,
+            author=turn.author,
         )
         try:
             created = await self.threads.restore_if_absent(user_id, thread_id, context_window)
@@ -193,6 +205,8 @@ class MemoryService:
                 metadata=metadata,
                 created_at=turn.created_at,
                 token_count=tokens,
+                space=turn.space,
+                author=turn.written_by,
             ),
             working_memory=WorkingMemoryUsage(
                 **self.threads.usage(totals.token_count, window).model_dump(),
@@ -205,7 +219,7 @@ class MemoryService:
 
     async def search(
         self,
-        user_id: str,
+        owners: str | Sequence[str],
         query: str,
         thread_id: str | None = None,
         types: list[str] | None = None,
@@ -218,10 +232,11 @@ class MemoryService:
         max_tokens: int | None = None,
         as_of: str | datetime | None = None,
     ) -> SearchResult:
-        """search_memory: validated, ranked by the store, scored, floored and fitted (service/searching.py)."""
+        """search_memory over `owners`: a user's personal memory and the spaces they read, or one of them;
+        validated, ranked by the store, scored, floored and fitted (service/searching.py)."""
         searching = Searching(self.settings, self.stores.long_term, self.embedder, self.tokens, self.vectors)
         return await searching.run(
-            user_id,
+            owners,
             query,
             thread_id,
             types,
@@ -283,18 +298,30 @@ class MemoryService:
         await self.stores.working.set_data(user_id, thread_id, check.metadata(data, "data"))
         await self._changed(user_id, thread_id)
 
-    async def list_threads(self, user_id: str) -> list[ThreadInfo]:
-        live = {t.thread_id: t for t in await self.stores.working.list_threads(user_id)}
-        # Threads whose working memory expired still exist in long term.
-        for thread in await self.stores.long_term.list_threads(user_id):
-            live.setdefault(thread.thread_id, thread)
+    async def list_threads(self, owners: str | Sequence[str]) -> list[ThreadInfo]:
+        """The threads of `owners` (a user's personal memory, and the spaces they read), newest first;
+        each says its space."""
+        live: dict[tuple[str | None, str], ThreadInfo] = {}
+        for key in [owners] if isinstance(owners, str) else owners:
+            space = space_of(key)
+            for thread in await self.stores.working.list_threads(key):
+                live[space, thread.thread_id] = thread.model_copy(update={"space": space})
+            # Threads whose working memory expired still exist in long term.
+            for thread in await self.stores.long_term.list_threads(key):
+                live.setdefault((space, thread.thread_id), thread.model_copy(update={"space": space}))
         newest_first = sorted(
             (t for t in live.values() if t.updated_at), key=lambda t: t.updated_at or utcnow(), reverse=True
         )
         return newest_first + [t for t in live.values() if not t.updated_at]
 
-    async def get_memory(self, user_id: str, memory_id: str) -> Memory:
-        return await self.stores.long_term.get(user_id, check.memory_id(memory_id))
+    async def get_memory(self, owners: str | Sequence[str], memory_id: str) -> Memory:
+        """The memory by id, from whichever of `owners` holds it; to anyone else it does not exist."""
+        memory_id = check.memory_id(memory_id)
+        keys = [owners] if isinstance(owners, str) else list(owners)
+        for key in keys[:-1]:
+            with contextlib.suppress(NotFoundError):
+                return await self.stores.long_term.get(key, memory_id)
+        return await self.stores.long_term.get(keys[-1], memory_id)
 
     # ---- forgetting ----------------------------------------------------------------------------
 
@@ -317,14 +344,17 @@ class MemoryService:
         summary_memory: Memory | None = None
         if memory_id is not None:
             memory = await self.stores.long_term.get(user_id, check.memory_id(memory_id))
+            _may_forget(user_id, memory)
             scope = Scope(user_id=user_id, memory_id=memory.id, thread_id=memory.thread_id)
             summary_memory = memory if memory.type == "summary" else None
             kind = "memory"
         elif thread_id is not None:
             scope = Scope(user_id=user_id, thread_id=check.thread_id(thread_id))
+            _may_forget(user_id, None, f"thread {scope.thread_id!r}")
             kind = "thread"
         else:
             scope = Scope(user_id=user_id, everything=True)
+            _may_forget(user_id, None, "the whole space")
             kind = "everything"
 
         one_turn = kind == "memory" and memory.type == "turn" and memory.thread_id is not None
@@ -353,6 +383,28 @@ class MemoryService:
             },
             forgotten_at=utcnow(),
         )
+
+    async def forget_user(self, user_id: str, *, dry_run: bool = False) -> ForgetResult:
+        """forget_user: everything of the user's personal memory and, in every configured space, what
+        they wrote (their turns, the facts they remembered), each thread's summary that their turns went
+        into (rebuilt from the turns that remain at its next summarization) and the working memory of
+        those threads; what others wrote, and what the server learned in a space, stay (docs/security.md).
+        One receipt for all of it."""
+        result = await self.forget(user_id, everything=True, dry_run=dry_run)
+        for space in self.settings.security.spaces:
+            written = await self._written_by(space_key(space.name), user_id)
+            for memory in written:
+                with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary
+                    _merge(result, await self.forget(space_key(space.name), memory.id, dry_run=dry_run))
+        return result
+
+    async def _written_by(self, key: str, user_id: str) -> list[Memory]:
+        """What the user wrote in the space under `key`, and the summaries of the threads they spoke in."""
+        memories = await self.stores.long_term.memories_of(key)
+        written = [m for m in memories if m.author == user_id]
+        threads = {m.thread_id for m in written if m.type == "turn" and m.thread_id}
+        summaries = [m for m in memories if m.type == "summary" and m.thread_id in threads]
+        return written + summaries
 
     # ---- export and import ---------------------------------------------------------------------
 
@@ -461,3 +513,33 @@ class MemoryService:
     async def _changed(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:
             await self.on_change(user_id, thread_id)
+
+
+def _may_forget(key: str, memory: Memory | None, what: str = "") -> None:
+    """In a space, a writer forgets only what they wrote; a thread, the whole space or anyone's memory
+    needs the owner role. (A reader never gets here: writing needs the writer role.)"""
+    if not isinstance(key, Owner) or key.space is None or key.may("owner"):
+        return
+    if memory is not None and memory.author == key.author:
+        return
+    target = what or f"memory {memory.id if memory else ''!r}, which {_by(memory)}"
+    raise PermissionDeniedError(
+        f"forgetting {target} in space {key.space!r} needs the owner role; you are a {key.role} there "
+        "and may forget only what you wrote"
+    )
+
+
+def _by(memory: Memory | None) -> str:
+    if memory is None or memory.author is None:
+        return "the server wrote"
+    return f"{memory.author} wrote"
+
+
+def _merge(receipt: ForgetResult, more: ForgetResult) -> None:
+    receipt.working_memory.threads += more.working_memory.threads
+    receipt.working_memory.messages += more.working_memory.messages
+    receipt.long_term.memories += more.long_term.memories
+    for kind, count in more.long_term.by_type.items():
+        receipt.long_term.by_type[kind] = receipt.long_term.by_type.get(kind, 0) + count
+    for store, count in more.stores.items():
+        receipt.stores[store] = receipt.stores.get(store, 0) + count

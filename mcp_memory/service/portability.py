@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from mcp_memory import safety
 from mcp_memory import validation as check
 from mcp_memory.errors import InvalidInputError
-from mcp_memory.models import AnyRole, Memory, MemoryType, WorkingMemory, summary_id, utcnow
+from mcp_memory.models import AnyRole, Memory, MemoryType, WorkingMemory, author_of, summary_id, utcnow
 
 FORMAT, VERSION = "mcp-memory-export", 1
 EXPORT_FORMAT = f"{FORMAT}/{VERSION}"
@@ -223,6 +223,7 @@ def to_memories(user_id: str, parsed: ParsedImport, max_chars: int) -> list[Memo
                 superseded_by=renamed.get(line.superseded_by or "", line.superseded_by),
                 supersede_reason=line.supersede_reason,
                 superseded_at=line.superseded_at,
+                author=author_of(user_id),  # imported into a space: by whoever imported it
             )
         )
     return memories

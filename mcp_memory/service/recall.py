@@ -22,6 +22,7 @@ import numpy as np
 from mcp_memory import validation as check
 from mcp_memory.errors import NotFoundError
 from mcp_memory.llm.embedder import Embedder
+from mcp_memory.models import space_key
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.results import within_budget
 from mcp_memory.storage.base import LongTermStore
@@ -89,14 +90,17 @@ class SimilarityFloor:
     floor: float
 
     async def keep(self, user_id: str, text: str, hits: list[SearchHit]) -> list[SearchHit]:
-        """The hits whose stored vector is at least `floor` similar to the text's."""
+        """The hits whose stored vector is at least `floor` similar to the text's (`user_id`: whose
+        personal memory; a hit from a shared space is read from that space)."""
         if not hits:
             return hits
         query = (await self.embedder.embed([text]))[0]
         kept = []
         for hit in hits:
             try:
-                memory = await self.long_term.get(user_id, hit.id)
+                memory = await self.long_term.get(
+                    user_id if hit.space is None else space_key(hit.space), hit.id
+                )
             except NotFoundError:  # forgotten between the search and now
                 continue
             if memory.embedding is None:
@@ -107,10 +111,17 @@ class SimilarityFloor:
 
 
 async def recall(
-    service: MemoryService, user_id: str, query: str, thread_id: str | None, max_tokens: int | None = None
+    service: MemoryService,
+    owners: str | Sequence[str],
+    query: str,
+    thread_id: str | None,
+    max_tokens: int | None = None,
 ) -> list[SearchHit]:
     """The memories the recall prompt shows for `query`, best first, at most eight, their contents
-    within `max_tokens` when given (a long memory as a snippet of the match)."""
+    within `max_tokens` when given (a long memory as a snippet of the match). `owners`: the user's own
+    memory and the spaces they read, or one of them; the first holds `thread_id`."""
+    keys = [owners] if isinstance(owners, str) else list(owners)
+    user_id = keys[0]
     if max_tokens is not None:
         max_tokens = check.count(max_tokens, "max_tokens", low=1, high=1_000_000)
     if is_small_talk(query):
@@ -120,7 +131,7 @@ async def recall(
         recent = (await service.get_working_memory(user_id, thread_id, recent=_CONTEXT_TURNS)).messages
         text = with_context(query, [m.content for m in recent])
         context_ids = {m.id for m in recent}  # already in the conversation: not worth recalling
-    found = await service.search(user_id, text, thread_id=thread_id, limit=_RECALLED + len(context_ids))
+    found = await service.search(keys, text, thread_id=thread_id, limit=_RECALLED + len(context_ids))
     hits = [h for h in found.results if h.id not in context_ids][:_RECALLED]
     floor = service.settings.learning.recall_min_similarity
     if floor is None:
@@ -139,6 +150,8 @@ def render_memories(hits: Sequence[SearchHit]) -> str:
     for hit in hits:
         speaker = hit.role or hit.type
         where = f"thread {hit.thread_id}" if hit.thread_id else "all threads"
+        if hit.space is not None:  # shared memory: which space, and who wrote it
+            where = f"space {hit.space}, {where}" + (f", written by {hit.author}" if hit.author else "")
         # Escape anything that could close our delimiters early (any case or spacing).
         text = _CLOSING_TAG.sub(lambda m: m.group(0).replace("<", "&lt;"), hit.content)
         # Flagged text looked like instructions when written or read: say so next to it.

@@ -17,7 +17,7 @@ import numpy as np
 from mcp_memory.errors import NotFoundError
 from mcp_memory.models import Hit, Memory, SearchMode
 from mcp_memory.search.budget import fit_budget
-from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, term_overlap
+from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, relevance, term_overlap
 from mcp_memory.search.terms import keywords
 from mcp_memory.search.text_index import query_terms
 from mcp_memory.storage.base import LongTermStore
@@ -51,6 +51,26 @@ async def _embedding(store: LongTermStore, user_id: str, memory: Memory) -> np.n
         except NotFoundError:  # forgotten since the search
             return None
     return None if memory.embedding is None else np.asarray(memory.embedding, dtype=np.float32)
+
+
+def pooled(
+    per_owner: Sequence[tuple[Sequence[Hit], Sequence[HitSignals]]], limit: int
+) -> tuple[list[Hit], list[HitSignals]]:
+    """One ranking of several owners' hits (a user's own memory and the spaces they read): ordered by
+    each hit's calibrated relevance in its own owner's ranking, the best `limit`, ranked anew."""
+    if len(per_owner) == 1:
+        hits, signals = per_owner[0]
+        return list(hits), list(signals)
+    scored = [
+        (relevance(signal), hit, signal)
+        for hits, signals in per_owner
+        for hit, signal in zip(hits, signals, strict=True)
+    ]
+    scored.sort(key=lambda found: -found[0])  # stable: ties keep the owners' order
+    best = scored[:limit]
+    return [hit for _, hit, _ in best], [
+        HitSignals(rank, signal.overlap, signal.cosine) for rank, (_, _, signal) in enumerate(best, start=1)
+    ]
 
 
 def search_hits(

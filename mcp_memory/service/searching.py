@@ -7,6 +7,7 @@ Made per search from the service's current parts, so a changed setting applies t
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -15,6 +16,7 @@ from mcp_memory.config import Settings
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Hit, SearchQuery, utcnow
+from mcp_memory.search.relevance import HitSignals
 from mcp_memory.search.terms import quoted_phrases
 from mcp_memory.search.when import time_range
 from mcp_memory.service import results
@@ -33,7 +35,7 @@ class Searching:
 
     async def run(
         self,
-        user_id: str,
+        owners: str | Sequence[str],
         query: str,
         thread_id: str | None = None,
         types: list[str] | None = None,
@@ -67,8 +69,11 @@ class Searching:
                 # The words that named the time filter; they are not what the memory is about.
                 query = " ".join(query.replace(named.phrase, " ").split()) or query
 
+        keys = [owners] if isinstance(owners, str) else list(owners)
+        if thread_id is not None:
+            keys = keys[:1]  # a thread is one owner's: the same id in a space is another thread
         search = SearchQuery(
-            user_id=user_id,
+            user_id=keys[0],
             text=query,
             mode=mode_,
             thread_id=thread_id,
@@ -85,29 +90,43 @@ class Searching:
             as_of=as_of_,
         )
         if search.mode != "text" and self.vectors is not None:
-            await self.vectors.settled(user_id)  # read-your-writes by meaning: service/vectors.py
-        hits, vector = await self._ranked(search)
+            for key in keys:
+                await self.vectors.settled(key)  # read-your-writes by meaning: service/vectors.py
+        searches = [search.model_copy(update={"user_id": key}) for key in keys]
+        hits, signals = await self._found(searches, query)
         if time_filter is not None and not hits:
             # Nothing was made in the time the query named: its words may have meant something else
             # (or another "now"); answer from all of memory rather than nothing, and say so.
-            hits, vector = await self._ranked(search.model_copy(update={"since": None, "until": None}))
+            unbounded = [s.model_copy(update={"since": None, "until": None}) for s in searches]
+            hits, signals = await self._found(unbounded, query)
             time_filter = time_filter.model_copy(update={"applied": False})
-        signals = await results.signals_of(self.long_term, user_id, query, vector, hits)
         found = results.search_hits(
             hits, signals, self.tokens.count, query, min_score=min_score, max_tokens=max_tokens, mode=mode_
         )
         return SearchResult(results=found, mode=mode_, time_filter=time_filter)
 
-    async def _ranked(self, search: SearchQuery) -> tuple[list[Hit], list[float] | None]:
-        """The store's hits for the search, and the query's vector (None in text mode)."""
-        if search.mode == "text":
-            return await self.long_term.search(search, None), None
+    async def _found(self, searches: list[SearchQuery], query: str) -> tuple[list[Hit], list[HitSignals]]:
+        """The hits of one search per owner (personal memory, each space read), best first, with what
+        each shows about its relevance. Several owners' hits are pooled by that calibrated relevance,
+        which means the same in every owner's ranking (results.pooled)."""
+        ranked, vector = await self._ranked(searches)
+        per_owner = [
+            (hits, await results.signals_of(self.long_term, search.user_id, query, vector, hits))
+            for search, hits in zip(searches, ranked, strict=True)
+        ]
+        return results.pooled(per_owner, searches[0].limit)
+
+    async def _ranked(self, searches: list[SearchQuery]) -> tuple[list[list[Hit]], list[float] | None]:
+        """The store's hits for each search, and the query's vector (None in text mode)."""
+        if searches[0].mode == "text":
+            return list(await asyncio.gather(*(self.long_term.search(s, None) for s in searches))), None
         # Embed the query on one core while the store runs the full-text side on another. A plain
         # asyncio task, not a task group: the store awaits it where it needs the vector, and its
-        # errors must surface there as themselves, not wrapped in an ExceptionGroup.
-        embedding = asyncio.ensure_future(self._embed_query(search.text))
+        # errors must surface there as themselves, not wrapped in an ExceptionGroup. One vector for
+        # every owner's search.
+        embedding = asyncio.ensure_future(self._embed_query(searches[0].text))
         try:
-            hits = await self.long_term.search(search, embedding)
+            hits = list(await asyncio.gather(*(self.long_term.search(s, embedding) for s in searches)))
         finally:
             if not embedding.done():
                 embedding.cancel()

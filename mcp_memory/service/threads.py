@@ -118,6 +118,7 @@ class ThreadKeeper:
                 metadata=t.metadata,
                 created_at=t.created_at,
                 token_count=t.token_count,
+                author=t.author,
             )
             for t in turns
         ]

@@ -31,7 +31,7 @@ def old_file(
             "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
             " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
             " supersede_reason, superseded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [_row(m) for m in memories],
+            [_row(m)[:16] for m in memories],  # the columns before schema 8 (spaces: author)
         )
         conn.executemany(
             "INSERT INTO revisions (id, user_id, memory_id, memory_type, seq, action, cause, content,"
@@ -63,7 +63,7 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
     assert {h.memory.id for h in after_write} == {"bike", "car"}
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 7
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 8
         assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         # Schema 3 added memories_active, schema 4 dropped it (unread since text search moved to memory);
@@ -74,6 +74,19 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
         assert conn.execute("SELECT seq FROM change_clock").fetchone()[0] == 1  # the one write since
     finally:
         conn.close()
+
+
+async def test_rows_from_before_spaces_are_personal_memories_written_by_their_owner(tmp_path: Path) -> None:
+    path = tmp_path / "memory.db"
+    old_file(path, 7, [memory("ann", "a1", "staging listens on 5439"), memory("bob", "b1", "tea")])
+
+    async with open_sqlite(path) as store:
+        mine = await store.get("ann", "a1")
+        hits = await store.search(SearchQuery(user_id="ann", text="staging", mode="text"), None)
+
+    assert (mine.space, mine.author, mine.written_by) == (None, None, "ann")
+    assert mine.public()["space"] is None and mine.public()["author"] == "ann"
+    assert [h.memory.id for h in hits] == ["a1"]
 
 
 @pytest.mark.parametrize("schema", [2, 5])

@@ -36,6 +36,7 @@ class ClaimRules:
     scope_claims: tuple[str, ...] = ("scope", "scp")
     scope_prefix: str = ""
     scope_request_prefix: str = ""
+    group_claims: tuple[str, ...] = ("groups",)
 
     @classmethod
     def of(cls, security: SecuritySettings) -> ClaimRules:
@@ -44,6 +45,7 @@ class ClaimRules:
             scope_claims=tuple(security.scope_claims),
             scope_prefix=security.scope_prefix,
             scope_request_prefix=security.scope_request_prefix,
+            group_claims=tuple(security.group_claims),
         )
 
     def user_id(self, claims: Mapping[str, Any]) -> str:
@@ -66,6 +68,12 @@ class ClaimRules:
                 if scope is not None:
                     granted.add(scope)
         return frozenset(granted)
+
+    def groups(self, claims: Mapping[str, Any]) -> list[str]:
+        """The groups the token says its holder is in (a string or a list per claim): what a space's
+        "group:<id>" members match."""
+        found = {value for name in self.group_claims for value in _values(claims.get(name)) if value}
+        return sorted(found)
 
     def _ours(self, value: str) -> str | None:
         for prefix in (self.scope_request_prefix + self.scope_prefix, self.scope_prefix):

@@ -30,7 +30,7 @@ from mcp.server.auth.provider import AccessToken
 
 from mcp_memory.config import Settings, load_tokens
 from mcp_memory.errors import ConfigError
-from mcp_memory.mcp.auth import HashedTokenVerifier
+from mcp_memory.mcp.auth import GROUPS, HashedTokenVerifier
 from mcp_memory.mcp.oauth.claims import ClaimRules
 from mcp_memory.mcp.oauth.issuer import FETCH_SECONDS, InvalidToken, Issuer, IssuerUnavailable, same_issuer
 
@@ -128,7 +128,7 @@ def access_token(token: str, claims: Mapping[str, Any], rules: ClaimRules) -> Ac
         scopes=sorted(rules.scopes(claims)),
         expires_at=int(exp) if isinstance(exp, int | float) else None,
         resource=audience if isinstance(audience, str) else None,
-        claims={"iss": claims.get("iss")},
+        claims={"iss": claims.get("iss"), GROUPS: rules.groups(claims)},
     )
 
 

@@ -50,6 +50,7 @@ MEMORY_FIELDS = (
     "superseded_by",
     "supersede_reason",
     "superseded_at",
+    "author",
 )
 
 
@@ -85,6 +86,8 @@ def to_document(memory: Memory, *, turn_ttl_seconds: int | None) -> dict[str, An
         "supersede_reason": memory.supersede_reason,
         "superseded_at": timestamp(memory.superseded_at) if memory.superseded_at else None,
     }
+    if memory.author is not None:  # who wrote it, in a shared space
+        doc["author"] = memory.author
     if memory.embedding is not None:
         doc["embedding"] = memory.embedding
     if memory.type == "turn" and turn_ttl_seconds is not None:
@@ -146,6 +149,7 @@ def from_document(doc: dict[str, Any]) -> Memory:
         superseded_by=doc.get("superseded_by"),
         supersede_reason=doc.get("supersede_reason"),
         superseded_at=doc.get("superseded_at"),
+        author=doc.get("author"),
     )
 
 

@@ -230,6 +230,13 @@ MIGRATIONS: list[str] = [
     """
     CREATE INDEX memories_by_time ON memories (user_id, created_at, id);
     """,
+    # 8: shared spaces. A space's rows are keyed "@" + its name where a user's are keyed by their id,
+    # and say who wrote them; every row before this one is a personal memory, written by its owner
+    # (author NULL), so nothing needs rewriting.
+    """
+    ALTER TABLE memories ADD COLUMN author TEXT;
+    ALTER TABLE messages ADD COLUMN author TEXT;
+    """,
 ]
 
 

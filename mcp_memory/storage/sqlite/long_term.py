@@ -41,7 +41,7 @@ DEFAULT_INDEX_MEMORY = LongTermSettings.model_fields["index_memory_mb"].default 
 
 _COLUMNS = (
     "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
-    " content_hash, superseded_by, supersede_reason, superseded_at"
+    " content_hash, superseded_by, supersede_reason, superseded_at, author"
 )
 
 
@@ -98,15 +98,16 @@ class SqliteLongTermStore:
             conn.executemany(
                 "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
                 " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
-                " supersede_reason, superseded_at, change_seq)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " supersede_reason, superseded_at, author, change_seq)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (user_id, id) DO UPDATE SET thread_id = excluded.thread_id,"
                 " role = excluded.role, type = excluded.type, content = excluded.content,"
                 " index_context = excluded.index_context, embedding = excluded.embedding,"
                 " metadata = excluded.metadata, updated_at = excluded.updated_at,"
                 " token_count = excluded.token_count, content_hash = excluded.content_hash,"
                 " superseded_by = excluded.superseded_by, supersede_reason = excluded.supersede_reason,"
-                " superseded_at = excluded.superseded_at, change_seq = excluded.change_seq",
+                " superseded_at = excluded.superseded_at, author = excluded.author,"
+                " change_seq = excluded.change_seq",
                 [(*_row(m), seq) for m in memories],
             )
             sqlite_usage.refuse_over_quota(conn, before, self._max_stored_bytes)  # the usage triggers counted
@@ -477,11 +478,12 @@ def _row(m: Memory) -> tuple[Any, ...]:
         m.superseded_by,
         m.supersede_reason,
         ts(m.superseded_at) if m.superseded_at else None,
+        m.author,
     )
 
 
 def _memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
-    embedding = unpack_vector(r[15]) if with_embedding and len(r) > 15 else None
+    embedding = unpack_vector(r[16]) if with_embedding and len(r) > 16 else None
     return Memory(
         id=r[1],
         user_id=r[2],
@@ -497,5 +499,6 @@ def _memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
         superseded_by=r[12],
         supersede_reason=r[13],
         superseded_at=r[14],
+        author=r[15],
         embedding=embedding.tolist() if embedding is not None else None,
     )

@@ -28,8 +28,8 @@ class SqliteWorkingMemoryStore:
             # Idempotent by message id: a client retrying after a lost reply appends once.
             inserted = conn.execute(
                 "INSERT OR IGNORE INTO messages"
-                " (user_id, thread_id, id, role, content, metadata, created_at, token_count)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                " (user_id, thread_id, id, role, content, metadata, created_at, token_count, author)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     user_id,
                     thread_id,
@@ -39,6 +39,7 @@ class SqliteWorkingMemoryStore:
                     json.dumps(message.metadata),
                     ts(message.created_at),
                     message.token_count,
+                    message.author,
                 ),
             )
             added = inserted.rowcount
@@ -73,9 +74,10 @@ class SqliteWorkingMemoryStore:
                     metadata=json.loads(m[3]),
                     created_at=m[4],
                     token_count=m[5],
+                    author=m[6],
                 )
                 for m in conn.execute(
-                    "SELECT id, role, content, metadata, created_at, token_count FROM messages"
+                    "SELECT id, role, content, metadata, created_at, token_count, author FROM messages"
                     " WHERE user_id = ? AND thread_id = ? ORDER BY seq",
                     (user_id, thread_id),
                 )
@@ -128,8 +130,8 @@ class SqliteWorkingMemoryStore:
                 ),
             )
             conn.executemany(
-                "INSERT INTO messages (user_id, thread_id, id, role, content, metadata, created_at, token_count)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO messages (user_id, thread_id, id, role, content, metadata, created_at, token_count,"
+                " author) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         memory.user_id,
@@ -140,6 +142,7 @@ class SqliteWorkingMemoryStore:
                         json.dumps(m.metadata),
                         ts(m.created_at),
                         m.token_count,
+                        m.author,
                     )
                     for m in memory.messages
                 ],

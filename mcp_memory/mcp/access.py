@@ -1,0 +1,88 @@
+"""Which memories a principal may use: its own personal memory, and the shared spaces it is a member of.
+
+A space's members come from settings (`security.spaces`): a user id, or "group:<id>" for everyone whose
+verified token names that group (the claims in `security.group_claims`), each with a role: `reader`
+(search, list, read), `writer` (also add and change, and forget what they wrote) or `owner` (also forget
+anything in the space, or the whole space). A principal's roles are computed from its verified identity
+once per request, so a membership change takes effect on the next request; no tool argument grants
+anything: a `space` argument only chooses among the spaces the principal already holds.
+
+To someone who is not a member, a space does not exist: naming it gets the same answer as naming a
+space nobody configured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from mcp_memory import validation as check
+from mcp_memory.config import Settings
+from mcp_memory.errors import NotFoundError, PermissionDeniedError
+from mcp_memory.mcp.auth import current_principal
+from mcp_memory.models import GROUP_MEMBER, SPACE_ROLES, Owner, SpaceRole
+
+WHAT_ROLES_MAY = {
+    "reader": "search, list and read",
+    "writer": "also add and change memories, and forget what they wrote",
+    "owner": "also forget anything in the space, or the whole space",
+}
+
+
+def roles_of(settings: Settings, user_id: str, groups: Iterable[str]) -> dict[str, SpaceRole]:
+    """Each space the user is a member of, directly or through a group, with their highest role there."""
+    member_as = {user_id, *(GROUP_MEMBER + g for g in groups)}
+    roles: dict[str, SpaceRole] = {}
+    for space in settings.security.spaces:
+        held = [role for member, role in space.members.items() if member in member_as]
+        if held:
+            roles[space.name] = max(held, key=SPACE_ROLES.index)
+    return roles
+
+
+def unknown_space(name: str) -> NotFoundError:
+    # The same words for a space that does not exist and one the caller is not a member of.
+    return NotFoundError(f"no space {name!r} that you are a member of")
+
+
+@dataclass(frozen=True)
+class Access:
+    """A principal's memories: personal (its user id) and the spaces it holds, with its role in each."""
+
+    user_id: str
+    roles: Mapping[str, SpaceRole]
+
+    @classmethod
+    def of(cls, settings: Settings, user_id: str, groups: Iterable[str] = ()) -> Access:
+        return cls(user_id, roles_of(settings, user_id, groups))
+
+    def owner(self, space: str | None, need: SpaceRole = "reader", *, doing: str = "this") -> Owner:
+        """The memory a call on `space` (None: personal) reads or writes, if the principal's role there
+        is at least `need`. Raises NotFoundError for a space it is not a member of (as for one that does
+        not exist) and PermissionDeniedError when its role falls short."""
+        if space is None:
+            return Owner(self.user_id)
+        name = check.space(space)
+        role = self.roles.get(name)
+        if role is None:
+            raise unknown_space(name)
+        owner = Owner(self.user_id, name, role)
+        if not owner.may(need):
+            raise PermissionDeniedError(
+                f"{doing} needs the {need} role in space {name!r}; you are a {role} there "
+                f"(a {role} may {WHAT_ROLES_MAY[role]})"
+            )
+        return owner
+
+    def readable(self, space: str | None = None) -> list[Owner]:
+        """What a read sees: personal memory plus every space the principal holds, or just `space`."""
+        if space is not None:
+            return [self.owner(space)]
+        spaces = [Owner(self.user_id, name, role) for name, role in sorted(self.roles.items())]
+        return [Owner(self.user_id), *spaces]
+
+
+def current_access(settings: Settings) -> Access:
+    """The memories this request's principal may use, from its verified identity (mcp/auth.py)."""
+    principal = current_principal(settings)
+    return Access.of(settings, principal.user_id, principal.groups)
