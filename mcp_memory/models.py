@@ -25,10 +25,10 @@ SearchMode = Literal["hybrid", "vector", "text"]
 MEMORY_TYPES: tuple[MemoryType, ...] = ("turn", "summary", "fact", "user_summary")
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool", "system")
 
-THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
 # A shared space's name. Never a user id: the key a space's memories are stored under starts with
 # SPACE_MARK, which no user id holds.
-SPACE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+SPACE_NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}\Z")
 SPACE_MARK = "@"
 GROUP_MEMBER = "group:"  # a space member that is every holder of a token naming this group
 SpaceRole = Literal["reader", "writer", "owner"]

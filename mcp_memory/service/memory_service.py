@@ -354,7 +354,7 @@ class MemoryService:
             kind = "thread"
         else:
             scope = Scope(user_id=user_id, everything=True)
-            _may_forget(user_id, None, "the whole space")
+            _may_forget(user_id, None, "everything")
             kind = "everything"
 
         one_turn = kind == "memory" and memory.type == "turn" and memory.thread_id is not None

@@ -24,6 +24,7 @@ class Credential:
     token: str
     scopes: tuple[str, ...] = ("read", "write")
     expired: bool = False
+    groups: tuple[str, ...] = ()  # what a space's "group:<id>" members match
 
     def entry(self) -> dict[str, object]:
         entry: dict[str, object] = {
@@ -32,13 +33,17 @@ class Credential:
             "name": f"{self.user_id}-{'-'.join(self.scopes)}",
             "scopes": list(self.scopes),
         }
+        if self.groups:
+            entry["groups"] = list(self.groups)
         if self.expired:
             entry["expires_at"] = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
         return entry
 
 
-def credential(user_id: str, *scopes: str, expired: bool = False) -> Credential:
-    return Credential(user_id, new_token(), tuple(scopes) or ("read", "write"), expired)
+def credential(
+    user_id: str, *scopes: str, expired: bool = False, groups: tuple[str, ...] = ()
+) -> Credential:
+    return Credential(user_id, new_token(), tuple(scopes) or ("read", "write"), expired, groups)
 
 
 def tokens_env(credentials: Iterable[Credential], **extra: str) -> dict[str, str]:

@@ -1,0 +1,453 @@
+"""Shared spaces on a real server over streamable HTTP with real bearer tokens: members with each role,
+a member through a group named by the token, and a non-member, across every tool, resource, prompt,
+completion and subscription. A non-member never sees, hears or infers a space's memories; a reader
+never writes; a writer forgets only what they wrote; an owner may forget anything there, or all of it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+import warnings
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types
+import pytest
+from mcp import Client
+from mcp.server.subscriptions import ResourceUpdated
+from mcp.shared.exceptions import MCPError
+from mcp_types import PromptReference, ResourceTemplateReference
+
+from mcp_memory.mcp.server import thread_uri
+from tests.security.bearer import Credential, bearer_client, credential, start_with_tokens
+from tests.security.test_isolation import _texts
+from tests.services.mcp_client import call, call_error
+from tests.services.server_process import NetworkServer, ServerStarter
+
+pytestmark = pytest.mark.anyio
+
+TEAM_SPACES = [
+    {"name": "team", "members": {"olga": "owner", "ann": "writer", "group:g-read": "reader"}},
+    {"name": "elsewhere", "members": {"nora": "owner"}},
+]
+SPACE_THREAD = ResourceTemplateReference(uri="memory://spaces/{space}/threads/{thread_id}")
+MEMORY = ResourceTemplateReference(uri="memory://memories/{memory_id}")
+
+
+class Team:
+    """Everyone in the tests: the space's owner, a writer, a reader through a group, and a non-member."""
+
+    def __init__(self) -> None:
+        self.olga = credential("olga")
+        self.ann = credential("ann")
+        self.rita = credential("rita", groups=("g-read", "g-other"))
+        self.rita_left = credential("rita", groups=("g-other",))  # the IdP took her out of g-read
+        self.nora = credential("nora")
+        self.admin = credential("root", "read", "write", "admin")
+
+    def all(self) -> list[Credential]:
+        return [self.olga, self.ann, self.rita, self.rita_left, self.nora, self.admin]
+
+
+def start(start_server: ServerStarter, tmp_path: Path, team: Team, **extra: str) -> NetworkServer:
+    spaces = json.dumps(TEAM_SPACES)
+    return start_with_tokens(start_server, tmp_path, team.all(), MCP_MEMORY_SECURITY__SPACES=spaces, **extra)
+
+
+@asynccontextmanager
+async def as_(server: NetworkServer, who: Credential) -> AsyncIterator[Client]:
+    async with bearer_client(server, who.token) as client:
+        yield client
+
+
+async def _space_export(server: NetworkServer, team: Team) -> list[dict[str, Any]]:
+    async with as_(server, team.olga) as client:
+        lines = (await call(client, "export_memories", space="team"))["jsonl"].splitlines()
+    return [json.loads(line) for line in lines[1:]]
+
+
+async def _team_writes(server: NetworkServer, team: Team, secret: str) -> dict[str, Any]:
+    async with as_(server, team.ann) as ann:
+        turn = await call(
+            ann, "add_turn", thread_id="plan", role="user", content=f"{secret} staging is 5439", space="team"
+        )
+        fact = await call(ann, "remember", content=f"The team chose {secret} for Postgres", space="team")
+        history = await call(ann, "memory_history", memory_id=fact["id"], space="team")
+    async with as_(server, team.olga) as olga:
+        other = await call(
+            olga, "add_turn", thread_id="plan", role="assistant", content=f"{secret} noted", space="team"
+        )
+    return {
+        "turn": turn["turn"]["id"],
+        "olga_turn": other["turn"]["id"],
+        "fact": fact["id"],
+        "revision": history["revisions"][0]["id"],
+        "turn_view": turn["turn"],
+    }
+
+
+def _non_member_attempts(secret: str, ids: dict[str, Any], space: str) -> dict[str, list[dict[str, Any]]]:
+    """Per tool, what a non-member tries with the space's name, thread and memory ids."""
+    return {
+        "add_turn": [{"thread_id": "plan", "role": "user", "content": "nora writes", "space": space}],
+        "search_memory": [
+            {"query": secret},
+            {"query": secret, "space": space},
+            {"query": secret, "thread_id": "plan"},
+        ],
+        "get_working_memory": [{"thread_id": "plan", "space": space}, {"thread_id": "plan"}],
+        "set_thread_data": [{"thread_id": "plan", "data": {"x": 1}, "space": space}],
+        "summarize_thread": [{"thread_id": "plan", "space": space}],
+        "forget": [
+            {"memory_id": ids["turn"], "space": space},
+            {"memory_id": ids["turn"]},
+            {"thread_id": "plan", "space": space},
+            {"everything": True, "space": space},
+        ],
+        "export_memories": [{"space": space}],
+        "import_memories": [{"jsonl": "{}", "space": space, "dry_run": True}],
+        "remember": [{"content": "nora was here", "space": space}],
+        "update_memory": [
+            {"memory_id": ids["fact"], "content": "nora overwrote", "space": space},
+            {"memory_id": ids["fact"], "content": "x"},
+        ],
+        "memory_history": [{"memory_id": ids["fact"], "space": space}, {"memory_id": ids["fact"]}],
+        "rollback_memory": [{"memory_id": ids["fact"], "revision_id": ids["revision"], "space": space}],
+        "extract_memories": [{"thread_id": "plan", "space": space}],
+        "reconcile_memories": [{"space": space}],
+        "list_memories": [{}, {"space": space}, {"thread_id": "plan", "include_superseded": True}],
+    }
+
+
+async def test_members_share_a_space_and_a_non_member_never_sees_hears_or_infers_it(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    secret = f"kestrel{uuid.uuid4().hex[:10]}"
+    ids = await _team_writes(server, team, secret)
+    assert ids["turn_view"]["space"] == "team" and ids["turn_view"]["author"] == "ann"
+
+    # Every member reads it, each memory saying its space and who wrote it; the reader through a group.
+    for member in (team.olga, team.ann, team.rita):
+        async with as_(server, member) as client:
+            found = await call(client, "search_memory", query=f"{secret} staging")
+            hit = next(h for h in found["results"] if h["id"] == ids["turn"])
+            assert (hit["space"], hit["author"]) == ("team", "ann")
+            listed = await call(client, "list_memories", space="team", order="oldest")
+            assert [
+                (m["id"], m["space"], m["author"]) for m in listed["memories"] if m["type"] == "turn"
+            ] == [
+                (ids["turn"], "team", "ann"),
+                (ids["olga_turn"], "team", "olga"),
+            ]
+            thread = json.loads((await client.read_resource(thread_uri("plan", "team"))).contents[0].text)
+            assert [m["author"] for m in thread["messages"]] == ["ann", "olga"]
+            memory = json.loads(
+                (await client.read_resource(f"memory://memories/{ids['fact']}")).contents[0].text
+            )
+            assert (memory["space"], memory["author"]) == ("team", "ann")
+            threads = json.loads((await client.read_resource("memory://threads")).contents[0].text)
+            assert {"thread_id": "plan", "space": "team"}.items() <= next(
+                t for t in threads if t["space"]
+            ).items()
+            spaces = (await client.complete(SPACE_THREAD, {"name": "space", "value": "te"})).completion
+            assert spaces.values == ["team"]
+
+    # The non-member: nothing of the space in any answer, and naming it answers as for no space at all.
+    seen: list[str] = []
+    unknown_texts: list[str] = []
+    async with as_(server, team.nora) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        attempts = _non_member_attempts(secret, ids, "team")
+        with_space = {n for n, t in tools.items() if "space" in (t.input_schema.get("properties") or {})}
+        assert with_space <= attempts.keys(), (
+            f"tools taking space without a non-member attempt: {with_space - attempts.keys()}"
+        )
+        for tool, calls in attempts.items():
+            for arguments in calls:
+                result = await client.call_tool(tool, arguments)
+                seen += _texts(result)
+                if "space" in arguments and result.is_error:
+                    unknown = await client.call_tool(tool, {**arguments, "space": "nosuch"})
+                    assert result.is_error and unknown.is_error, tool
+                    mine, none = result.content[0].text, unknown.content[0].text  # type: ignore[union-attr]
+                    assert mine == none.replace("nosuch", "team"), f"{tool} tells a member's space from none"
+                    unknown_texts.append(mine)
+        uris = [
+            thread_uri("plan", "team"),
+            f"{thread_uri('plan', 'team')}/summary",
+            "memory://threads",
+            "memory://facts",
+        ]
+        uris += [f"memory://memories/{ids[k]}" for k in ("turn", "fact", "olga_turn")]
+        for uri in uris:
+            try:
+                seen += _texts(await client.read_resource(uri))
+            except MCPError as e:
+                seen.append(str(e))
+        # Another space's memory id reads exactly as an id that exists nowhere.
+        for uri, nowhere in (
+            (thread_uri("plan", "team"), thread_uri("plan", "nosuch")),
+            (f"memory://memories/{ids['turn']}", "memory://memories/turn_0123456789abcdef0123456789abcdef"),
+        ):
+            errors = []
+            for target in (uri, nowhere):
+                with pytest.raises(MCPError) as refused:
+                    await client.read_resource(target)
+                errors.append(str(refused.value))
+            assert errors[0] == errors[1].replace("nosuch", "team").replace(
+                "turn_0123456789abcdef0123456789abcdef", ids["turn"]
+            )
+        seen += _texts(await client.get_prompt("recall", {"query": "staging 5439 postgres"}))
+        with pytest.raises(MCPError) as recall:
+            await client.get_prompt("recall", {"query": secret, "space": "team"})
+        assert "no space 'team' that you are a member of" in str(recall.value)
+        assert (await client.complete(SPACE_THREAD, {"name": "space", "value": ""})).completion.values == [
+            "elsewhere"
+        ]
+        for argument, context in (("space", None), ("thread_id", {"space": "team"})):
+            offered = await client.complete(SPACE_THREAD, {"name": argument, "value": ""}, context)
+            assert "team" not in offered.completion.values and "plan" not in offered.completion.values
+        offered = await client.complete(MEMORY, {"name": "memory_id", "value": ""})
+        assert not {ids["turn"], ids["fact"], ids["olga_turn"]} & set(offered.completion.values)
+        recall_space = await client.complete(PromptReference(name="recall"), {"name": "space", "value": "t"})
+        assert recall_space.completion.values == []
+    leaked = [t for t in seen if secret in t]
+    assert not leaked, f"a non-member read the space: {leaked[0][:300]}"
+    assert unknown_texts and all("no space 'team' that you are a member of" in t for t in unknown_texts)
+
+    # The reader: reads, but every write is refused by name, and nothing in the space changes.
+    before = await _space_export(server, team)
+    async with as_(server, team.rita) as client:
+        for tool, arguments in (
+            ("add_turn", {"thread_id": "plan", "role": "user", "content": "rita writes"}),
+            ("remember", {"content": "rita remembers"}),
+            ("forget", {"memory_id": ids["turn"]}),
+            ("summarize_thread", {"thread_id": "plan"}),
+            ("set_thread_data", {"thread_id": "plan", "data": {}}),
+            ("update_memory", {"memory_id": ids["fact"], "content": "rita edits"}),
+            ("import_memories", {"jsonl": "{}"}),
+        ):
+            refusal = await call_error(client, tool, **arguments, space="team")
+            assert f"{tool} needs the writer role in space 'team'; you are a reader there" in refusal
+    assert await _space_export(server, team) == before
+
+
+async def test_a_writer_forgets_only_what_they_wrote_and_an_owner_anything(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    ids = await _team_writes(server, team, "heron")
+    async with as_(server, team.ann) as ann:
+        refusal = await call_error(ann, "forget", memory_id=ids["olga_turn"], space="team")
+        assert "needs the owner role; you are a writer there and may forget only what you wrote" in refusal
+        refusal = await call_error(ann, "forget", thread_id="plan", space="team")
+        assert "forgetting thread 'plan' in space 'team' needs the owner role" in refusal
+        refusal = await call_error(ann, "forget", everything=True, space="team")
+        assert "forgetting everything in space 'team' needs the owner role" in refusal
+        mine = await call(ann, "forget", memory_id=ids["turn"], space="team")
+        assert mine["long_term"]["memories"] == 1 and mine["working_memory"]["messages"] == 1
+        # Her personal memory is another memory: the space's ids are not found there.
+        assert f"no memory with id {ids['fact']!r}" in await call_error(ann, "forget", memory_id=ids["fact"])
+    async with as_(server, team.olga) as olga:
+        left = await call(olga, "list_memories", space="team")
+        assert ids["turn"] not in {m["id"] for m in left["memories"]}
+        await call(olga, "forget", memory_id=ids["fact"], space="team")  # ann's: an owner may
+        whole = await call(olga, "forget", everything=True, space="team")
+        assert whole["long_term"]["memories"] >= 1
+        assert (await call(olga, "list_memories", space="team"))["memories"] == []
+        assert (await call(olga, "get_working_memory", thread_id="plan", space="team"))["messages"] == []
+
+
+async def test_bad_space_input_is_named_and_stores_nothing(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    async with as_(server, team.ann) as ann:
+        for bad in ("te\x00am", "team\n", "", "../team", "x" * 65):
+            refusal = await call_error(ann, "add_turn", thread_id="t", role="user", content="hi", space=bad)
+            assert f"space {bad!r} is not valid" in refusal
+        assert "no space 'nosuch' that you are a member of" in await call_error(
+            ann, "add_turn", thread_id="t", role="user", content="hi", space="nosuch"
+        )
+        assert "no space 'elsewhere'" in await call_error(ann, "search_memory", query="hi", space="elsewhere")
+        assert (await call(ann, "list_memories"))["memories"] == []
+    async with as_(server, team.olga) as olga:
+        assert (await call(olga, "list_memories", space="team"))["memories"] == []
+
+
+async def test_membership_comes_from_each_requests_token(start_server: ServerStarter, tmp_path: Path) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    await _team_writes(server, team, "plover")
+    async with as_(server, team.rita) as client:
+        assert (await call(client, "list_memories", space="team"))["memories"]
+    # The same user, the next request, a token no longer naming the group: the space is gone for her.
+    async with as_(server, team.rita_left) as client:
+        assert "no space 'team'" in await call_error(client, "list_memories", space="team")
+        found = await call(client, "search_memory", query="plover")
+        assert found["results"] == []
+
+
+async def test_two_writers_adding_to_one_shared_thread_at_once_lose_nothing(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    per_writer = 12
+
+    async def write(who: Credential) -> None:
+        async with as_(server, who) as client:
+            for i in range(per_writer):
+                await call(
+                    client,
+                    "add_turn",
+                    thread_id="race",
+                    role="user",
+                    content=f"{who.user_id} line {i}",
+                    space="team",
+                    context_window=1_000_000,
+                )
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(write, team.ann)
+        tg.start_soon(write, team.olga)
+    async with as_(server, team.olga) as client:
+        working = await call(client, "get_working_memory", thread_id="race", space="team")
+        listed = await call(client, "list_memories", space="team", thread_id="race", limit=100)
+    expected = {f"{who} line {i}" for who in ("ann", "olga") for i in range(per_writer)}
+    assert {m["content"] for m in working["messages"]} == expected
+    assert working["message_count"] == 2 * per_writer
+    assert {(m["content"], m["author"]) for m in listed["memories"]} == {(c, c.split()[0]) for c in expected}
+
+
+async def test_forget_user_takes_their_personal_memory_and_what_they_wrote_in_spaces(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    ids = await _team_writes(server, team, "curlew")
+    async with as_(server, team.ann) as ann:
+        await call(ann, "add_turn", thread_id="own", role="user", content="curlew personal note")
+    async with as_(server, team.olga) as olga:
+        await call(olga, "summarize_thread", thread_id="plan", space="team", keep_recent=0)
+    async with as_(server, team.admin) as admin:
+        counted = await call(admin, "forget_user", user_id="ann", dry_run=True)
+        receipt = await call(admin, "forget_user", user_id="ann")
+    assert counted["long_term"] == receipt["long_term"]
+    # Her personal turn, her turn and fact in the space, and the space thread's summary built from it.
+    assert receipt["long_term"]["by_type"] == {"turn": 2, "fact": 1, "summary": 1}
+    async with as_(server, team.olga) as olga:
+        left = await call(olga, "list_memories", space="team", include_superseded=True)
+        assert [(m["id"], m["author"]) for m in left["memories"]] == [(ids["olga_turn"], "olga")]
+        export = (await call(olga, "export_memories", space="team"))["jsonl"]
+        assert "staging is 5439" not in export and "chose curlew" not in export
+        working = await call(olga, "get_working_memory", thread_id="plan", space="team")
+        assert "5439" not in json.dumps(working)
+    async with as_(server, team.ann) as ann:  # still a member: she sees only what others wrote there
+        left = (await call(ann, "list_memories"))["memories"]
+        assert [(m["id"], m["space"]) for m in left] == [(ids["olga_turn"], "team")]
+
+
+async def test_each_space_has_its_own_storage_quota(start_server: ServerStarter, tmp_path: Path) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team, MCP_MEMORY_SECURITY__MAX_STORED_BYTES="2000")
+    line = "x" * 600
+    async with as_(server, team.ann) as ann:
+        for i in range(3):
+            await call(ann, "add_turn", thread_id="fill", role="user", content=f"{i} {line}", space="team")
+        refusal = await call_error(ann, "add_turn", thread_id="fill", role="user", content=line, space="team")
+        assert "quota" in refusal.lower() or "limit" in refusal.lower()
+        # Her own memory has a quota of its own, untouched by the space's.
+        for i in range(3):
+            await call(ann, "add_turn", thread_id="own", role="user", content=f"{i} {line}")
+    async with as_(server, team.olga) as olga:  # the space is full for every member
+        refusal = await call_error(
+            olga, "add_turn", thread_id="fill", role="user", content=line, space="team"
+        )
+        assert "quota" in refusal.lower() or "limit" in refusal.lower()
+        assert len((await call(olga, "list_memories", space="team"))["memories"]) == 3
+
+
+class Heard:
+    def __init__(self) -> None:
+        self.uris: list[str] = []
+
+    def add(self, uri: str) -> None:
+        self.uris.append(uri)
+
+
+MARKER = "marker"
+
+
+async def _listen(server: NetworkServer, who: Credential, heard: Heard, *, task_status: Any) -> None:
+    uris = [thread_uri("plan", "team"), thread_uri(MARKER)]
+    async with as_(server, who) as client, client.listen(resource_subscriptions=uris) as events:
+        task_status.started()
+        async for event in events:
+            if isinstance(event, ResourceUpdated):
+                heard.add(event.uri)
+
+
+async def _subscribe(server: NetworkServer, who: Credential, heard: Heard, *, task_status: Any) -> None:
+    async def on_message(message: object) -> None:
+        if isinstance(message, mcp_types.ResourceUpdatedNotification):
+            heard.add(str(message.params.uri))
+
+    async with bearer_client_with(server, who, on_message) as client:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # resources/subscribe: deprecated in the 2026 protocol
+            for uri in (thread_uri("plan", "team"), thread_uri(MARKER)):
+                await client.subscribe_resource(uri)
+        task_status.started()
+        await anyio.sleep_forever()
+
+
+@asynccontextmanager
+async def bearer_client_with(
+    server: NetworkServer, who: Credential, on_message: Any
+) -> AsyncIterator[Client]:
+    from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    from tests.services.server_process import READ_TIMEOUT_SECONDS
+
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {who.token}"}) as http:
+        transport = streamable_http_client(server.url, http_client=http)
+        async with Client(
+            transport, read_timeout_seconds=READ_TIMEOUT_SECONDS, mode="legacy", message_handler=on_message
+        ) as client:
+            yield client
+
+
+async def test_a_change_in_a_space_reaches_each_subscribed_member_once_and_no_one_else(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    sessions = {(who, path): Heard() for who in ("olga", "rita", "nora") for path in ("2025", "2026")}
+    people = {"olga": team.olga, "rita": team.rita, "nora": team.nora}
+    space_uri = thread_uri("plan", "team")
+    async with anyio.create_task_group() as tg:
+        for (who, path), heard in sessions.items():
+            await tg.start(_listen if path == "2026" else _subscribe, server, people[who], heard)
+        async with as_(server, team.ann) as ann:
+            await call(ann, "add_turn", thread_id="plan", role="user", content="one change", space="team")
+        # Each then writes its own marker: heard, it proves every earlier event had its chance to arrive.
+        for who, person in people.items():
+            async with as_(server, person) as client:
+                await call(client, "add_turn", thread_id=MARKER, role="user", content="marker")
+        with anyio.fail_after(30):
+            while not all(thread_uri(MARKER) in heard.uris for heard in sessions.values()):
+                await anyio.sleep(0.05)
+        tg.cancel_scope.cancel()
+    for (who, path), heard in sessions.items():
+        expected = 0 if who == "nora" else 1
+        assert heard.uris.count(space_uri) == expected, (who, path, heard.uris)
