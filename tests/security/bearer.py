@@ -40,9 +40,7 @@ class Credential:
         return entry
 
 
-def credential(
-    user_id: str, *scopes: str, expired: bool = False, groups: tuple[str, ...] = ()
-) -> Credential:
+def credential(user_id: str, *scopes: str, expired: bool = False, groups: tuple[str, ...] = ()) -> Credential:
     return Credential(user_id, new_token(), tuple(scopes) or ("read", "write"), expired, groups)
 
 

@@ -32,8 +32,8 @@ async def test_learning_tools_are_listed_with_annotations(client: Client) -> Non
     assert tools["rollback_memory"].annotations.destructive_hint is True
     assert tools["remember"].annotations.read_only_hint is False
     # The sampled answer is filled by the server, never by the model calling the tool.
-    assert set(tools["extract_memories"].input_schema["properties"]) == {"thread_id"}
-    assert tools["reconcile_memories"].input_schema.get("properties", {}) == {}
+    assert set(tools["extract_memories"].input_schema["properties"]) == {"thread_id", "space"}
+    assert set(tools["reconcile_memories"].input_schema.get("properties", {})) == {"space"}
     for name in LEARNING_TOOLS:
         assert tools[name].output_schema is not None and tools[name].description, name
 
