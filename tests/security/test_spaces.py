@@ -377,11 +377,20 @@ async def test_each_space_has_its_own_storage_quota(start_server: ServerStarter,
 
 
 class Heard:
+    """The URIs one session was told about, in arrival order."""
+
     def __init__(self) -> None:
         self.uris: list[str] = []
+        self.changed = anyio.Event()
 
     def add(self, uri: str) -> None:
         self.uris.append(uri)
+        self.changed.set()
+        self.changed = anyio.Event()
+
+    async def wait_for(self, uri: str) -> None:
+        while uri not in self.uris:
+            await self.changed.wait()
 
 
 MARKER = "marker"
@@ -441,12 +450,12 @@ async def test_a_change_in_a_space_reaches_each_subscribed_member_once_and_no_on
         async with as_(server, team.ann) as ann:
             await call(ann, "add_turn", thread_id="plan", role="user", content="one change", space="team")
         # Each then writes its own marker: heard, it proves every earlier event had its chance to arrive.
-        for who, person in people.items():
+        for person in people.values():
             async with as_(server, person) as client:
                 await call(client, "add_turn", thread_id=MARKER, role="user", content="marker")
         with anyio.fail_after(30):
-            while not all(thread_uri(MARKER) in heard.uris for heard in sessions.values()):
-                await anyio.sleep(0.05)
+            for heard in sessions.values():
+                await heard.wait_for(thread_uri(MARKER))
         tg.cancel_scope.cancel()
     for (who, path), heard in sessions.items():
         expected = 0 if who == "nora" else 1
