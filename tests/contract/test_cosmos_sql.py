@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import pytest
 
 from mcp_memory.config import CosmosSettings
-from mcp_memory.models import EmbeddingSpec, SearchQuery
+from mcp_memory.models import EmbeddingSpec, Owner, SearchQuery
 from mcp_memory.storage.cosmos import queries as sql
 from mcp_memory.storage.cosmos.setup import (
     full_text_policy,
@@ -250,3 +250,16 @@ def test_every_difference_is_named() -> None:
     assert any("full-text policy" in d for d in diffs)
     assert any("time-to-live" in d for d in diffs)
     assert len(diffs) == 5
+
+
+def test_a_space_search_stays_inside_the_spaces_partition_key_prefix() -> None:
+    # A space's memories are keyed "@" + its name where a user's are keyed by their id: the same first
+    # level of the hierarchical partition key, so a space's search is routed to its prefix alone.
+    space = Owner("ann", "team", "reader")
+    across = build(query(user_id=space))
+    in_thread = build(query(user_id=space, thread_id="t1"))
+
+    assert params(across)["@user_id"] == "@team"
+    assert "c.user_id = @user_id" in across.sql and across.partition_key is None
+    assert in_thread.partition_key == ["@team", "t1"]
+    assert_parameters_match(across)
