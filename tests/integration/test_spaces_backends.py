@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from mcp_memory.config import LongTermSettings, SecuritySettings, Settings, SpaceSettings
+from mcp_memory.config import LongTermSettings, Settings, SpaceSettings
 from mcp_memory.mcp.server import MemoryServer, build_server
 from tests.contract.conftest_long_term import local_cosmos_settings
 from tests.services.cosmos_server import CosmosServer

@@ -235,3 +235,36 @@ async def test_an_unreachable_issuer_is_logged_at_start_and_requests_get_503_wit
     token = gone.mint(gone.claims(server.url))
     refused = await post_tool_call(server.url, token, "search_memory", {"query": "x"})
     assert refused.status_code == 503 and refused.headers["retry-after"]
+
+
+async def test_an_idp_group_in_the_token_makes_its_holder_a_space_member(
+    start_server: ServerStarter, tmp_path: Path, issuer: LocalIssuer
+) -> None:
+    # Entra ID puts security-group object ids in "groups" and app roles in "roles": both may name members.
+    group, role = "0b1c2d3e-4f50-6172-8394-a5b6c7d8e9f0", "Memory.Team"
+    spaces = [{"name": "team", "members": {f"group:{group}": "writer", f"group:{role}": "reader"}}]
+    env = oauth_env(
+        issuer,
+        MCP_MEMORY_SECURITY__SPACES=json.dumps(spaces),
+        MCP_MEMORY_SECURITY__GROUP_CLAIMS='["groups", "roles"]',
+    )
+    server = start_server("http", tmp_path / "data", env)
+    writer = issuer.mint(issuer.claims(server.url, sub="ann", groups=[group, "another-group"]))
+    reader = issuer.mint(issuer.claims(server.url, sub="rita", roles=[role]))
+    outsider = issuer.mint(issuer.claims(server.url, sub="nora", groups=["another-group"]))
+    async with bearer_client(server, writer) as client:
+        added = await call(
+            client, "add_turn", thread_id="t", role="user", content="staging is 5439", space="team"
+        )
+        assert (added["turn"]["space"], added["turn"]["author"]) == ("team", "ann")
+    async with bearer_client(server, reader) as client:
+        found = await call(client, "list_memories", space="team")
+        assert [(m["content"], m["author"]) for m in found["memories"]] == [("staging is 5439", "ann")]
+        refused = await client.call_tool(
+            "add_turn", {"thread_id": "t", "role": "user", "content": "x", "space": "team"}
+        )
+        assert refused.is_error and "needs the writer role" in refused.content[0].text  # type: ignore[union-attr]
+    async with bearer_client(server, outsider) as client:
+        refused = await client.call_tool("list_memories", {"space": "team"})
+        assert refused.is_error and "no space 'team'" in refused.content[0].text  # type: ignore[union-attr]
+        assert (await call(client, "search_memory", query="staging", mode="text"))["results"] == []

@@ -1,0 +1,99 @@
+"""Who may use which space: roles from settings and from the token's groups, the answers for a space
+one is not in (the same as for none), and the settings refused at start."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mcp_memory.config import SecuritySettings, Settings, SpaceSettings
+from mcp_memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from mcp_memory.mcp.access import Access, roles_of
+from mcp_memory.mcp.oauth.claims import ClaimRules
+from mcp_memory.models import Owner, space_of
+
+SPACES = [
+    SpaceSettings(name="team", members={"ann": "reader", "group:leads": "owner", "group:staff": "writer"}),
+    SpaceSettings(name="ops", members={"bob": "writer"}),
+]
+
+
+def settings() -> Settings:
+    return Settings(security=SecuritySettings(spaces=SPACES))
+
+
+def test_the_highest_role_wins_whether_held_directly_or_through_a_group() -> None:
+    assert roles_of(settings(), "ann", []) == {"team": "reader"}
+    assert roles_of(settings(), "ann", ["staff"]) == {"team": "writer"}
+    assert roles_of(settings(), "ann", ["staff", "leads"]) == {"team": "owner"}
+    assert roles_of(settings(), "carl", ["staff"]) == {"team": "writer"}
+    assert roles_of(settings(), "bob", []) == {"ops": "writer"}
+    assert roles_of(settings(), "nobody", ["group:leads", "other"]) == {}  # a group id, not a member name
+
+
+def test_an_owner_is_keyed_by_the_space_and_carries_who_acts() -> None:
+    access = Access.of(settings(), "ann", ["staff"])
+    owner = access.owner("team", "writer")
+    assert (str(owner), owner.space, owner.author, owner.role) == ("@team", "team", "ann", "writer")
+    assert space_of(owner) == "team" and space_of(access.owner(None)) is None
+    assert [str(o) for o in access.readable()] == ["ann", "@team"]
+    assert [str(o) for o in access.readable("team")] == ["@team"]
+    assert Owner("ann").may("owner") and not Owner("ann", "team", "reader").may("writer")
+
+
+def test_a_space_one_is_not_in_answers_as_one_that_does_not_exist() -> None:
+    access = Access.of(settings(), "ann")
+    answers = []
+    for name in ("ops", "nosuch"):
+        with pytest.raises(NotFoundError) as refused:
+            access.owner(name)
+        answers.append(str(refused.value).replace(name, "X"))
+    assert answers[0] == answers[1] == "no space 'X' that you are a member of"
+
+
+def test_a_role_too_low_is_named() -> None:
+    with pytest.raises(PermissionDeniedError) as refused:
+        Access.of(settings(), "ann").owner("team", "writer", doing="add_turn")
+    assert str(refused.value).startswith(
+        "add_turn needs the writer role in space 'team'; you are a reader there"
+    )
+
+
+@pytest.mark.parametrize("bad", ["", "te am", "team\n", "\x00", "-team", "t" * 65, "a/b", "@team"])
+def test_a_bad_space_name_is_refused_by_name(bad: str) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        Access.of(settings(), "ann").owner(bad)
+    assert f"space {bad!r} is not valid" in str(refused.value)
+
+
+def test_spaces_come_from_the_environment_as_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(
+        "MCP_MEMORY_SECURITY__SPACES", json.dumps([{"name": "team", "members": {"ann": "owner"}}])
+    )
+    loaded = Settings()
+    assert [(s.name, s.members) for s in loaded.security.spaces] == [("team", {"ann": "owner"})]
+
+
+@pytest.mark.parametrize(
+    ("spaces", "problem"),
+    [
+        ([{"name": "team", "members": {}}, {"name": "team", "members": {}}], "configured twice"),
+        ([{"name": "bad name", "members": {}}], "space name 'bad name'"),
+        ([{"name": "team", "members": {"ann": "admin"}}], "reader"),
+        ([{"name": "team", "members": {"group:": "reader"}}], "space member 'group:'"),
+        ([{"name": "team", "members": {"a b": "reader"}}], "space member 'a b'"),
+        ([{"name": "team", "members": {}, "quota": 1}], "quota"),
+    ],
+)
+def test_bad_space_settings_are_refused_naming_the_problem(spaces: list[object], problem: str) -> None:
+    with pytest.raises(ValueError, match="spaces") as refused:
+        SecuritySettings.model_validate({"spaces": spaces})
+    assert problem in str(refused.value)
+
+
+def test_the_groups_claims_are_read_as_strings_or_lists() -> None:
+    rules = ClaimRules(group_claims=("groups", "roles"))
+    claims = {"groups": ["g1", "g2", 3], "roles": "Memory.Team Memory.Other", "wids": ["x"]}
+    assert rules.groups(claims) == ["Memory.Other", "Memory.Team", "g1", "g2"]
+    assert ClaimRules().groups({"roles": ["r"]}) == []  # only the configured claims
