@@ -34,5 +34,5 @@ async def import_command(settings: Settings, user_id: str, source: Path | None, 
 async def forget_user_command(settings: Settings, user_id: str, dry_run: bool) -> None:
     """Admin work without an admin token: whoever runs this already holds the backends' credentials."""
     async with open_service(settings) as service:
-        receipt = await service.forget(check.thread_id(user_id, "user"), everything=True, dry_run=dry_run)
+        receipt = await service.forget_user(check.thread_id(user_id, "user"), dry_run=dry_run)
     print(receipt.model_dump_json(indent=2))
