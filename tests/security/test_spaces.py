@@ -25,6 +25,7 @@ from mcp_types import PromptReference, ResourceTemplateReference
 from mcp_memory.mcp.server import thread_uri
 from tests.security.bearer import Credential, bearer_client, credential, start_with_tokens
 from tests.security.test_isolation import _texts
+from tests.security.test_notification_isolation import MARKER, Heard, http_client
 from tests.services.mcp_client import call, call_error
 from tests.services.server_process import NetworkServer, ServerStarter
 
@@ -376,26 +377,6 @@ async def test_each_space_has_its_own_storage_quota(start_server: ServerStarter,
         assert len((await call(olga, "list_memories", space="team"))["memories"]) == 3
 
 
-class Heard:
-    """The URIs one session was told about, in arrival order."""
-
-    def __init__(self) -> None:
-        self.uris: list[str] = []
-        self.changed = anyio.Event()
-
-    def add(self, uri: str) -> None:
-        self.uris.append(uri)
-        self.changed.set()
-        self.changed = anyio.Event()
-
-    async def wait_for(self, uri: str) -> None:
-        while uri not in self.uris:
-            await self.changed.wait()
-
-
-MARKER = "marker"
-
-
 async def _listen(server: NetworkServer, who: Credential, heard: Heard, *, task_status: Any) -> None:
     uris = [thread_uri("plan", "team"), thread_uri(MARKER)]
     async with as_(server, who) as client, client.listen(resource_subscriptions=uris) as events:
@@ -410,30 +391,13 @@ async def _subscribe(server: NetworkServer, who: Credential, heard: Heard, *, ta
         if isinstance(message, mcp_types.ResourceUpdatedNotification):
             heard.add(str(message.params.uri))
 
-    async with bearer_client_with(server, who, on_message) as client:
+    async with http_client(server, who.token, mode="legacy", message_handler=on_message) as client:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # resources/subscribe: deprecated in the 2026 protocol
             for uri in (thread_uri("plan", "team"), thread_uri(MARKER)):
                 await client.subscribe_resource(uri)
         task_status.started()
         await anyio.sleep_forever()
-
-
-@asynccontextmanager
-async def bearer_client_with(
-    server: NetworkServer, who: Credential, on_message: Any
-) -> AsyncIterator[Client]:
-    from mcp.client.streamable_http import streamable_http_client
-    from mcp.shared._httpx_utils import create_mcp_http_client
-
-    from tests.services.server_process import READ_TIMEOUT_SECONDS
-
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {who.token}"}) as http:
-        transport = streamable_http_client(server.url, http_client=http)
-        async with Client(
-            transport, read_timeout_seconds=READ_TIMEOUT_SECONDS, mode="legacy", message_handler=on_message
-        ) as client:
-            yield client
 
 
 async def test_a_change_in_a_space_reaches_each_subscribed_member_once_and_no_one_else(
@@ -455,7 +419,7 @@ async def test_a_change_in_a_space_reaches_each_subscribed_member_once_and_no_on
                 await call(client, "add_turn", thread_id=MARKER, role="user", content="marker")
         with anyio.fail_after(30):
             for heard in sessions.values():
-                await heard.wait_for(thread_uri(MARKER))
+                await heard.wait_for_markers(1)
         tg.cancel_scope.cancel()
     for (who, path), heard in sessions.items():
         expected = 0 if who == "nora" else 1
