@@ -71,12 +71,13 @@ async def run(per_owner: int, searches: int, locomo_path: str | None) -> None:
             await service.search(solo, probe[0])  # build each owner's indexes: not timed
             await service.search(member, probe[0])
             times: dict[str, list[float]] = {"solo": [], "member": []}
+            empty = {"solo": 0, "member": 0}  # searches that found nothing (a time the query named, ...)
             for query in probe:
                 for who, owners in (("solo", solo), ("member", member)):
                     started = time.perf_counter()
                     found = await service.search(owners, query)
                     times[who].append(time.perf_counter() - started)
-                    assert found.results, "a search found nothing: the seeding went wrong"
+                    empty[who] += not found.results
             spread = {h.space for h in (await service.search(member, probe[1], limit=50)).results}
     solo_p, member_p = percentiles(times["solo"]), percentiles(times["member"])
     total = per_owner * 4
@@ -91,7 +92,7 @@ async def run(per_owner: int, searches: int, locomo_path: str | None) -> None:
         f"p95 {member_p['p95_ms']:.1f} ms"
     )
     print(f"  ratio (member / personal): p50 {member_p['p50_ms'] / solo_p['p50_ms']:.2f}x")
-    print(f"  owners among a 50-hit answer: {sorted(str(s) for s in spread)}")
+    print(f"  owners among a 50-hit answer: {sorted(str(s) for s in spread)}; empty answers: {empty}")
 
 
 def main() -> None:

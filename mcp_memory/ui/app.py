@@ -20,7 +20,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memory.config import Settings
-from mcp_memory.errors import ConfigError, MemoryServerError, NotFoundError
+from mcp_memory.errors import ConfigError, MemoryServerError, NotFoundError, PermissionDeniedError
 from mcp_memory.mcp.auth import READ, is_loopback
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.oauth.tokens import build_verifier
@@ -83,6 +83,8 @@ def build_ui(host: ServiceHost, settings: Settings) -> Starlette:
                 return explorer.refused(request, visitor, refusal)
             except NotFoundError as e:
                 return explorer.error(request, visitor, str(e), 404)
+            except PermissionDeniedError as e:  # a role in a space too low for what was asked
+                return explorer.error(request, visitor, str(e), 403)
             except MemoryServerError as e:  # bad input, a full store, a backend down: said as is
                 return explorer.error(request, visitor, str(e), 400)
 

@@ -8,6 +8,8 @@ confirm button, which posts `confirm=1`.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import Response
@@ -15,6 +17,7 @@ from starlette.responses import Response
 from mcp_memory import validation as check
 from mcp_memory.learning.editing import MemoryEditor
 from mcp_memory.mcp.auth import ADMIN, WRITE
+from mcp_memory.models import Owner
 from mcp_memory.ui import signin
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import CSRF_FIELD, TOKEN_COOKIE, Guard, Refused, Visitor
@@ -46,24 +49,29 @@ async def edit_memory(ex: Explorer, request: Request, visitor: Visitor) -> Respo
     form = await posted(ex, request, visitor, WRITE, "editing a memory")
     memory_id = request.path_params["memory_id"]
     content = form.get("content")
-    await _editor(ex).update(
-        visitor.principal.user_id, memory_id, content if isinstance(content, str) else ""
-    )
+    owner = await _writer_of(ex, visitor, memory_id, "update_memory")
+    await _editor(ex).update(owner, memory_id, content if isinstance(content, str) else "")
     return ex.redirect(request, f"/memories/{memory_id}")
 
 
 async def rollback_memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     form = await posted(ex, request, visitor, WRITE, "rolling a memory back")
     memory_id = request.path_params["memory_id"]
-    await _editor(ex).rollback(visitor.principal.user_id, memory_id, _text(form, "revision_id"))
+    owner = await _writer_of(ex, visitor, memory_id, "rollback_memory")
+    await _editor(ex).rollback(owner, memory_id, _text(form, "revision_id"))
     return ex.redirect(request, f"/memories/{memory_id}")
 
 
 async def summarize_thread(ex: Explorer, request: Request, visitor: Visitor) -> Response:
-    await posted(ex, request, visitor, WRITE, "summarizing a thread")
+    form = await posted(ex, request, visitor, WRITE, "summarizing a thread")
     thread_id = request.path_params["thread_id"]
-    await ex.service.summarize_thread(visitor.principal.user_id, thread_id)
-    return ex.redirect(request, f"/threads/{thread_id}")
+    space = _text(form, "space") or None
+    await ex.service.summarize_thread(
+        ex.access(visitor).owner(space, "writer", doing="summarize_thread"), thread_id
+    )
+    return ex.redirect(
+        request, f"/threads/{thread_id}" + (f"?{urlencode({'space': space})}" if space else "")
+    )
 
 
 async def forget(ex: Explorer, request: Request, visitor: Visitor) -> Response:
@@ -71,15 +79,25 @@ async def forget(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     thread_id, memory_id = _text(form, "thread_id"), _text(form, "memory_id")
     everything = form.get("everything") in ("on", "1", "true")
     confirmed = form.get("confirm") == "1"
+    space = _text(form, "space") or None
+    if memory_id and not space:  # a memory is forgotten where it is: the visitor's own memory or a space
+        space = (await ex.service.get_memory(ex.access(visitor).readable(), memory_id)).space
     receipt = await ex.service.forget(
-        visitor.principal.user_id,
+        ex.access(visitor).owner(space, "writer", doing="forget"),
         memory_id=memory_id or None,
         thread_id=thread_id or None,
         everything=everything,
         dry_run=not confirmed,
     )
     return forget_page(
-        ex, request, visitor, thread_id=thread_id, memory_id=memory_id, everything=everything, receipt=receipt
+        ex,
+        request,
+        visitor,
+        thread_id=thread_id,
+        memory_id=memory_id,
+        everything=everything,
+        receipt=receipt,
+        space=space or "",
     )
 
 
@@ -89,8 +107,15 @@ async def forget_user(ex: Explorer, request: Request, visitor: Visitor) -> Respo
     if not visitor.principal.authenticated:
         raise Refused(403, "forgetting a user needs an admin token")
     target = check.thread_id(_text(form, "user_id"), "user_id")  # same alphabet as thread ids
-    receipt = await ex.service.forget(target, everything=True, dry_run=form.get("confirm") != "1")
+    receipt = await ex.service.forget_user(target, dry_run=form.get("confirm") != "1")
     return forget_page(ex, request, visitor, admin_receipt=receipt, target_user=target)
+
+
+async def _writer_of(ex: Explorer, visitor: Visitor, memory_id: str, doing: str) -> Owner:
+    """Where a memory the visitor changes lives, if they may write there: their own memory, or its space."""
+    access = ex.access(visitor)
+    found = await ex.service.get_memory(access.readable(), memory_id)
+    return access.owner(found.space, "writer", doing=doing)
 
 
 async def login(ex: Explorer, request: Request, visitor: Visitor) -> Response:

@@ -15,6 +15,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memory import __version__
 from mcp_memory.learning import Learning
+from mcp_memory.mcp.access import Access
 from mcp_memory.mcp.auth import ADMIN, READ, WRITE
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.service.memory_service import MemoryService
@@ -37,6 +38,11 @@ class Explorer:
     @property
     def service(self) -> MemoryService:
         return self.host.service
+
+    def access(self, visitor: Visitor) -> Access:
+        """The visitor's memories: their own and the shared spaces they are a member of (mcp/access.py)."""
+        principal = visitor.principal
+        return Access.of(self.guard.settings, principal.user_id, principal.groups)
 
     @property
     def learning(self) -> Learning | None:

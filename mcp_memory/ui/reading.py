@@ -13,7 +13,7 @@ from starlette.responses import Response
 
 from mcp_memory.learning.editing import EDITABLE_TYPES
 from mcp_memory.learning.parsing import FACT_KINDS
-from mcp_memory.models import MEMORY_TYPES
+from mcp_memory.models import MEMORY_TYPES, Owner
 from mcp_memory.service import activity, browse
 from mcp_memory.ui import charts, signin
 from mcp_memory.ui.diff import word_diff
@@ -22,18 +22,29 @@ from mcp_memory.ui.guard import Visitor
 from mcp_memory.views import WorkingMemoryView
 
 SEARCH_MODES = ("hybrid", "text", "vector")
+PERSONAL = "personal"  # the space filter's value for the visitor's own memory only
 SEARCH_LIMIT = 20
 
 
 async def threads(ex: Explorer, request: Request, visitor: Visitor) -> Response:
-    found = await ex.service.list_threads(visitor.principal.user_id)
+    found = await ex.service.list_threads(ex.access(visitor).readable())
     return ex.page(request, visitor, "threads.html", nav="threads", threads=found)
 
 
 async def thread(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     thread_id = request.path_params["thread_id"]
-    view = await ex.service.get_working_memory(visitor.principal.user_id, thread_id)
-    return ex.page(request, visitor, "thread.html", nav="threads", view=view, gauge=gauge(view))
+    space = request.query_params.get("space") or None  # a shared space's thread, or the visitor's own
+    view = await ex.service.get_working_memory(ex.access(visitor).owner(space), thread_id)
+    return ex.page(request, visitor, "thread.html", nav="threads", view=view, gauge=gauge(view), space=space)
+
+
+def chosen(ex: Explorer, visitor: Visitor, space: str) -> list[Owner]:
+    """What a page's space filter shows: "" every memory the visitor reads, "personal" their own only,
+    a space's name that space (not found, as for no space at all, when they are not a member)."""
+    access = ex.access(visitor)
+    if space == PERSONAL:
+        return [access.owner(None)]
+    return access.readable(space or None)
 
 
 def gauge(view: WorkingMemoryView) -> dict[str, float]:
@@ -53,11 +64,11 @@ async def search(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     query = params.get("q", "").strip()
     mode = params.get("mode", "hybrid")
     types = [t for t in params.getlist("types") if t]
+    space = params.get("space", "")
+    owners = chosen(ex, visitor, space)
     result = None
     if query:
-        result = await ex.service.search(
-            visitor.principal.user_id, query, types=types or None, limit=SEARCH_LIMIT, mode=mode
-        )
+        result = await ex.service.search(owners, query, types=types or None, limit=SEARCH_LIMIT, mode=mode)
     return ex.page(
         request,
         visitor,
@@ -69,6 +80,8 @@ async def search(ex: Explorer, request: Request, visitor: Visitor) -> Response:
         types=types,
         all_types=MEMORY_TYPES,
         result=result,
+        space=space,
+        spaces=sorted(ex.access(visitor).roles),
     )
 
 
@@ -84,10 +97,11 @@ async def memories(ex: Explorer, request: Request, visitor: Visitor) -> Response
         "order": params.get("order") or "newest",
         "as_of": params.get("as_of") or None,
     }
+    space = params.get("space", "")
     limit = params.get("limit") or "20"
     page = await browse.list_memories(
         ex.service.stores.long_term,
-        visitor.principal.user_id,
+        chosen(ex, visitor, space),
         # A plain number becomes one; anything else goes on as text, for the service to refuse by name.
         limit=int(limit) if limit.isascii() and limit.isdecimal() and len(limit) <= 6 else limit,
         cursor=params.get("cursor") or None,
@@ -108,16 +122,19 @@ async def memories(ex: Explorer, request: Request, visitor: Visitor) -> Response
         all_types=MEMORY_TYPES,
         kinds=FACT_KINDS,
         next_link=next_link,
+        space=space,
+        spaces=sorted(ex.access(visitor).roles),
     )
 
 
 async def memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     memory_id = request.path_params["memory_id"]
-    found = await ex.service.get_memory(visitor.principal.user_id, memory_id)
+    access = ex.access(visitor)
+    found = await ex.service.get_memory(access.readable(), memory_id)
     revisions: list[dict[str, Any]] = []
     learning = ex.learning
     if learning is not None:
-        history = await learning.editor.history(visitor.principal.user_id, memory_id)
+        history = await learning.editor.history(access.owner(found.space), memory_id)
         previous = ""
         for revision in history.revisions:
             revisions.append({"revision": revision, "diff": word_diff(previous, revision.content)})
@@ -167,7 +184,12 @@ async def activity_page(ex: Explorer, request: Request, visitor: Visitor) -> Res
 async def forget_form(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     params = request.query_params
     return forget_page(
-        ex, request, visitor, thread_id=params.get("thread_id", ""), memory_id=params.get("memory_id", "")
+        ex,
+        request,
+        visitor,
+        thread_id=params.get("thread_id", ""),
+        memory_id=params.get("memory_id", ""),
+        space=params.get("space", ""),
     )
 
 
@@ -180,6 +202,7 @@ def forget_page(ex: Explorer, request: Request, visitor: Visitor, **shown: Any) 
         "receipt": None,
         "admin_receipt": None,
         "target_user": "",
+        "space": "",
     }
     return ex.page(request, visitor, "forget.html", nav="forget", **(page | shown))
 
