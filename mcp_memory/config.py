@@ -305,13 +305,15 @@ class SecuritySettings(BaseModel):
         description='Shared spaces as a JSON list of {"name": ..., "members": {"<user id>" or "group:<id>": "reader"|"writer"|"owner"}}.',
     )
 
+    spaces_file: Path | None = Field(
+        default=None,
+        description='JSON file of more spaces ({"spaces": [...]}), re-read when it changes: edits apply to the next request.',
+    )
+
     @field_validator("spaces")
     @classmethod
     def _unique_spaces(cls, spaces: list[SpaceSettings]) -> list[SpaceSettings]:
-        names = [s.name for s in spaces]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"space {twice[0]!r} is configured twice: give each space one entry")
+        _refuse_twice(spaces)
         return spaces
 
     group_claims: list[str] = Field(
@@ -475,6 +477,37 @@ class Settings(BaseSettings):
         if not THREAD_ID_PATTERN.match(user_id):
             raise ValueError(f"user_id {user_id!r} must be 1-128 characters of A-Z a-z 0-9 . _ : -")
         return user_id
+
+
+def _refuse_twice(spaces: list[SpaceSettings]) -> None:
+    names = [s.name for s in spaces]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ValueError(f"space {twice[0]!r} is configured twice: give each space one entry")
+
+
+def load_spaces(security: SecuritySettings) -> list[SpaceSettings]:
+    """Every configured space: the inline ones plus those in spaces_file as it is now. Fails on a bad one."""
+    spaces = list(security.spaces)
+    path = security.spaces_file
+    if path is None:
+        return spaces
+    try:
+        raw = json.loads(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"cannot read security.spaces_file {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"security.spaces_file {path} is not JSON: {e}") from e
+    listed = raw.get("spaces") if isinstance(raw, dict) else raw
+    try:
+        spaces += TypeAdapter(list[SpaceSettings]).validate_python(listed)
+        _refuse_twice(spaces)
+    except (ValidationError, ValueError) as e:
+        problem = str(e.errors()[0]["msg"]) if isinstance(e, ValidationError) else str(e)
+        raise ConfigError(
+            f'security.spaces_file {path} must hold {{"spaces": [{{"name": ..., "members": {{...}}}}]}}: {problem}'
+        ) from e
+    return spaces
 
 
 def load_tokens(security: SecuritySettings) -> list[TokenEntry]:

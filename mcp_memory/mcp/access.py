@@ -1,6 +1,7 @@
 """Which memories a principal may use: its own personal memory, and the shared spaces it is a member of.
 
-A space's members come from settings (`security.spaces`): a user id, or "group:<id>" for everyone whose
+A space's members come from settings (`security.spaces`, and `security.spaces_file`, read again when
+it changes): a user id, or "group:<id>" for everyone whose
 verified token names that group (the claims in `security.group_claims`), each with a role: `reader`
 (search, list, read), `writer` (also add and change, and forget what they wrote) or `owner` (also forget
 anything in the space, or the whole space). A principal's roles are computed from its verified identity
@@ -13,14 +14,18 @@ space nobody configured.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from mcp_memory import validation as check
-from mcp_memory.config import Settings
-from mcp_memory.errors import NotFoundError, PermissionDeniedError
+from mcp_memory.config import SecuritySettings, Settings, SpaceSettings, load_spaces
+from mcp_memory.errors import ConfigError, NotFoundError, PermissionDeniedError
 from mcp_memory.mcp.auth import current_principal
 from mcp_memory.models import GROUP_MEMBER, SPACE_ROLES, Owner, SpaceRole
+
+log = logging.getLogger(__name__)
 
 WHAT_ROLES_MAY = {
     "reader": "search, list and read",
@@ -29,11 +34,45 @@ WHAT_ROLES_MAY = {
 }
 
 
+class SpacesFile:
+    """`security.spaces_file`, read again when it changes (its modification time or size), so an edit
+    applies to the next request. A broken edit is logged and the last good version kept: a typo must
+    not lock every member out, nor let anyone in."""
+
+    def __init__(self) -> None:
+        self._seen: dict[Path, tuple[tuple[int, int], list[SpaceSettings]]] = {}
+
+    def spaces(self, security: SecuritySettings) -> list[SpaceSettings]:
+        path = security.spaces_file
+        if path is None:
+            return list(security.spaces)
+        try:
+            info = path.stat()
+            stamp = (info.st_mtime_ns, info.st_size)
+        except OSError:
+            stamp = (0, -1)
+        seen = self._seen.get(path)
+        if seen is not None and seen[0] == stamp:
+            return seen[1]
+        try:
+            spaces = load_spaces(security)
+        except ConfigError as e:
+            if seen is None:
+                raise
+            log.error("%s; the spaces read before stay in force until the file is fixed", e)
+            spaces = seen[1]
+        self._seen[path] = (stamp, spaces)
+        return spaces
+
+
+SPACES_FILE = SpacesFile()
+
+
 def roles_of(settings: Settings, user_id: str, groups: Iterable[str]) -> dict[str, SpaceRole]:
     """Each space the user is a member of, directly or through a group, with their highest role there."""
     member_as = {user_id, *(GROUP_MEMBER + g for g in groups)}
     roles: dict[str, SpaceRole] = {}
-    for space in settings.security.spaces:
+    for space in SPACES_FILE.spaces(settings.security):
         held = [role for member, role in space.members.items() if member in member_as]
         if held:
             roles[space.name] = max(held, key=SPACE_ROLES.index)

@@ -21,7 +21,7 @@ import anyio
 
 from mcp_memory import safety
 from mcp_memory import validation as check
-from mcp_memory.config import Settings
+from mcp_memory.config import Settings, load_spaces
 from mcp_memory.errors import BackendUnavailableError, InvalidInputError, NotFoundError, PermissionDeniedError
 from mcp_memory.learning.budget import LlmBudget
 from mcp_memory.llm.embedder import Embedder
@@ -391,7 +391,7 @@ class MemoryService:
         those threads; what others wrote, and what the server learned in a space, stay (docs/security.md).
         One receipt for all of it."""
         result = await self.forget(user_id, everything=True, dry_run=dry_run)
-        for space in self.settings.security.spaces:
+        for space in load_spaces(self.settings.security):
             written = await self._written_by(space_key(space.name), user_id)
             for memory in written:
                 with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary

@@ -424,3 +424,23 @@ async def test_a_change_in_a_space_reaches_each_subscribed_member_once_and_no_on
     for (who, path), heard in sessions.items():
         expected = 0 if who == "nora" else 1
         assert heard.uris.count(space_uri) == expected, (who, path, heard.uris)
+
+
+async def test_an_edit_of_the_spaces_file_applies_to_the_next_request(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    path = tmp_path / "spaces.json"
+    path.write_text(json.dumps({"spaces": TEAM_SPACES}))
+    server = start_with_tokens(start_server, tmp_path, team.all(), MCP_MEMORY_SECURITY__SPACES_FILE=str(path))
+    await _team_writes(server, team, "grebe")
+    async with as_(server, team.nora) as client:
+        assert "no space 'team'" in await call_error(client, "list_memories", space="team")
+        members = {**TEAM_SPACES[0]["members"], "nora": "reader"}  # type: ignore[dict-item]
+        members.pop("ann")
+        path.write_text(json.dumps({"spaces": [{"name": "team", "members": members}, TEAM_SPACES[1]]}))
+        listed = await call(client, "list_memories", space="team")  # the same session, its next request
+        assert {m["author"] for m in listed["memories"]} == {"ann", "olga"}
+    async with as_(server, team.ann) as client:
+        assert "no space 'team'" in await call_error(client, "search_memory", query="grebe", space="team")
+        assert (await call(client, "search_memory", query="grebe"))["results"] == []

@@ -4,13 +4,18 @@ one is not in (the same as for none), and the settings refused at start."""
 from __future__ import annotations
 
 import json
+import logging
+import os
+import time
+from pathlib import Path
 
 import pytest
 
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings
-from mcp_memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from mcp_memory.errors import ConfigError, InvalidInputError, NotFoundError, PermissionDeniedError
 from mcp_memory.mcp.access import Access, roles_of
 from mcp_memory.mcp.oauth.claims import ClaimRules
+from mcp_memory.mcp.server import build_server
 from mcp_memory.models import Owner, space_of
 
 SPACES = [
@@ -97,3 +102,41 @@ def test_the_groups_claims_are_read_as_strings_or_lists() -> None:
     claims = {"groups": ["g1", "g2", 3], "roles": "Memory.Team Memory.Other", "wids": ["x"]}
     assert rules.groups(claims) == ["Memory.Other", "Memory.Team", "g1", "g2"]
     assert ClaimRules().groups({"roles": ["r"]}) == []  # only the configured claims
+
+
+def test_a_spaces_file_is_read_again_when_it_changes_and_a_broken_edit_keeps_the_last_good(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "spaces.json"
+    path.write_text(json.dumps({"spaces": [{"name": "team", "members": {"ann": "reader"}}]}))
+    settings = Settings(security=SecuritySettings(spaces_file=path, spaces=[SPACES[1]]))
+    assert roles_of(settings, "ann", []) == {"team": "reader"}
+    assert roles_of(settings, "bob", []) == {"ops": "writer"}  # the inline ones count too
+
+    path.write_text(json.dumps({"spaces": [{"name": "team", "members": {"ann": "owner", "nora": "writer"}}]}))
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))  # a later modification time, surely
+    assert roles_of(settings, "ann", []) == {"team": "owner"}
+    assert roles_of(settings, "nora", []) == {"team": "writer"}
+
+    path.write_text('{"spaces": [{"name": "team", "members": {"ann": "god"}}]}')
+    os.utime(path, ns=(time.time_ns(), time.time_ns() + 2_000_000))
+    with caplog.at_level(logging.ERROR):
+        assert roles_of(settings, "nora", []) == {"team": "writer"}
+    assert "the spaces read before stay in force" in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("not json", "is not JSON"),
+        ('{"spaces": [{"name": "a b", "members": {}}]}', "space name 'a b'"),
+        ('{"spaces": [{"name": "ops", "members": {}}]}', "space 'ops' is configured twice"),
+    ],
+)
+def test_a_bad_spaces_file_is_refused_at_start(tmp_path: Path, content: str, problem: str) -> None:
+    path = tmp_path / "spaces.json"
+    path.write_text(content)
+    settings = Settings(security=SecuritySettings(spaces_file=path, spaces=[SPACES[1]]))
+    with pytest.raises(ConfigError) as refused:
+        build_server(settings)
+    assert problem in str(refused.value) and str(path) in str(refused.value)
