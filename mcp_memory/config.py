@@ -479,6 +479,17 @@ class Settings(BaseSettings):
         return user_id
 
 
+def _listed_in(path: Path, setting: str, key: str) -> object:
+    """What a settings file lists: {key: [...]}, or the bare list. ConfigError naming the file otherwise."""
+    try:
+        raw = json.loads(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"cannot read security.{setting} {path}: {e.strerror}") from e
+    except json.JSONDecodeError as e:
+        raise ConfigError(f"security.{setting} {path} is not JSON: {e}") from e
+    return raw.get(key) if isinstance(raw, dict) else raw
+
+
 def _refuse_twice(spaces: list[SpaceSettings]) -> None:
     names = [s.name for s in spaces]
     twice = sorted({n for n in names if names.count(n) > 1})
@@ -492,13 +503,7 @@ def load_spaces(security: SecuritySettings) -> list[SpaceSettings]:
     path = security.spaces_file
     if path is None:
         return spaces
-    try:
-        raw = json.loads(path.read_text())
-    except OSError as e:
-        raise ConfigError(f"cannot read security.spaces_file {path}: {e.strerror}") from e
-    except json.JSONDecodeError as e:
-        raise ConfigError(f"security.spaces_file {path} is not JSON: {e}") from e
-    listed = raw.get("spaces") if isinstance(raw, dict) else raw
+    listed = _listed_in(path, "spaces_file", "spaces")
     try:
         spaces += TypeAdapter(list[SpaceSettings]).validate_python(listed)
         _refuse_twice(spaces)
@@ -514,13 +519,7 @@ def load_tokens(security: SecuritySettings) -> list[TokenEntry]:
     """Every configured token: the inline ones plus those in tokens_file. Fails on a bad entry."""
     entries = list(security.tokens)
     if security.tokens_file is not None:
-        try:
-            raw = json.loads(security.tokens_file.read_text())
-        except OSError as e:
-            raise ConfigError(f"cannot read security.tokens_file {security.tokens_file}: {e.strerror}") from e
-        except json.JSONDecodeError as e:
-            raise ConfigError(f"security.tokens_file {security.tokens_file} is not JSON: {e}") from e
-        listed = raw.get("tokens") if isinstance(raw, dict) else raw
+        listed = _listed_in(security.tokens_file, "tokens_file", "tokens")
         try:
             entries += TypeAdapter(list[TokenEntry]).validate_python(listed)
         except ValidationError as e:
