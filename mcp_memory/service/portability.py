@@ -69,6 +69,9 @@ class MemoryLine(BaseModel):
     supersede_reason: str | None = None
     superseded_at: datetime | None = None
     provenance: Provenance | None = None
+    # Who wrote it (a space's member, or the owner of personal memory). Information only: an import is
+    # written by whoever imports it, so no file can put words in someone else's name.
+    author: str | None = None
 
 
 class RevisionLine(BaseModel):
@@ -133,6 +136,7 @@ def export_lines(
             supersede_reason=m.supersede_reason,
             superseded_at=m.superseded_at,
             provenance=provenance_of(m),
+            author=m.written_by,
         )
         for m in memories
         if m.content  # an empty memory (a profile before any fact) carries nothing to move

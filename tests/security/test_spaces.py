@@ -444,3 +444,33 @@ async def test_an_edit_of_the_spaces_file_applies_to_the_next_request(
     async with as_(server, team.ann) as client:
         assert "no space 'team'" in await call_error(client, "search_memory", query="grebe", space="team")
         assert (await call(client, "search_memory", query="grebe"))["results"] == []
+
+
+async def test_an_import_into_a_space_is_written_by_whoever_imports_it(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    ids = await _team_writes(server, team, "avocet")
+    async with as_(server, team.rita) as reader:  # any member may export a space
+        exported = (await call(reader, "export_memories", space="team"))["jsonl"]
+    lines = [json.loads(line) for line in exported.splitlines()[1:]]
+    assert {
+        (line["id"], line["author"]) for line in lines if line["kind"] == "memory" and line["type"] == "turn"
+    } == {
+        (ids["turn"], "ann"),
+        (ids["olga_turn"], "olga"),
+    }
+    async with as_(server, team.nora) as nora:  # into her own memory: hers, whatever the file says
+        await call(nora, "import_memories", jsonl=exported)
+        mine = (await call(nora, "list_memories", types=["turn"]))["memories"]
+    assert {(m["space"], m["author"]) for m in mine} == {(None, "nora")}
+    async with as_(server, team.olga) as olga:
+        await call(olga, "forget", everything=True, space="team")
+    async with as_(server, team.ann) as ann:  # into the space, by a writer: authored by the importer
+        await call(ann, "import_memories", jsonl=exported, space="team")
+        back = (await call(ann, "list_memories", space="team", types=["turn"]))["memories"]
+    assert {(m["id"], m["space"], m["author"]) for m in back} == {
+        (ids["turn"], "team", "ann"),
+        (ids["olga_turn"], "team", "ann"),
+    }
