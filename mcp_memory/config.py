@@ -439,6 +439,34 @@ class LearningSettings(BaseModel):
     )
 
 
+class GraphSettings(BaseModel):
+    """The knowledge graph: the reference MCP memory server's entities, relations and observations."""
+
+    tools: bool = Field(
+        default=True,
+        description="Offer the nine knowledge-graph tools and the memory://knowledge-graph resource; false "
+        "hides them (the graph stays stored).",
+    )
+    max_items_per_call: int = Field(
+        default=1000,
+        ge=1,
+        description="Most entities, relations, observations or names one graph tool call takes; more is "
+        "refused whole (the CLI's import has no limit).",
+    )
+    max_name_chars: int = Field(
+        default=1000, ge=1, description="Longest entity name, entity type or relation type."
+    )
+    link_memories: bool = Field(
+        default=True,
+        description="Link each new turn and fact to the entities it names (by name, case-insensitive).",
+    )
+    follow_links: bool = Field(
+        default=False,
+        description="search_memory also reaches the turns linked to an entity the query names and to its "
+        "neighbours (measured in bench/locomo.py; see the README).",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MCP_MEMORY_", env_nested_delimiter="__", env_file=".env", extra="ignore"
@@ -466,6 +494,7 @@ class Settings(BaseSettings):
     search: SearchSettings = Field(default_factory=SearchSettings)
     learning: LearningSettings = Field(default_factory=LearningSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
 
     @property
     def sqlite_path(self) -> Path:

@@ -20,9 +20,10 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from mcp_memory.errors import EmbeddingMismatchError
 
 Role = Literal["user", "assistant", "tool", "system"]
-MemoryType = Literal["turn", "summary", "fact", "user_summary"]
+MemoryType = Literal["turn", "summary", "fact", "user_summary", "observation"]
 SearchMode = Literal["hybrid", "vector", "text"]
-MEMORY_TYPES: tuple[MemoryType, ...] = ("turn", "summary", "fact", "user_summary")
+# An observation is one line said about an entity of the knowledge graph (graph/): a memory search finds.
+MEMORY_TYPES: tuple[MemoryType, ...] = ("turn", "summary", "fact", "user_summary", "observation")
 ROLES: tuple[Role, ...] = ("user", "assistant", "tool", "system")
 
 THREAD_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,128}\Z")
@@ -272,7 +273,9 @@ class UserEvent:
 
 
 RevisionAction = Literal["create", "update", "supersede", "delete", "restore"]
-RevisionCause = Literal["extraction", "reconcile", "user_edit", "rollback", "forget", "summary", "profile"]
+RevisionCause = Literal[
+    "extraction", "reconcile", "user_edit", "rollback", "forget", "summary", "profile", "graph"
+]
 
 
 def revision_id() -> str:
@@ -323,3 +326,47 @@ class ListQuery(BaseModel):
     order: ListOrder = "newest"
     limit: int = 20
     after: tuple[datetime, str] | None = None
+
+
+# ---- the knowledge graph (service/graph.py) ---------------------------------------------------------
+# Entities with observations, and relations between entity names: the model of the reference MCP memory
+# server (@modelcontextprotocol/server-memory), stored per owner (a user or a space) like memories are.
+
+
+# What a change listener hears, in place of a thread id, when an owner's knowledge graph changed.
+GRAPH_CHANGE = "~graph"
+
+
+def observation_id(owner: str, entity: str, content: str) -> str:
+    """The long-term id of one observation: the same entity and words are one memory, however often said."""
+    digest = hashlib.sha256(f"{owner}\0{entity}\0{content}".encode()).hexdigest()[:32]
+    return f"obs_{digest}"
+
+
+class GraphObservation(BaseModel):
+    """One observation of an entity: its exact words, and the long-term memory that makes it searchable."""
+
+    content: str
+    memory_id: str
+    created_at: datetime = Field(default_factory=utcnow)
+    author: str | None = None  # who wrote it in a shared space; None in personal memory
+
+
+class GraphEntity(BaseModel):
+    name: str
+    entity_type: str
+    observations: list[GraphObservation] = Field(default_factory=list)
+    created_at: datetime = Field(default_factory=utcnow)
+    author: str | None = None
+
+
+class GraphRelation(BaseModel):
+    source: str  # the reference's `from`
+    target: str  # its `to`
+    relation_type: str
+    created_at: datetime = Field(default_factory=utcnow)
+    author: str | None = None
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.source, self.target, self.relation_type)

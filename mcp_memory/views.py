@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_memory.models import Memory, MemoryType, Message, Revision, Role, SearchMode
 from mcp_memory.safety import flags_for
@@ -184,6 +184,17 @@ class ImportResult(BaseModel):
     threads: int
     flagged: int = Field(description="Imported memories whose text looks like instructions (see flags).")
     imported_at: datetime
+
+
+class ConversationImport(BaseModel):
+    """What `mcp-memory import --format chatgpt|claude` did."""
+
+    format: str
+    conversations: int = 0  # in the file
+    messages: int = 0  # turns the file holds (text a person or the assistant wrote)
+    threads: int = 0  # threads that got new turns
+    imported: int = 0  # turns added now
+    skipped: int = 0  # turns imported before
 
 
 class ExportResult(BaseModel):
@@ -405,4 +416,85 @@ class MemoryPage(BaseModel):
     memories: list[ListedMemory]
     next_cursor: str | None = Field(
         description="Pass as `cursor` (with the same order) for the next page; null on the last page."
+    )
+
+
+# ---- the knowledge graph: the reference memory server's shapes, field for field --------------------
+
+
+class EntityView(BaseModel):
+    name: str = Field(description="The name of the entity")
+    entityType: str = Field(description="The type of the entity")
+    observations: list[str] = Field(description="An array of observation contents associated with the entity")
+
+
+class RelationView(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    source: str = Field(alias="from", description="The name of the entity where the relation starts")
+    to: str = Field(description="The name of the entity where the relation ends")
+    relationType: str = Field(description="The type of the relation")
+
+
+class ObservationAddition(BaseModel):
+    entityName: str = Field(description="The name of the entity to add the observations to")
+    contents: list[str] = Field(description="An array of observation contents to add")
+
+
+class ObservationDeletion(BaseModel):
+    entityName: str = Field(description="The name of the entity containing the observations")
+    observations: list[str] = Field(description="An array of observations to delete")
+
+
+class AddedObservations(BaseModel):
+    entityName: str
+    addedObservations: list[str]
+
+
+class EntitiesResult(BaseModel):
+    entities: list[EntityView]
+
+
+class RelationsResult(BaseModel):
+    relations: list[RelationView]
+
+
+class ObservationsResult(BaseModel):
+    results: list[AddedObservations]
+
+
+class DeletionResult(BaseModel):
+    success: bool
+    message: str
+
+
+class GraphResult(BaseModel):
+    """A graph or part of it. nextCursor appears only when the caller paged (limit, cursor, max_tokens)
+    and more remains: without those the result is exactly the reference server's."""
+
+    entities: list[EntityView]
+    relations: list[RelationView]
+    nextCursor: str | None = Field(
+        default=None, description="Pass as cursor to read the next page; absent on the last page."
+    )
+
+
+class ObservationDetail(BaseModel):
+    content: str
+    created_at: datetime
+    memory_id: str
+    author: str | None = None
+
+
+class EntityDetail(BaseModel):
+    """Our own view of an entity: each observation with when it was made (and by whom, in a space)."""
+
+    name: str
+    entityType: str
+    created_at: datetime
+    space: str | None = None
+    observations: list[ObservationDetail]
+    relations: list[RelationView]
+    linked_memories: list[str] = Field(
+        default_factory=list, description="Ids of the turns and facts that mention the entity."
     )

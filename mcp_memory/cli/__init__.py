@@ -41,6 +41,10 @@ examples:
 """
 
 
+EXPORT_FORMATS = ("mcp-memory", "memory-jsonl")
+IMPORT_FORMATS = ("mcp-memory", "memory-jsonl", "chatgpt", "claude")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mcp-memory",
@@ -65,8 +69,22 @@ def build_parser() -> argparse.ArgumentParser:
     export = commands.add_parser("export", help="write a user's memories as JSON Lines (docs/security.md)")
     export.add_argument("--user", help="whose memories (default: MCP_MEMORY_USER_ID)")
     export.add_argument("--output", "-o", type=Path, help="file to write (default: stdout)")
+    export.add_argument(
+        "--format",
+        choices=EXPORT_FORMATS,
+        default="mcp-memory",
+        help="mcp-memory (everything, JSON Lines; default) or memory-jsonl (the knowledge graph as the "
+        "reference memory server's memory.jsonl)",
+    )
     imp = commands.add_parser("import", help="add the memories of an export to a user's memory")
     imp.add_argument("file", type=Path, nargs="?", help="the export file (default: stdin)")
+    imp.add_argument(
+        "--format",
+        choices=IMPORT_FORMATS,
+        default="mcp-memory",
+        help="mcp-memory (our export; default), memory-jsonl (the reference memory server's memory.jsonl "
+        "or memory.json), chatgpt or claude (their conversations.json)",
+    )
     imp.add_argument("--user", help="into whose memory (default: MCP_MEMORY_USER_ID)")
     imp.add_argument("--dry-run", action="store_true", help="only check the file and count what it holds")
     forget_user = commands.add_parser(
@@ -101,10 +119,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         if args.command in ("export", "import"):
             from mcp_memory.cli.commands import export_command, import_command
 
+            user = args.user or settings.user_id
             if args.command == "export":
-                anyio.run(export_command, settings, args.user or settings.user_id, args.output)
+                anyio.run(export_command, settings, user, args.output, args.format)
             else:
-                anyio.run(import_command, settings, args.user or settings.user_id, args.file, args.dry_run)
+                anyio.run(import_command, settings, user, args.file, args.dry_run, args.format)
         elif args.command == "forget-user":
             from mcp_memory.cli.commands import forget_user_command
 

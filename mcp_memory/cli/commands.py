@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -9,26 +10,55 @@ import anyio
 
 from mcp_memory import validation as check
 from mcp_memory.config import Settings
+from mcp_memory.errors import ConfigError
 from mcp_memory.service.assembly import open_service
+from mcp_memory.service.chat_exports import CHAT_FORMATS
+from mcp_memory.service.graph import KnowledgeGraph
+from mcp_memory.service.memory_service import MemoryService
 
 
-async def export_command(settings: Settings, user_id: str, output: Path | None) -> None:
-    """`mcp-memory export`: write one user's export to a file (or stdout), through the service."""
+async def export_command(
+    settings: Settings, user_id: str, output: Path | None, form: str = "mcp-memory"
+) -> None:
+    """`mcp-memory export`: write one user's export (or knowledge graph) to a file or stdout."""
+    user = check.thread_id(user_id, "--user")
     async with open_service(settings) as service:
-        export = await service.export_memories(check.thread_id(user_id, "--user"))
+        if form == "memory-jsonl":
+            text = await _graph(service).export_file(user)
+            what = "the knowledge graph"
+        else:
+            export = await service.export_memories(user)
+            text, what = export.jsonl, str(export.counts)
     if output is None:
-        sys.stdout.write(export.jsonl)
+        sys.stdout.write(text)
+        sys.stdout.flush()
     else:
-        await anyio.Path(output).write_text(export.jsonl)
-    print(f"mcp-memory: exported {export.counts} for user {user_id}", file=sys.stderr)
+        await anyio.Path(output).write_text(text)
+    print(f"mcp-memory: exported {what} of user {user_id}", file=sys.stderr)
 
 
-async def import_command(settings: Settings, user_id: str, source: Path | None, dry_run: bool) -> None:
-    """`mcp-memory import`: read an export from a file (or stdin) into one user's memory."""
+async def import_command(
+    settings: Settings, user_id: str, source: Path | None, dry_run: bool, form: str = "mcp-memory"
+) -> None:
+    """`mcp-memory import`: read a file (or stdin) into one user's memory, in the format named."""
     text = sys.stdin.read() if source is None else await anyio.Path(source).read_text()
+    user = check.thread_id(user_id, "--user")
     async with open_service(settings) as service:
-        result = await service.import_memories(check.thread_id(user_id, "--user"), text, dry_run=dry_run)
-    print(f"mcp-memory: {result.model_dump_json()}", file=sys.stderr)
+        if form == "memory-jsonl":
+            counts = await _graph(service).import_file(user, text, dry_run=dry_run)
+            report = json.dumps(counts | {"dry_run": dry_run})
+        elif form in CHAT_FORMATS:
+            imported = await service.import_conversations(user, text, form, dry_run=dry_run)  # type: ignore[arg-type]
+            report = imported.model_dump_json()
+        else:
+            report = (await service.import_memories(user, text, dry_run=dry_run)).model_dump_json()
+    print(f"mcp-memory: {report}", file=sys.stderr)
+
+
+def _graph(service: MemoryService) -> KnowledgeGraph:
+    if service.graph is None:
+        raise ConfigError("the knowledge graph is not available with these settings")
+    return service.graph
 
 
 async def forget_user_command(settings: Settings, user_id: str, dry_run: bool) -> None:

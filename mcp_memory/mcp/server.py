@@ -27,11 +27,12 @@ from mcp_memory.errors import MemoryServerError, NotFoundError
 from mcp_memory.llm.prompts import load_prompt
 from mcp_memory.mcp.access import SPACES_FILE, current_access
 from mcp_memory.mcp.auth import ScopeGuard, ToolScopes, current_principal
+from mcp_memory.mcp.graph_tools import graph_change_uri, register_graph
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.limits import RateLimit
 from mcp_memory.mcp.observability import RequestLog
 from mcp_memory.mcp.subscriptions import ReplicaBus
-from mcp_memory.models import Owner, space_of
+from mcp_memory.models import GRAPH_CHANGE, Owner, space_of
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.recall import recall as recall_memories
 from mcp_memory.service.recall import render_memories
@@ -160,7 +161,9 @@ def build_server(settings: Settings) -> MemoryServer:
     async def publish_change(owner: str, thread_id: str | None) -> None:
         # Thread URIs do not name their owner, so every event carries it: only the owner's sessions hear
         # (a space's: its members' sessions).
-        if thread_id is None:
+        if thread_id == GRAPH_CHANGE:
+            await subscriptions.publish_for(owner, ResourceUpdated(uri=graph_change_uri(owner)))
+        elif thread_id is None:
             await subscriptions.publish_for(owner, ResourcesListChanged())
         else:
             uri = thread_uri(thread_id, space_of(owner))
@@ -496,6 +499,7 @@ def build_server(settings: Settings) -> MemoryServer:
 
     register_learning(server, host, settings)
     register_browse(server, host, settings)
+    register_graph(server, host, settings)  # the reference memory server's knowledge graph
     from mcp_memory.mcp.completions import register_completions  # completion/complete: own ids
 
     register_completions(server, host, settings)

@@ -17,12 +17,14 @@ from mcp_memory.learning import open_learning
 from mcp_memory.llm import open_chat_model, open_embedder
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.models import GRAPH_CHANGE
 from mcp_memory.search.when import prepare as prepare_time_words
+from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
 from mcp_memory.service.summarizer import build_summarizer
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
-from mcp_memory.storage import open_stores
+from mcp_memory.storage import open_graph_store, open_stores
 from mcp_memory.storage.base import LateVectors
 
 log = logging.getLogger(__name__)
@@ -62,6 +64,21 @@ async def open_service(
         learning = await stack.enter_async_context(
             open_learning(settings, stores, embedder, tokens, chat, sampling)
         )
+
+        async def graph_changed(owner: str) -> None:
+            if on_change is not None:
+                await on_change(owner, GRAPH_CHANGE)
+
+        graph = KnowledgeGraph(
+            settings.graph,
+            await open_graph_store(settings, stores, stack),
+            stores.long_term,
+            embedder,
+            tokens,
+            settings.max_content_chars,
+            revisions=learning.revisions if learning is not None else None,
+            on_change=graph_changed,
+        )
         log.info(
             "memory service ready for user %s: %s; embeddings: %s; summaries: %s",
             settings.user_id,
@@ -80,4 +97,5 @@ async def open_service(
             warmup=warmup,
             llm_budget=learning.budget if learning is not None else None,
             vectors=vectors,
+            graph=graph,
         )

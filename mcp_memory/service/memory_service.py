@@ -39,6 +39,8 @@ from mcp_memory.models import (
 )
 from mcp_memory.search.context import TurnContexts, contexts_without, thread_contexts, turn_contexts
 from mcp_memory.service import portability
+from mcp_memory.service.chat_exports import ChatFormat, parse_conversations
+from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.searching import Searching
 from mcp_memory.service.summarizer import Summarizer
 from mcp_memory.service.threads import LearningHooks, Progress, ThreadKeeper
@@ -48,6 +50,7 @@ from mcp_memory.storage import Stores
 from mcp_memory.storage.usage import refuse_without_room, revision_bytes
 from mcp_memory.views import (
     AddTurnResult,
+    ConversationImport,
     ExportResult,
     ForgetResult,
     ImportResult,
@@ -62,7 +65,8 @@ from mcp_memory.views import (
 
 log = logging.getLogger(__name__)
 
-# Called after a thread changes (thread id, or None when the list of threads changed).
+# Called after a thread changes (thread id, or None when the list of threads changed, or GRAPH_CHANGE
+# when the owner's knowledge graph changed).
 ChangeListener = Callable[[str, str | None], Awaitable[None]]
 
 
@@ -83,6 +87,8 @@ class MemoryService:
     llm_budget: LlmBudget | None = None
     # Embeds turns after add_turn acknowledges them, when the embedder and the store allow it.
     vectors: VectorWriter | None = None
+    # The knowledge graph (service/graph.py): its observations are memories here, so forget reaches it.
+    graph: KnowledgeGraph | None = None
     threads: ThreadKeeper = field(init=False)
     # Writes to one thread's full-text contexts (add_turn, forgetting a turn) take turns in this
     # process: a forget between an add's read of its neighbours and its rewrite of their contexts would
@@ -366,6 +372,7 @@ class MemoryService:
                 await self._rewrite_contexts(user_id, contexts_without(around, memory.id, **self._reach()))
         if self.learning is not None:
             await self.learning.forgotten(scope, dry_run=dry_run)  # revisions go too
+        graph = await self.graph.forgotten(scope, dry_run=dry_run) if self.graph is not None else 0
         if summary_memory is not None and summary_memory.thread_id and not dry_run:
             await self.threads.clear_summary(user_id, summary_memory.thread_id)
         if not dry_run:
@@ -380,6 +387,7 @@ class MemoryService:
             stores={
                 f"working memory ({self.settings.working.resolved_backend})": working.messages,
                 f"long term ({self.settings.long_term.resolved_backend})": sum(long_term.values()),
+                f"knowledge graph ({self.settings.long_term.resolved_backend})": graph,
             },
             forgotten_at=utcnow(),
         )
@@ -476,6 +484,47 @@ class MemoryService:
                 for memory_id in dict.fromkeys(r.memory_id for r in history):  # they had none before
                     await store.forget(Scope(user_id=user_id, memory_id=memory_id))
             raise
+
+    async def import_conversations(
+        self, user_id: str, text: str, source: ChatFormat, *, dry_run: bool = False
+    ) -> ConversationImport:
+        """A ChatGPT or Claude export (service/chat_exports.py) as threads of turns at their original
+        times, through add_turn (so threads are summarized and learned from as if they had happened
+        here). A message imported before (its metadata.source_id is in the thread) is skipped, so a
+        second import of the same export adds nothing and a later export adds only what is new."""
+        conversations = parse_conversations(text, source)
+        report = ConversationImport(format=source, conversations=len(conversations))
+        for conversation in conversations:
+            report.messages += len(conversation.messages)
+            if dry_run or not conversation.messages:
+                continue
+            thread = conversation.thread_id
+            known = await self.stores.long_term.recent(user_id, thread, limit=1_000_000)
+            done = {m.metadata.get("source_id") for m in known}
+            floor = known[-1].created_at if known else None
+            new = [m for m in conversation.messages if m.source_id not in done]
+            for message in new:
+                # Times never go back within a thread (add_turn's rule); a message without one takes
+                # the one before it, or the conversation's.
+                said_at = message.created_at or floor or conversation.created_at or utcnow()
+                floor = max(said_at, floor) if floor is not None else said_at
+                await self.add_turn(
+                    user_id,
+                    thread,
+                    message.role,
+                    message.content,
+                    {"source": source, "source_id": message.source_id},
+                    created_at=floor,
+                )
+            if new:
+                report.threads += 1
+                report.imported += len(new)
+                if conversation.title:
+                    await self.set_thread_data(
+                        user_id, thread, {"title": conversation.title, "source": source}
+                    )
+        report.skipped = report.messages - report.imported if not dry_run else 0
+        return report
 
     def _revision_store(self) -> object | None:
         # Revisions live in learning's store when learning is on, else in the backend's own, if any.

@@ -15,6 +15,7 @@ from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError
 from mcp_memory.models import EmbeddingSpec
 from mcp_memory.storage.base import LongTermStore, WorkingForgetCount, WorkingMemoryStore
+from mcp_memory.storage.graph_base import GraphStore
 from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "WorkingForgetCount",
     "WorkingMemoryStore",
     "needs_extra",
+    "open_graph_store",
     "open_learning_stores",
     "open_stores",
 ]
@@ -155,3 +157,25 @@ async def open_learning_stores(
         log.warning("revisions are kept in the local file %s (one replica only)", settings.sqlite_path)
         db = await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path))
     return revisions or SqliteRevisionStore(db), counters or SqliteTriggerCounters(db)
+
+
+async def open_graph_store(settings: Settings, stores: Stores, stack: AsyncExitStack) -> GraphStore:
+    """Where the knowledge graph lives: beside the long-term memories its observations are, in the
+    Cosmos DB container of revisions when long term is on Cosmos DB, else in the SQLite file."""
+    if settings.long_term.resolved_backend == "cosmos":
+        with needs_extra(COSMOS_LONG_TERM):
+            from mcp_memory.storage.cosmos.graph import CosmosGraphStore
+            from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+
+        if isinstance(stores.long_term, CosmosLongTermStore):
+            container = await stores.long_term.open_learning_container()
+            return CosmosGraphStore(container, timeout_seconds=stores.long_term.settings.timeout_seconds)
+
+    from mcp_memory.storage.sqlite.graph import SqliteGraphStore
+    from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+
+    if isinstance(stores.long_term, SqliteLongTermStore):
+        return SqliteGraphStore(stores.long_term.db)
+    from mcp_memory.storage.sqlite.db import SqliteDatabase
+
+    return SqliteGraphStore(await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path)))

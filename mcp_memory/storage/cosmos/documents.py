@@ -30,7 +30,7 @@ SYSTEM_USER = "~system"
 THREAD_ENTRY_TYPE = "thread_entry"
 
 TURN_TYPES: tuple[MemoryType, ...] = ("turn",)
-DERIVED_TYPES: tuple[MemoryType, ...] = ("summary", "fact", "user_summary")
+DERIVED_TYPES: tuple[MemoryType, ...] = ("summary", "fact", "user_summary", "observation")
 
 # Every field a read returns except the vector (a 1536-float embedding is most of a document's size).
 MEMORY_FIELDS = (

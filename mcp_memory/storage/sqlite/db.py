@@ -237,6 +237,47 @@ MIGRATIONS: list[str] = [
     ALTER TABLE memories ADD COLUMN author TEXT;
     ALTER TABLE messages ADD COLUMN author TEXT;
     """,
+    # 9: the knowledge graph (storage/graph_base.py): entities, their observations (each also a row of
+    # memories, type "observation", which search finds), relations between entity names, and links from
+    # an entity to the memories that mention it. Every table is keyed by the owner (user or space).
+    """
+    CREATE TABLE graph_entities (
+        user_id TEXT NOT NULL,
+        name TEXT NOT NULL,
+        entity_type TEXT NOT NULL,
+        author TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (user_id, name)
+    );
+    CREATE INDEX graph_entities_in_order ON graph_entities (user_id, created_at, name);
+    CREATE TABLE graph_observations (
+        user_id TEXT NOT NULL,
+        entity TEXT NOT NULL,
+        content TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        author TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (user_id, entity, content)
+    );
+    CREATE INDEX graph_observations_by_memory ON graph_observations (user_id, memory_id);
+    CREATE TABLE graph_relations (
+        user_id TEXT NOT NULL,
+        source TEXT NOT NULL,
+        target TEXT NOT NULL,
+        relation_type TEXT NOT NULL,
+        author TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (user_id, source, target, relation_type)
+    );
+    CREATE INDEX graph_relations_by_target ON graph_relations (user_id, target);
+    CREATE TABLE graph_links (
+        user_id TEXT NOT NULL,
+        entity TEXT NOT NULL,
+        memory_id TEXT NOT NULL,
+        PRIMARY KEY (user_id, entity, memory_id)
+    );
+    CREATE INDEX graph_links_by_memory ON graph_links (user_id, memory_id);
+    """,
 ]
 
 
