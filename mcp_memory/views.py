@@ -468,9 +468,10 @@ class DeletionResult(BaseModel):
     message: str
 
 
+# A graph or part of it. nextCursor appears only when the caller paged (limit, cursor, max_tokens) and more
+# remains: without those the result is exactly the reference server's. (No docstring: it would become the
+# output schema's description, which the reference's lacks.)
 class GraphResult(BaseModel):
-    """A graph or part of it. nextCursor appears only when the caller paged (limit, cursor, max_tokens)
-    and more remains: without those the result is exactly the reference server's."""
 
     entities: list[EntityView]
     relations: list[RelationView]

@@ -18,7 +18,7 @@ import time
 import urllib.request
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
-from typing import Literal, Protocol, TextIO, TypeVar
+from typing import Any, Literal, Protocol, TextIO, TypeVar
 
 import pytest
 from mcp import Client, StdioServerParameters
@@ -196,11 +196,14 @@ class StdioServer:
         self.stderr_path = workdir / "mcp-memory-stdio.stderr"
         self._errlog: TextIO | None = None
 
-    def connect(self) -> Client:
+    def connect(self, **options: Any) -> Client:
+        """A client that launches the command; options go to the Client (mode, message_handler, ...)."""
         # stdio_client merges env over a few inherited variables (HOME, PATH, ...) only; ours is complete.
         params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=self.workdir)
         return Client(
-            stdio_client(params, errlog=self._open_errlog()), read_timeout_seconds=READ_TIMEOUT_SECONDS
+            stdio_client(params, errlog=self._open_errlog()),
+            read_timeout_seconds=READ_TIMEOUT_SECONDS,
+            **options,
         )
 
     def stderr(self) -> str:
