@@ -472,7 +472,6 @@ class DeletionResult(BaseModel):
 # remains: without those the result is exactly the reference server's. (No docstring: it would become the
 # output schema's description, which the reference's lacks.)
 class GraphResult(BaseModel):
-
     entities: list[EntityView]
     relations: list[RelationView]
     nextCursor: str | None = Field(
