@@ -80,6 +80,11 @@ def _result(text_of: Any, structured: dict[str, Any]) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=structured)
 
 
+def _deleted(what: str) -> CallToolResult:
+    message = f"{what} deleted successfully"
+    return _result(message, {"success": True, "message": message})
+
+
 def _graph_result(graph: GraphResult) -> CallToolResult:
     shown = graph.model_dump(mode="json", by_alias=True, exclude_none=True)
     return _result(shown, shown)
@@ -176,8 +181,7 @@ def register_graph(server: MCPServer[Any], host: ServiceHost, settings: Settings
     ) -> Annotated[CallToolResult, DeletionResult]:
         async def work() -> CallToolResult:
             await graph().delete_entities(writer(space, "delete_entities"), entityNames)
-            message = "Entities deleted successfully"
-            return _result(message, {"success": True, "message": message})
+            return _deleted("Entities")
 
         return await _answer(work())
 
@@ -191,8 +195,7 @@ def register_graph(server: MCPServer[Any], host: ServiceHost, settings: Settings
     ) -> Annotated[CallToolResult, DeletionResult]:
         async def work() -> CallToolResult:
             await graph().delete_observations(writer(space, "delete_observations"), deletions)
-            message = "Observations deleted successfully"
-            return _result(message, {"success": True, "message": message})
+            return _deleted("Observations")
 
         return await _answer(work())
 
@@ -207,8 +210,7 @@ def register_graph(server: MCPServer[Any], host: ServiceHost, settings: Settings
     ) -> Annotated[CallToolResult, DeletionResult]:
         async def work() -> CallToolResult:
             await graph().delete_relations(writer(space, "delete_relations"), relations)
-            message = "Relations deleted successfully"
-            return _result(message, {"success": True, "message": message})
+            return _deleted("Relations")
 
         return await _answer(work())
 

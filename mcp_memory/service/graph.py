@@ -136,7 +136,7 @@ class KnowledgeGraph:
         created = await self.store.create_entities(owner, new)
         if len(created) < len(new):  # another writer created some of these names first
             await self._drop_unheld(owner, [e for e in new if e not in created])
-        await self._revisions(owner, [(e, o) for e in created for o in e.observations])
+        await self._revisions(memories, {o.memory_id for e in created for o in e.observations})
         await self._changed(owner, bool(created))
         return [
             EntityView(
@@ -185,14 +185,15 @@ class KnowledgeGraph:
             held[name].update(fresh)  # the same entity twice in one call: the second adds only what is new
             batches.append((name, [self._observed(owner, name, c, next(times)) for c in fresh]))
         pairs = [(found[name], o) for name, added in batches for o in added]
-        await self.long_term.put(await self._memories(owner, pairs))
+        memories = await self._memories(owner, pairs)
+        await self.long_term.put(memories)
         try:
             added = await self.store.add_observations(owner, batches)
         except NotFoundError:  # an entity was deleted meanwhile: nothing was added
             await self._forget_memories(owner, [o.memory_id for _, o in pairs], revisions=False)
             raise
         stored = {o.memory_id for batch in added for o in batch}
-        await self._revisions(owner, [(e, o) for e, o in pairs if o.memory_id in stored])
+        await self._revisions(memories, stored)
         await self._changed(owner, bool(stored))
         return [
             AddedObservations(entityName=name, addedObservations=[o.content for o in batch])
@@ -421,29 +422,16 @@ class KnowledgeGraph:
             for (entity, o), vector in zip(pairs, vectors, strict=True)
         ]
 
-    async def _revisions(self, owner: str, pairs: Sequence[tuple[GraphEntity, GraphObservation]]) -> None:
-        if self.revisions is None or not pairs:
+    async def _revisions(self, memories: Sequence[Memory], stored: set[str]) -> None:
+        """One revision for each observation this call stored (not those another writer stored first)."""
+        if self.revisions is None:
             return
-        for memory in await self._memories_without_vectors(owner, pairs):
-            await self.revisions.append(
-                revision_of(memory, "create", "graph", source_text=memory.metadata["entity"])
-            )
-
-    async def _memories_without_vectors(
-        self, owner: str, pairs: Sequence[tuple[GraphEntity, GraphObservation]]
-    ) -> list[Memory]:
-        return [
-            Memory(
-                id=o.memory_id,
-                user_id=owner,
-                type="observation",
-                content=o.content,
-                metadata={"entity": entity.name, "entity_type": entity.entity_type},
-                created_at=o.created_at,
-                author=o.author,
-            )
-            for entity, o in pairs
-        ]
+        for memory in memories:
+            if memory.id in stored:
+                shown = memory.model_copy(update={"embedding": None})
+                await self.revisions.append(
+                    revision_of(shown, "create", "graph", source_text=memory.metadata["entity"])
+                )
 
     async def _drop_unheld(self, owner: str, lost: Sequence[GraphEntity]) -> None:
         """Memories written for entities another writer created first, whose words the graph does not hold."""
