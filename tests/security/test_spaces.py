@@ -474,3 +474,46 @@ async def test_an_import_into_a_space_is_written_by_whoever_imports_it(
         (ids["turn"], "team", "ann"),
         (ids["olga_turn"], "team", "ann"),
     }
+
+
+async def test_a_space_s_knowledge_graph_follows_its_roles(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    entity = {"name": "Staging DB", "entityType": "service", "observations": ["listens on 5439"]}
+    async with as_(server, team.ann) as ann:
+        created = await call(ann, "create_entities", entities=[entity], space="team")
+        assert created == {"entities": [entity]}
+        assert (await call(ann, "read_graph"))["entities"] == []  # her own graph is another graph
+    async with as_(server, team.rita) as rita:
+        assert (await call(rita, "read_graph", space="team"))["entities"] == [entity]
+        refused = await call_error(
+            rita,
+            "add_observations",
+            observations=[{"entityName": "Staging DB", "contents": ["x"]}],
+            space="team",
+        )
+        assert "writer" in refused
+        graph = await rita.read_resource("memory://spaces/team/knowledge-graph")
+        assert json.loads(graph.contents[0].text)["entities"] == [entity]  # type: ignore[union-attr]
+        # Its observations are memories of the space, found by search with their space and author.
+        hits = await call(rita, "search_memory", query="5439", mode="text")
+        assert [(h["content"], h["space"], h["author"]) for h in hits["results"]] == [
+            ("listens on 5439", "team", "ann")
+        ]
+    async with as_(server, team.nora) as nora:
+        for tool, arguments in (
+            ("read_graph", {}),
+            ("search_nodes", {"query": "Staging"}),
+            ("open_nodes", {"names": ["Staging DB"]}),
+        ):
+            assert (await call(nora, tool, **arguments))["entities"] == []
+            assert "no space 'team'" in await call_error(nora, tool, **arguments, space="team")
+        assert "no space 'team'" in await call_error(
+            nora, "delete_entities", entityNames=["Staging DB"], space="team"
+        )
+        with pytest.raises(MCPError):
+            await nora.read_resource("memory://spaces/team/knowledge-graph")
+    async with as_(server, team.olga) as olga:
+        assert (await call(olga, "read_graph", space="team"))["entities"] == [entity]
