@@ -28,7 +28,7 @@ from typing import Any
 
 import anyio
 
-from mcp_memory.config import SearchSettings, Settings
+from mcp_memory.config import GraphSettings, SearchSettings, Settings
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 
@@ -118,8 +118,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         search = settings.search.model_copy(
             update={k: v for k, v in vars(args).items() if k in SearchSettings.model_fields and v is not None}
         )
-        settings = settings.model_copy(update={"search": search})
-        results: dict[str, Any] = {"settings": search.model_dump()}
+        graph = settings.graph.model_copy(
+            update={k: v for k, v in vars(args).items() if k in GraphSettings.model_fields and v is not None}
+        )
+        settings = settings.model_copy(update={"search": search, "graph": graph})
+        results: dict[str, Any] = {"settings": search.model_dump(), "graph": graph.model_dump()}
         async with open_service(settings) as service:
             began = time.perf_counter()
             ids = {s["sample_id"]: await index_conversation(service, s) for s in samples}
@@ -170,6 +173,13 @@ def main() -> None:
     parser.add_argument("--context-turns", dest="context_turns", type=int)
     parser.add_argument("--context-turns-after", dest="context_turns_after", type=int)
     parser.add_argument("--context-weight", dest="context_weight", type=float)
+    parser.add_argument(
+        "--follow-links",
+        dest="follow_links",
+        action=argparse.BooleanOptionalAction,
+        help="links between turns and the entities they name move the ranking (graph.follow_links)",
+    )
+    parser.add_argument("--link-weight", dest="link_weight", type=float)
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     results = anyio.run(run, args)

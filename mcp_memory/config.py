@@ -460,6 +460,11 @@ class GraphSettings(BaseModel):
         default=True,
         description="Link each new turn and fact to the entities it names (by name, case-insensitive).",
     )
+    link_weight: float = Field(
+        default=0.5,
+        ge=0,
+        description="With follow_links: how much a link to an entity the query names lifts a hit's score.",
+    )
     follow_links: bool = Field(
         default=False,
         description="search_memory also reaches the turns linked to an entity the query names and to its "

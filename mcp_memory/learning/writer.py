@@ -12,7 +12,7 @@ before anything is written: a refusal leaves neither a changed memory nor a revi
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -85,6 +85,8 @@ class MemoryWriter:
     tokens: TokenCounter
     near_duplicate_similarity: float
     max_stored_bytes: int | None = None  # security.max_stored_bytes
+    # Told of every memory written or rewritten (the knowledge graph links it to the entities it names).
+    on_written: Callable[[Memory], Awaitable[object]] | None = None
 
     async def write_fact(
         self,
@@ -224,6 +226,8 @@ class MemoryWriter:
         adding = content_bytes(memory.content) + sum(_bytes_of(r) for r in revisions)
         await self._check_room(memory.user_id, action, adding)
         await self.long_term.put([memory])
+        if self.on_written is not None and action in _GROWING:
+            await self.on_written(memory)
         for revision in revisions[:-1]:
             await self.revisions.append(revision)
         return await self.revisions.append(revisions[-1])

@@ -6,8 +6,10 @@ The server (mcp/host.py) and the CLI's export, import and forget-user commands o
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
 
 import anyio
 from threadpoolctl import threadpool_limits
@@ -79,6 +81,11 @@ async def open_service(
             revisions=learning.revisions if learning is not None else None,
             on_change=graph_changed,
         )
+        if learning is not None:
+            learning.writer.on_written = graph.link_memory  # facts link to the entities they name
+            reference_file = os.environ.get("MEMORY_FILE_PATH")  # the reference memory server's setting
+            if reference_file:
+                await graph.adopt_reference_file(settings.user_id, Path(reference_file), learning.counters)
         log.info(
             "memory service ready for user %s: %s; embeddings: %s; summaries: %s",
             settings.user_id,

@@ -22,16 +22,23 @@ revision per change like facts; each entity links to the turns and facts that na
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
+import math
+import time
 import unicodedata
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
+
+import anyio
 
 from mcp_memory.config import GraphSettings
 from mcp_memory.errors import InvalidInputError, NotFoundError
+from mcp_memory.learning.entities import EntityMatcher, key, mentions
 from mcp_memory.learning.writer import revision_of
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
@@ -39,6 +46,7 @@ from mcp_memory.models import (
     GraphEntity,
     GraphObservation,
     GraphRelation,
+    Hit,
     Memory,
     Scope,
     SearchQuery,
@@ -50,7 +58,7 @@ from mcp_memory.models import (
 from mcp_memory.service.graph_files import parse_memory_jsonl, render_memory_jsonl
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.graph_base import EntityKey, GraphStore
-from mcp_memory.storage.learning_base import RevisionStore
+from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
 from mcp_memory.views import (
     AddedObservations,
     EntityDetail,
@@ -69,6 +77,12 @@ _HYBRID_HITS = 20
 # A hybrid hit counts when search calibrates it at least this likely to be relevant.
 _HYBRID_MIN_SCORE = 0.5
 _CONTROL_OK_IN_TEXT = frozenset("\n\r\t")
+# How long this process trusts its list of an owner's entity names (another process may add some).
+_NAMES_SECONDS = 30.0
+# Memories a new entity is linked to right away: those its name finds in a text search.
+_BACKLINKS = 200
+# Creating more entities than this in one call (an import) leaves older memories unlinked.
+_BACKLINK_ENTITIES = 100
 
 
 @dataclass
@@ -94,6 +108,8 @@ class KnowledgeGraph:
     max_content_chars: int
     revisions: RevisionStore | None = None
     on_change: GraphListener | None = None
+    # Per owner: a matcher of its entities' names and when it was read (link_memory).
+    _names: dict[str, tuple[float, EntityMatcher]] = field(default_factory=dict, repr=False)
 
     # ---- the reference's writes ------------------------------------------------------------------
 
@@ -138,6 +154,7 @@ class KnowledgeGraph:
             await self._drop_unheld(owner, [e for e in new if e not in created])
         await self._revisions(memories, {o.memory_id for e in created for o in e.observations})
         await self._changed(owner, bool(created))
+        await self._link_back(owner, [e.name for e in created])
         return [
             EntityView(
                 name=e.name, entityType=e.entity_type, observations=[o.content for o in e.observations]
@@ -288,6 +305,26 @@ class KnowledgeGraph:
         related = await self.create_relations(owner, parsed.relations, limited=False)
         return counts | {"new_entities": len(created), "new_relations": len(related)}
 
+    async def adopt_reference_file(
+        self, owner: str, path: Path, counters: TriggerCounters
+    ) -> dict[str, int] | None:
+        """A client configured for the reference server keeps its MEMORY_FILE_PATH when only the command
+        changes: that file is imported into the owner's graph, once (a mark keyed by the file's path
+        remembers it, so a graph emptied later is not filled again). None when there was nothing to do."""
+        file = anyio.Path(path)
+        mark = f"graph-adopted:{hashlib.sha256(str(await file.resolve()).encode()).hexdigest()[:32]}"
+        if not await file.is_file() or await counters.read(owner, mark) is not None:
+            return None
+        counts = await self.import_file(owner, await file.read_text(encoding="utf-8"))
+        await counters.compare_and_set(owner, mark, None, utcnow().isoformat())
+        log.info(
+            "imported the reference memory server's file %s into %s's knowledge graph: %s",
+            path,
+            owner,
+            counts,
+        )
+        return counts
+
     async def export_file(self, owner: str) -> str:
         return render_memory_jsonl(await self.read_graph(owner))
 
@@ -317,6 +354,71 @@ class KnowledgeGraph:
 
     async def entity_names(self, owner: str) -> list[str]:
         return [e.name for e in await self.store.entities(owner)]
+
+    # ---- links: which memories name which entities -----------------------------------------------
+
+    async def link_memory(self, memory: Memory) -> int:
+        """Link a new turn or fact to the entities it names: the graph's entities (their names, any
+        case) and the names, places and titles the offline extractor finds (learning/entities.py),
+        which need not be entities of the graph yet. Returns how many links are new."""
+        if not self.settings.link_memories or memory.type not in ("turn", "fact"):
+            return 0
+        names = await self.linked_names(memory.user_id, memory.content)
+        return await self.store.link(memory.user_id, [(name, memory.id) for name in names]) if names else 0
+
+    async def linked_names(self, owner: str, text: str) -> list[str]:
+        """The names a text links to: the graph's own spelling of an entity it names, else as written."""
+        matcher = await self._matcher(owner)
+        found = matcher.find(text)
+        known = {key(name) for name in found}
+        return found + [m.name for m in mentions(text) if key(m.name) not in known]
+
+    async def _matcher(self, owner: str) -> EntityMatcher:
+        cached = self._names.get(owner)
+        if cached is not None and time.monotonic() - cached[0] < _NAMES_SECONDS:
+            return cached[1]
+        matcher = EntityMatcher(e.name for e in await self.store.entities(owner))
+        self._names[owner] = (time.monotonic(), matcher)
+        return matcher
+
+    async def follow_links(self, owner: str, query: str, hits: list[Hit], limit: int) -> list[Hit]:
+        """Search's ranking, moved by links (graph.follow_links): a hit linked to an entity the query
+        names gains, and one linked to a neighbour of it (a relation's other end) gains half as much;
+        an entity linked to many memories says less about each, so its gain is divided by how many."""
+        named = await self.linked_names(owner, query)
+        if not named or not hits:
+            return hits[:limit]
+        weights = dict.fromkeys(named, 1.0)
+        for relation in await self.store.relations(owner, touching=named):
+            for end in (relation.source, relation.target):
+                weights.setdefault(end, 0.5)
+        linked: dict[str, set[str]] = {}
+        for name, memory_id in await self.store.linked(owner, list(weights)):
+            linked.setdefault(name, set()).add(memory_id)
+        gain: dict[str, float] = {}
+        for name, memory_ids in linked.items():
+            share = weights[name] / math.log2(2 + len(memory_ids))
+            for memory_id in memory_ids:
+                gain[memory_id] = gain.get(memory_id, 0.0) + share
+        weight = self.settings.link_weight
+        moved = [
+            h.model_copy(update={"score": h.score * (1 + weight * gain.get(h.memory.id, 0.0))}) for h in hits
+        ]
+        return sorted(moved, key=lambda h: h.score, reverse=True)[:limit]
+
+    async def _link_back(self, owner: str, names: Sequence[str]) -> None:
+        """Link new entities to the turns and facts already in memory that name them."""
+        if not self.settings.link_memories or not names or len(names) > _BACKLINK_ENTITIES:
+            return
+        for name in names:
+            matcher = EntityMatcher([name])
+            hits = await self.long_term.search(
+                SearchQuery(user_id=owner, text=name, mode="text", types=["turn", "fact"], limit=_BACKLINKS),
+                None,
+            )
+            links = [(name, hit.memory.id) for hit in hits if matcher.find(hit.memory.content)]
+            if links:
+                await self.store.link(owner, links)
 
     # ---- what the rest of the service tells the graph --------------------------------------------
 
@@ -512,7 +614,10 @@ class KnowledgeGraph:
         return shown, kept, False
 
     async def _changed(self, owner: str, changed: bool) -> None:
-        if changed and self.on_change is not None:
+        if not changed:
+            return
+        self._names.pop(owner, None)
+        if self.on_change is not None:
             await self.on_change(owner)
 
 

@@ -187,6 +187,8 @@ class MemoryService:
                 f"{e} The turn was saved to long-term memory as {turn.id}, but the thread's working memory "
                 "was not updated; retry later."
             ) from e
+        if self.graph is not None:
+            await self.graph.link_memory(turn)  # the entities it names (service/graph.py)
         if self.learning is not None:
             self.learning.turn_stored(user_id, thread_id, turn.id)  # queued: no latency here
         if created:
@@ -240,7 +242,9 @@ class MemoryService:
     ) -> SearchResult:
         """search_memory over `owners`: a user's personal memory and the spaces they read, or one of them;
         validated, ranked by the store, scored, floored and fitted (service/searching.py)."""
-        searching = Searching(self.settings, self.stores.long_term, self.embedder, self.tokens, self.vectors)
+        searching = Searching(
+            self.settings, self.stores.long_term, self.embedder, self.tokens, self.vectors, self.graph
+        )
         return await searching.run(
             owners,
             query,

@@ -20,6 +20,7 @@ from mcp_memory.search.relevance import HitSignals
 from mcp_memory.search.terms import quoted_phrases
 from mcp_memory.search.when import time_range
 from mcp_memory.service import results
+from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.views import SearchResult, TimeFilter
@@ -32,6 +33,7 @@ class Searching:
     embedder: Embedder
     tokens: TokenCounter
     vectors: VectorWriter | None = None  # the user's turns still being embedded, waited for by meaning
+    graph: KnowledgeGraph | None = None  # with graph.follow_links, links move the ranking
 
     async def run(
         self,
@@ -109,12 +111,21 @@ class Searching:
         """The hits of one search per owner (personal memory, each space read), best first, with what
         each shows about its relevance. Several owners' hits are pooled by that calibrated relevance,
         which means the same in every owner's ranking (results.pooled)."""
+        following = self.graph is not None and self.settings.graph.follow_links
+        limit = searches[0].limit
+        if following:  # a deeper pool for the links to reorder
+            searches = [s.model_copy(update={"limit": max(limit * 4, 40)}) for s in searches]
         ranked, vector = await self._ranked(searches)
+        if following and self.graph is not None:
+            ranked = [
+                await self.graph.follow_links(search.user_id, query, hits, limit)
+                for search, hits in zip(searches, ranked, strict=True)
+            ]
         per_owner = [
             (hits, await results.signals_of(self.long_term, search.user_id, query, vector, hits))
             for search, hits in zip(searches, ranked, strict=True)
         ]
-        return results.pooled(per_owner, searches[0].limit)
+        return results.pooled(per_owner, limit)
 
     async def _ranked(self, searches: list[SearchQuery]) -> tuple[list[list[Hit]], list[float] | None]:
         """The store's hits for each search, and the query's vector (None in text mode)."""

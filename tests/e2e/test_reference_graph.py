@@ -306,3 +306,20 @@ async def test_a_claude_desktop_config_for_the_reference_works_after_changing_th
                 while not heard:  # noqa: ASYNC110 (the handler appends from the client's reader task)
                     await anyio.sleep(0.05)
         assert heard[0] == "memory://knowledge-graph"
+
+
+async def test_its_memory_file_comes_along_when_only_the_command_changes(
+    reference: StdioServer, tmp_path: Path
+) -> None:
+    """The config keeps its env (MEMORY_FILE_PATH): the first start imports that file, once."""
+    async with reference.connect() as client:
+        await run(client)
+        theirs = shown(await client.call_tool("read_graph", {}))
+    env = server_env(tmp_path / "switched" / "data") | {"MEMORY_FILE_PATH": reference.env["MEMORY_FILE_PATH"]}
+    switched = StdioServer(tmp_path / "switched", env)
+    async with switched.connect() as client:
+        assert shown(await client.call_tool("read_graph", {})) == theirs
+        await client.call_tool("delete_entities", {"entityNames": ["London"]})
+    async with switched.connect() as client:  # not imported again: London stays deleted
+        names = [e["name"] for e in (await client.call_tool("read_graph", {})).structured_content["entities"]]  # type: ignore[index]
+    assert "London" not in names and "Ada Lovelace" in names

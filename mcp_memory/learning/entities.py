@@ -1,0 +1,136 @@
+"""Entities named in a text, found offline and deterministically: proper names (runs of capitalized
+words), places (a name after in/at/from/to/near/visit...), and quoted titles. No model, no network:
+the same text always gives the same mentions, so links built from them are stable and testable.
+
+What it finds is measured, not assumed: bench/graph_links.py reports, on the LoCoMo development
+conversations, how many turns get a mention, the most linked names, and what following the links does
+to retrieval. An LLM (or MCP sampling) extracts typed entities and relations better; this is the floor
+that needs neither.
+
+`EntityMatcher` finds, in a text, the names of a graph's entities (case-insensitive, on word boundaries):
+the links from an entity to the turns and facts that mention it.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+MentionKind = Literal["name", "place", "title"]
+
+_WORD = r"[A-Z][\w'’.-]*[\w]|[A-Z]"
+_JOINER = r"(?:of|the|de|da|del|van|von|der|la|le|du|di|y|&)"
+_RUN = re.compile(rf"(?<![\w'’])(?:{_WORD})(?:\s+(?:{_JOINER}\s+)?(?:{_WORD}))*")
+_QUOTED = re.compile(r"[\"“]([^\"“”\n]{2,80})[\"”]")
+_SENTENCE_START = re.compile(r"(?:^|[.!?…:;]\s+|\n\s*|[\"“(]\s*)$")
+_PLACE_CUES = frozenset(
+    "in at from to near into visit visited visiting around across toward towards outside inside".split()
+)
+_POSSESSIVE = re.compile(r"['’]s$")
+# Capitalized words that start sentences or fill them, never names on their own.
+_COMMON = frozenset(
+    """
+    i i'm i've i'd i'll im ive a an the this that these those there here it it's its he she we you they
+    me my mine our your his her their them us what when where why how who which whose whom yes no not
+    and or but so if then because as at by for from in into of on onto to up with without about after
+    before over under again also just only even still yet too very really quite maybe perhaps well oh
+    ah hey hi hello wow thanks thank ok okay sure great good nice cool awesome amazing yeah yep nope
+    congrats congratulations sorry please haha lol omg absolutely definitely totally exactly right
+    all any some every each both either neither many much more most few less least other another such
+    do does did done have has had having be is am are was were been being can could will would shall
+    should may might must let let's lets get got go going went make made see saw seen look looks know
+    knew think thought feel felt love loved like liked want wanted need needed try tried take took
+    glad happy sad sounds sound seems seem hope hoped guess bet mean means tell told say said ask asked
+    anyway anyways btw by-the-way speaking talking totally honestly actually basically literally
+    monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday tonight
+    january february march april may june july august september october november december
+    mr mrs ms dr st mom dad mum
+    """.split()
+)
+
+
+@dataclass(frozen=True)
+class Mention:
+    name: str
+    kind: MentionKind
+
+
+def mentions(text: str) -> list[Mention]:
+    """The entities a text names, each once, in the order first named."""
+    found: dict[str, Mention] = {}
+    for match in _QUOTED.finditer(text):
+        title = match.group(1).strip(" ,.;:!?")
+        words = title.split()
+        if 1 <= len(words) <= 10 and words[0][:1].isupper():
+            found.setdefault(key(title), Mention(title, "title"))
+    for match in _RUN.finditer(text):
+        name = _POSSESSIVE.sub("", match.group().rstrip(".-'’"))
+        words = name.split()
+        while words and words[0].lower() in _COMMON:  # "Thanks Melanie" -> "Melanie"
+            words = words[1:]
+        while words and words[-1].lower() in _COMMON:
+            words = words[:-1]
+        if not words:
+            continue
+        name = " ".join(words)
+        # One capitalized word opening a sentence is usually just the sentence's first word; it counts
+        # when it labels a speaker ("Ann: ...") or the text names it elsewhere mid-sentence.
+        at_start = _SENTENCE_START.search(text[: match.start()]) is not None
+        doubtful = len(name) < 2 or (at_start and not _followed_by_colon(text, match.end()))
+        if len(words) == 1 and doubtful and not _named_mid_sentence(text, name):
+            continue
+        kind: MentionKind = "place" if _previous_word(text, match.start()) in _PLACE_CUES else "name"
+        found.setdefault(key(name), Mention(name, kind))
+    return list(found.values())
+
+
+def key(name: str) -> str:
+    """The form two spellings of one name share: NFKC, case-folded, spaces folded."""
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+class EntityMatcher:
+    """The names of a graph's entities, found in texts on word boundaries, case-insensitively."""
+
+    MAX_WORDS = 6
+
+    def __init__(self, names: Iterable[str]) -> None:
+        self._names: dict[str, str] = {}
+        for name in names:
+            self._names.setdefault(" ".join(_tokens(name)), name)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def find(self, text: str) -> list[str]:
+        tokens = _tokens(text)
+        found: dict[str, None] = {}
+        for start in range(len(tokens)):
+            for width in range(1, min(self.MAX_WORDS, len(tokens) - start) + 1):
+                name = self._names.get(" ".join(tokens[start : start + width]))
+                if name is not None:
+                    found[name] = None
+        return list(found)
+
+
+def _tokens(text: str) -> list[str]:
+    return re.findall(r"\w+(?:['’]\w+)*", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _previous_word(text: str, start: int) -> str:
+    before = re.search(r"(\w+)\W*$", text[:start])
+    return before.group(1).lower() if before else ""
+
+
+def _followed_by_colon(text: str, end: int) -> bool:
+    return text[end : end + 1] == ":"
+
+
+def _named_mid_sentence(text: str, name: str) -> bool:
+    for match in re.finditer(rf"(?<![\w'’]){re.escape(name)}(?![\w])", text):
+        if _SENTENCE_START.search(text[: match.start()]) is None:
+            return True
+    return False
