@@ -138,24 +138,33 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     ("vector", search.fusion, "vector only"),
                     ("hybrid", other, f"hybrid, {other} fusion"),
                 ]
+            links = [(w, f"hybrid, links followed at weight {w:g}") for w in args.link_weights or []]
+            variants += [("hybrid", search.fusion, label) for _, label in links]
             print(
                 "\n| variant | R@1 | R@5 | R@10 | R@20 | NDCG@10 | search p50 ms |\n|---|---:|---:|---:|---:|---:|---:|"
             )
             for mode, fusion, label in variants:
+                weight = dict((lbl, w) for w, lbl in links).get(label)
+                following = graph.model_copy(update={"follow_links": True, "link_weight": weight})
                 service.settings = settings.model_copy(
-                    update={"search": search.model_copy(update={"fusion": fusion})}
+                    update={
+                        "search": search.model_copy(update={"fusion": fusion}),
+                        "graph": following if weight is not None else graph,
+                    }
                 )
                 result = await evaluate(service, samples, ids, mode)
                 results[label] = result
                 print_table(f"{label} ({mode}, {fusion})" if mode == "hybrid" else label, result)
-            default = results["default"]
-            print(
-                "\nby category (default):\n| category | n | R@5 | R@10 | NDCG@10 |\n|---|---:|---:|---:|---:|"
-            )
-            for name, row in default["by_category"].items():
+            for label, result in results.items():
+                if label != "default" and not label.startswith("hybrid, links"):
+                    continue
                 print(
-                    f"| {name} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['NDCG@10']:.3f} |"
+                    f"\nby category ({label}):\n| category | n | R@5 | R@10 | NDCG@10 |\n|---|---:|---:|---:|---:|"
                 )
+                for name, row in result["by_category"].items():
+                    print(
+                        f"| {name} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['NDCG@10']:.3f} |"
+                    )
     return results
 
 
@@ -180,6 +189,13 @@ def main() -> None:
         help="links between turns and the entities they name move the ranking (graph.follow_links)",
     )
     parser.add_argument("--link-weight", dest="link_weight", type=float)
+    parser.add_argument(
+        "--link-weights",
+        dest="link_weights",
+        type=float,
+        nargs="+",
+        help="also evaluate search with links followed at each of these weights (graph.link_weight)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     results = anyio.run(run, args)

@@ -276,6 +276,9 @@ class ExtractionReport(BaseModel):
     model: str = Field(description="Who extracted: the configured model's name, or sampling.")
     turns_read: int
     facts: list[WrittenMemory]
+    entities: list[str] = Field(
+        default_factory=list, description="Entities the model named, kept in the knowledge graph."
+    )
 
 
 class ReconcileReport(BaseModel):

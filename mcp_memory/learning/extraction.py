@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from mcp_memory.config import LearningSettings
 from mcp_memory.errors import NotFoundError
-from mcp_memory.learning.parsing import parse_facts
+from mcp_memory.learning.parsing import ExtractedEntity, ExtractedRelation, parse_facts, parse_graph
 from mcp_memory.learning.templates import LearningPrompts
 from mcp_memory.learning.writer import MemoryWriter
 from mcp_memory.llm.prompts import RenderedPrompt
@@ -37,6 +38,10 @@ def mark_key(thread_id: str) -> str:
     return f"extracted:{thread_id}/"
 
 
+# Takes the owner, and the entities and relations an extraction answer named.
+GraphSink = Callable[[str, list[ExtractedEntity], list[ExtractedRelation]], Awaitable[object]]
+
+
 @dataclass(frozen=True)
 class ExtractionBatch:
     user_id: str
@@ -55,6 +60,8 @@ class Extractor:
     writer: MemoryWriter
     prompts: LearningPrompts
     settings: LearningSettings
+    # Where the entities and relations an answer names go (the knowledge graph: service/graph.py).
+    on_graph: GraphSink | None = None
 
     async def prepare(self, user_id: str, thread_id: str) -> ExtractionBatch | None:
         """The prompt for the thread's pending turns, or None when no user turn is pending."""
@@ -85,6 +92,10 @@ class Extractor:
         """Store the facts of a model's answer. Raises MalformedAnswerError (nothing stored) when it is not
         the JSON asked for."""
         facts = parse_facts(answer, batch.labels)
+        entities, relations = parse_graph(answer)
+        if self.on_graph is not None and (entities or relations):
+            # Before the facts, so each fact links to the entities it names (service/graph.py).
+            await self.on_graph(batch.user_id, entities, relations)
         kept = sorted(
             (f for f in facts if f.confidence >= self.settings.min_confidence), key=lambda f: -f.confidence
         )[: self.settings.max_facts_per_extraction]
@@ -119,7 +130,11 @@ class Extractor:
             ", ".join(f"{w.action}" for w in written) or "none",
         )
         return ExtractionReport(
-            thread_id=batch.thread_id, model=model, turns_read=len(batch.turns), facts=written
+            thread_id=batch.thread_id,
+            model=model,
+            turns_read=len(batch.turns),
+            facts=written,
+            entities=[e.name for e in entities] if self.on_graph is not None else [],
         )
 
     async def _context(self, user_id: str, thread_id: str) -> str:

@@ -46,6 +46,17 @@ class ExtractedFact(BaseModel):
     source_turns: list[int]  # 0-based positions in the batch's turns
 
 
+class ExtractedEntity(BaseModel):
+    name: str
+    type: str
+
+
+class ExtractedRelation(BaseModel):
+    source: str
+    target: str
+    type: str
+
+
 class ReconcileGroup(BaseModel):
     kind: Literal["duplicate", "contradiction"]
     ids: list[str]
@@ -90,6 +101,40 @@ def parse_facts(answer: str, turn_ids: list[str]) -> list[ExtractedFact]:
         else:
             facts.append(fact)
     return facts
+
+
+_GRAPH_NAME_CHARS = 200
+
+
+def parse_graph(answer: str) -> tuple[list[ExtractedEntity], list[ExtractedRelation]]:
+    """The entities and relations an extraction answer names beside its facts (both optional: an answer
+    without them has none). An unusable item is skipped, as an unusable fact is."""
+    document = json_object(answer)
+    entities = []
+    for item in document.get("entities") or []:
+        name, kind = _graph_text(item, "name"), _graph_text(item, "type", "entityType")
+        if name and kind:
+            entities.append(ExtractedEntity(name=name, type=kind))
+    relations = []
+    for item in document.get("relations") or []:
+        source, target = _graph_text(item, "from", "source"), _graph_text(item, "to", "target")
+        kind = _graph_text(item, "type", "relationType")
+        if source and target and kind:
+            relations.append(ExtractedRelation(source=source, target=target, type=kind))
+    return entities, relations
+
+
+def _graph_text(item: Any, *names: str) -> str | None:
+    """A one-line name from the item, or None when it has none usable."""
+    if not isinstance(item, dict):
+        return None
+    for name in names:
+        value = item.get(name)
+        if isinstance(value, str):
+            text = " ".join(value.split())
+            if text and len(text) <= _GRAPH_NAME_CHARS:
+                return text
+    return None
 
 
 def _fact(item: Any, turn_ids: list[str]) -> ExtractedFact | None:

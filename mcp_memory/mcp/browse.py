@@ -35,7 +35,8 @@ def register_browse(server: MCPServer[Any], host: ServiceHost, settings: Setting
     )
     async def list_memories(
         types: Annotated[
-            list[str] | None, Field(description="Only these memory types: turn, summary, fact, user_summary.")
+            list[str] | None,
+            Field(description="Only these memory types: turn, summary, fact, user_summary, observation."),
         ] = None,
         thread_id: Annotated[str | None, Field(description="Only this thread's memories.")] = None,
         kind: Annotated[

@@ -255,7 +255,8 @@ def build_server(settings: Settings) -> MemoryServer:
             str | None, Field(description="Only this thread; omit to search all threads.")
         ] = None,
         types: Annotated[
-            list[str] | None, Field(description="Only these memory types: turn, summary, fact, user_summary.")
+            list[str] | None,
+            Field(description="Only these memory types: turn, summary, fact, user_summary, observation."),
         ] = None,
         limit: Annotated[int, Field(description="How many results, 1-100.")] = 10,
         mode: Annotated[

@@ -83,6 +83,7 @@ async def open_service(
         )
         if learning is not None:
             learning.writer.on_written = graph.link_memory  # facts link to the entities they name
+            learning.extractor.on_graph = graph.learn  # entities and relations extracted with the facts
             reference_file = os.environ.get("MEMORY_FILE_PATH")  # the reference memory server's setting
             if reference_file:
                 await graph.adopt_reference_file(settings.user_id, Path(reference_file), learning.counters)

@@ -22,6 +22,7 @@ revision per change like facts; each entity links to the turns and facts that na
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import logging
@@ -39,6 +40,7 @@ import anyio
 from mcp_memory.config import GraphSettings
 from mcp_memory.errors import InvalidInputError, NotFoundError
 from mcp_memory.learning.entities import EntityMatcher, key, mentions
+from mcp_memory.learning.parsing import ExtractedEntity, ExtractedRelation
 from mcp_memory.learning.writer import revision_of
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
@@ -355,6 +357,35 @@ class KnowledgeGraph:
     async def entity_names(self, owner: str) -> list[str]:
         return [e.name for e in await self.store.entities(owner)]
 
+    # ---- learned from conversation ----------------------------------------------------------------
+
+    async def learn(
+        self, owner: str, entities: Sequence[ExtractedEntity], relations: Sequence[ExtractedRelation]
+    ) -> None:
+        """Entities and relations a model extracted from the owner's turns (with the facts), added as a
+        client's create_entities and create_relations would add them: what exists is kept as it is. An
+        item the graph would refuse (a control character, an over-long name) is left out, alone."""
+        kept = []
+        for e in entities:
+            with contextlib.suppress(InvalidInputError):
+                kept.append(
+                    {
+                        "name": self._name(e.name, "name"),
+                        "entityType": self._name(e.type, "entityType"),
+                        "observations": [],
+                    }
+                )
+        ties = []
+        for r in relations:
+            with contextlib.suppress(InvalidInputError):
+                ties.append(self._relation({"from": r.source, "to": r.target, "relationType": r.type}))
+        if kept:
+            await self.create_entities(owner, kept, limited=False)
+        if ties:
+            await self.create_relations(
+                owner, [{"from": s, "to": t, "relationType": k} for s, t, k in ties], limited=False
+            )
+
     # ---- links: which memories name which entities -----------------------------------------------
 
     async def link_memory(self, memory: Memory) -> int:
@@ -364,7 +395,8 @@ class KnowledgeGraph:
         if not self.settings.link_memories or memory.type not in ("turn", "fact"):
             return 0
         names = await self.linked_names(memory.user_id, memory.content)
-        return await self.store.link(memory.user_id, [(name, memory.id) for name in names]) if names else 0
+        links = [(name, memory.id, memory.thread_id) for name in names]
+        return await self.store.link(memory.user_id, links) if links else 0
 
     async def linked_names(self, owner: str, text: str) -> list[str]:
         """The names a text links to: the graph's own spelling of an entity it names, else as written."""
@@ -381,7 +413,9 @@ class KnowledgeGraph:
         self._names[owner] = (time.monotonic(), matcher)
         return matcher
 
-    async def follow_links(self, owner: str, query: str, hits: list[Hit], limit: int) -> list[Hit]:
+    async def follow_links(
+        self, owner: str, query: str, hits: list[Hit], limit: int, weight: float
+    ) -> list[Hit]:
         """Search's ranking, moved by links (graph.follow_links): a hit linked to an entity the query
         names gains, and one linked to a neighbour of it (a relation's other end) gains half as much;
         an entity linked to many memories says less about each, so its gain is divided by how many."""
@@ -400,7 +434,6 @@ class KnowledgeGraph:
             share = weights[name] / math.log2(2 + len(memory_ids))
             for memory_id in memory_ids:
                 gain[memory_id] = gain.get(memory_id, 0.0) + share
-        weight = self.settings.link_weight
         moved = [
             h.model_copy(update={"score": h.score * (1 + weight * gain.get(h.memory.id, 0.0))}) for h in hits
         ]
@@ -416,19 +449,22 @@ class KnowledgeGraph:
                 SearchQuery(user_id=owner, text=name, mode="text", types=["turn", "fact"], limit=_BACKLINKS),
                 None,
             )
-            links = [(name, hit.memory.id) for hit in hits if matcher.find(hit.memory.content)]
+            links = [(name, h.memory.id, h.memory.thread_id) for h in hits if matcher.find(h.memory.content)]
             if links:
                 await self.store.link(owner, links)
 
     # ---- what the rest of the service tells the graph --------------------------------------------
 
     async def forgotten(self, scope: Scope, *, dry_run: bool) -> int:
-        """After forget(): an observation forgotten by its memory id leaves its entity, and links to a
-        forgotten memory go; forgetting everything takes the whole graph."""
+        """After forget(): an observation forgotten by its memory id leaves its entity; links to a
+        forgotten memory, or to the memories of a forgotten thread, go (the names they hold came from
+        its words); forgetting everything takes the whole graph."""
         if scope.everything:
             count = await self.store.forget(scope.user_id, dry_run=dry_run)
         elif scope.memory_id is not None:
             count = await self.store.forget_memory(scope.user_id, scope.memory_id, dry_run=dry_run)
+        elif scope.thread_id is not None:
+            count = await self.store.forget_thread(scope.user_id, scope.thread_id, dry_run=dry_run)
         else:
             return 0
         if count and not dry_run:

@@ -118,7 +118,9 @@ class Searching:
         ranked, vector = await self._ranked(searches)
         if following and self.graph is not None:
             ranked = [
-                await self.graph.follow_links(search.user_id, query, hits, limit)
+                await self.graph.follow_links(
+                    search.user_id, query, hits, limit, self.settings.graph.link_weight
+                )
                 for search, hits in zip(searches, ranked, strict=True)
             ]
         per_owner = [

@@ -81,9 +81,9 @@ class GraphStore(Protocol):
         """The entity an observation memory belongs to, or None."""
         ...
 
-    async def link(self, owner: str, links: Sequence[tuple[str, str]]) -> int:
-        """Record that these memories mention these entities ((entity name, memory id) pairs); return how
-        many links are new."""
+    async def link(self, owner: str, links: Sequence[tuple[str, str, str | None]]) -> int:
+        """Record that these memories mention these entities ((entity name, memory id, the memory's thread
+        id) triples); return how many links are new."""
         ...
 
     async def linked(self, owner: str, names: Sequence[str]) -> list[tuple[str, str]]:
@@ -92,6 +92,11 @@ class GraphStore(Protocol):
 
     async def forget_memory(self, owner: str, memory_id: str, *, dry_run: bool = False) -> int:
         """A memory was forgotten: delete (or count) the observation it is and the links to it."""
+        ...
+
+    async def forget_thread(self, owner: str, thread_id: str, *, dry_run: bool = False) -> int:
+        """A thread was forgotten: delete (or count) the links to its memories (the names they hold came
+        from its words)."""
         ...
 
     async def forget(self, owner: str, *, dry_run: bool = False) -> int:

@@ -137,7 +137,8 @@ async def test_deleting_an_entity_takes_its_observations_relations_and_links(
     )
     assert len(created) == 3
     assert await graph_store.create_relations(owner, [relation("Ann", "Bo", "knows", 6)]) == []
-    assert await graph_store.link(owner, [("Ann", "turn_1"), ("Ann", "turn_1"), ("Bo", "turn_2")]) == 2
+    links = [("Ann", "turn_1", "t1"), ("Ann", "turn_1", "t1"), ("Bo", "turn_2", "t1")]
+    assert await graph_store.link(owner, links) == 2
     removed = await graph_store.delete_entities(owner, ["Ann", "nobody"])
     assert sorted(removed) == sorted(observation_id(owner, "Ann", o) for o in ("o1", "o2"))
     assert shape(await graph_store.entities(owner)) == [("Bo", "person", ["o3"])]
@@ -171,7 +172,7 @@ async def test_owners_are_apart_and_forget_takes_one_owner_s_graph(
     for owner in (ann, space):
         await graph_store.create_entities(owner, [entity(owner, "Shared name", 1, f"of {owner}")])
         await graph_store.create_relations(owner, [relation("Shared name", "X", "r", 2)])
-        await graph_store.link(owner, [("Shared name", "m1")])
+        await graph_store.link(owner, [("Shared name", "m1", None)])
     assert shape(await graph_store.entities(space)) == [("Shared name", "person", [f"of {space}"])]
     assert await graph_store.forget(ann, dry_run=True) == 4
     assert await graph_store.forget(ann) == 4
@@ -210,3 +211,15 @@ async def test_two_writers_at_once_lose_nothing_and_store_nothing_twice(
     expected = {f"{w}-{i}" for w in (1, 2) for i in range(10)} | {f"both-{i}" for i in range(10)}
     assert sorted(o.content for o in hub.observations) == sorted(expected)
     assert len(await graph_store.relations(owner)) == 10
+
+
+async def test_forgetting_a_thread_takes_the_links_to_its_memories(
+    graph_store: GraphStore, new_user: NewUser
+) -> None:
+    owner = new_user()
+    await graph_store.link(
+        owner, [("Ann", "turn_1", "t1"), ("Sweden", "turn_1", "t1"), ("Ann", "turn_9", "t2")]
+    )
+    assert await graph_store.forget_thread(owner, "t1", dry_run=True) == 2
+    assert await graph_store.forget_thread(owner, "t1") == 2
+    assert await graph_store.linked(owner, ["Ann", "Sweden"]) == [("Ann", "turn_9")]

@@ -308,3 +308,26 @@ async def test_a_lane_that_fell_behind_catches_up_on_every_turn(
         await settle(service)
         asked = " ".join(str(r["messages"]) for r in openai_stub.chat_requests()[1:])
         assert all(line in asked for line in lines)  # in batches of two, oldest first
+
+
+async def test_entities_and_relations_extracted_with_the_facts_go_into_the_graph(
+    service: MemoryService, openai_stub: OpenAIStub
+) -> None:
+    answer = json.loads(facts_answer(fact("The user's sister Ana lives in Lisbon", "semantic", 0.9, ["T1"])))
+    answer["entities"] = [
+        {"name": "Ana", "type": "person"},
+        {"name": "Lisbon", "type": "city"},
+        {"name": "bad\x07name", "type": "person"},  # skipped alone
+    ]
+    answer["relations"] = [{"from": "Ana", "to": "Lisbon", "type": "lives in"}, {"from": "Ana"}]
+    openai_stub.script(json.dumps(answer))
+    await talk(service, "family", "My sister Ana lives in Lisbon now.", "Nice!")
+    await settle(service)
+    assert service.graph is not None
+    graph = await service.graph.read_graph(USER)
+    assert [(e.name, e.entityType) for e in graph.entities] == [("Ana", "person"), ("Lisbon", "city")]
+    assert [(r.source, r.to, r.relationType) for r in graph.relations] == [("Ana", "Lisbon", "lives in")]
+    ana = await service.graph.entity(USER, "Ana")
+    [stored] = await facts_of(service)
+    turns = await service.stores.long_term.recent(USER, "family", limit=5)
+    assert stored.id in ana.linked_memories and turns[0].id in ana.linked_memories

@@ -116,17 +116,24 @@ class CosmosGraphStore:
         await self._delete(owner, doomed)
         return len(doomed)
 
-    async def link(self, owner: str, links: Sequence[tuple[str, str]]) -> int:
+    async def link(self, owner: str, links: Sequence[tuple[str, str, str | None]]) -> int:
         new = 0
-        for name, memory_id in links:
+        for name, memory_id, thread_id in links:
             document = {
                 "id": f"gl:{_digest(name, memory_id)}",
                 "type": LINK,
                 "entity": name,
                 "memory_id": memory_id,
+                "thread_id": thread_id,
             }
             new += await self._create(owner, document, "linking an entity to a memory")
         return new
+
+    async def forget_thread(self, owner: str, thread_id: str, *, dry_run: bool = False) -> int:
+        doomed = await self._docs(owner, LINK, "thread_id", [thread_id])
+        if not dry_run:
+            await self._delete(owner, doomed)
+        return len(doomed)
 
     async def forget_memory(self, owner: str, memory_id: str, *, dry_run: bool = False) -> int:
         doomed = [

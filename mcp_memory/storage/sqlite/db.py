@@ -274,9 +274,11 @@ MIGRATIONS: list[str] = [
         user_id TEXT NOT NULL,
         entity TEXT NOT NULL,
         memory_id TEXT NOT NULL,
+        thread_id TEXT,
         PRIMARY KEY (user_id, entity, memory_id)
     );
     CREATE INDEX graph_links_by_memory ON graph_links (user_id, memory_id);
+    CREATE INDEX graph_links_by_thread ON graph_links (user_id, thread_id);
     """,
 ]
 

@@ -131,15 +131,24 @@ class SqliteGraphStore:
 
         return await self._db.write(work)
 
-    async def link(self, owner: str, links: Sequence[tuple[str, str]]) -> int:
+    async def link(self, owner: str, links: Sequence[tuple[str, str, str | None]]) -> int:
         def work(conn: sqlite3.Connection) -> int:
             return sum(
                 conn.execute(
-                    "INSERT OR IGNORE INTO graph_links (user_id, entity, memory_id) VALUES (?, ?, ?)",
-                    (owner, name, memory_id),
+                    "INSERT OR IGNORE INTO graph_links (user_id, entity, memory_id, thread_id) VALUES (?, ?, ?, ?)",
+                    (owner, name, memory_id, thread_id),
                 ).rowcount
-                for name, memory_id in links
+                for name, memory_id, thread_id in links
             )
+
+        return await self._db.write(work)
+
+    async def forget_thread(self, owner: str, thread_id: str, *, dry_run: bool = False) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            where = "FROM graph_links WHERE user_id = ? AND thread_id = ?"
+            if dry_run:
+                return int(conn.execute(f"SELECT count(*) {where}", (owner, thread_id)).fetchone()[0])
+            return conn.execute(f"DELETE {where}", (owner, thread_id)).rowcount
 
         return await self._db.write(work)
 
