@@ -55,12 +55,19 @@ async def _ann_writes(client: Client, secret: str) -> dict[str, Any]:
             ids["fact"] = fact.structured_content.get("memory", fact.structured_content).get("id")
             history = await call(client, "memory_history", memory_id=ids["fact"])
             ids["revision"] = history["revisions"][0]["id"]
+    if "create_entities" in tools:
+        ids["entity"] = "Garden"  # her words are in its observation; bob names it as she does
+        entity = {"name": ids["entity"], "entityType": "place", "observations": [f"{secret} roses"]}
+        await call(client, "create_entities", entities=[entity])
+        relation = {"from": ids["entity"], "to": "Ann", "relationType": "belongs to"}
+        await call(client, "create_relations", relations=[relation])
     return ids
 
 
 def _bob_attempts(secret: str, ann: dict[str, Any], ann_export: str) -> dict[str, list[dict[str, Any]]]:
     """Per tool, the calls the other principal makes with ann's ids, thread names and words."""
     turn, fact = ann["turns"][0], ann.get("fact", ann["turns"][1])
+    entity = ann.get("entity", "Garden")  # ann's entity: bob names it (her words are in what it holds)
     # A file naming ann, with ann's memory ids, imported by the other principal (her words removed,
     # so that anything of hers the other then reads can only have come from her store).
     forged = ann_export.replace(secret, "bobword")
@@ -93,6 +100,22 @@ def _bob_attempts(secret: str, ann: dict[str, Any], ann_export: str) -> dict[str
         "rollback_memory": [{"memory_id": fact, "revision_id": ann.get("revision", "rev_x")}],
         "extract_memories": [{"thread_id": "ann-only"}],
         "reconcile_memories": [{}],
+        # The knowledge graph: ann's entity by name, her words as a query; bob's writes name her entity.
+        "read_graph": [{}, {"limit": 5}],
+        "search_nodes": [{"query": secret}, {"query": "Garden"}],
+        "open_nodes": [{"names": [entity, "Ann"]}],
+        # (What bob writes says "bob also knows": his own words echoed back are not a leak. That
+        # create_entities creates the name at all shows he does not see ann's entity of that name.)
+        "create_entities": [
+            {"entities": [{"name": entity, "entityType": "x", "observations": ["bob also knows"]}]}
+        ],
+        "create_relations": [
+            {"relations": [{"from": entity, "to": "Bob", "relationType": "bob also knows"}]}
+        ],
+        "add_observations": [{"observations": [{"entityName": entity, "contents": ["bob also knows this"]}]}],
+        "delete_observations": [{"deletions": [{"entityName": entity, "observations": [f"{secret} roses"]}]}],
+        "delete_relations": [{"relations": [{"from": entity, "to": "Ann", "relationType": "belongs to"}]}],
+        "delete_entities": [{"entityNames": [entity]}],
         "list_memories": [
             {},
             {"thread_id": "ann-only", "include_superseded": True},
@@ -137,6 +160,7 @@ async def test_two_principals_never_read_or_write_each_others_memories(
             f"memory://memories/{i}" for i in (*ann_ids["turns"], ann_ids["summary"], ann_ids.get("fact"))
         ]
         uris += [str(r.uri) for r in (await client.list_resources()).resources]
+        uris.append(f"memory://knowledge-graph/entities/{ann_ids.get('entity')}")
         for uri in dict.fromkeys(u for u in uris if u and not u.endswith("None")):
             try:
                 seen += _texts(await client.read_resource(uri))
