@@ -8,6 +8,7 @@ authenticated principal, never from a tool argument.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import uuid
 import zlib
@@ -421,22 +422,29 @@ class MemoryService:
     # ---- export and import ---------------------------------------------------------------------
 
     async def export_memories(self, user_id: str) -> ExportResult:
-        memories = await self.stores.long_term.memories_of(user_id)
+        # Observations leave inside the graph line (portability.py), with the entity they belong to.
+        memories = [m for m in await self.stores.long_term.memories_of(user_id) if m.type != "observation"]
+        graph = await self.graph.read_graph(user_id) if self.graph is not None else None
         revisions = await portability.revisions_of(self._revision_store(), user_id, memories)
         threads = []
         for info in await self.stores.working.list_threads(user_id):
             memory = await self.stores.working.get(user_id, info.thread_id)
             if memory is not None:
                 threads.append(memory)
-        lines = portability.export_lines(user_id, memories, revisions, threads)
-        counts = {"memory": len(memories), "revision": len(revisions), "thread": len(threads)}
+        lines = portability.export_lines(user_id, memories, revisions, threads, graph)
+        counts = json.loads(lines[0])["counts"]
         return ExportResult(
             format=portability.EXPORT_FORMAT, lines=len(lines), counts=counts, jsonl="\n".join(lines) + "\n"
         )
 
     async def import_memories(self, user_id: str, jsonl: str, dry_run: bool = False) -> ImportResult:
         parsed = portability.parse(jsonl)
-        memories = portability.to_memories(user_id, parsed, self.settings.max_content_chars)
+        # An observation comes with its entity in the graph line, under an id of the importer's own.
+        memories = [
+            m
+            for m in portability.to_memories(user_id, parsed, self.settings.max_content_chars)
+            if m.type != "observation"
+        ]
         result = ImportResult(
             dry_run=dry_run,
             memories=len(memories),
@@ -446,6 +454,10 @@ class MemoryService:
             flagged=sum(1 for m in memories if safety.FLAGS_KEY in m.metadata),
             imported_at=utcnow(),
         )
+        if not dry_run and parsed.graph is not None and self.graph is not None:
+            graph = parsed.graph.model_dump(by_alias=True)
+            await self.graph.create_entities(user_id, graph["entities"], limited=False)
+            await self.graph.create_relations(user_id, graph["relations"], limited=False)
         if dry_run or not memories:
             return result
         # Imported turns are found by the turns around them too, as turns added one by one are.

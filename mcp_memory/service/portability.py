@@ -11,6 +11,11 @@ Format `mcp-memory-export`, version 1, one JSON object a line, each with a `kind
     {"kind": "revision", "memory_id": "fact_...", "seq": 1, "action": "create", "cause": "extraction",
      "content": "...", "created_at": "...", ...}
     {"kind": "thread", "thread_id": "t1", "context_window": 8000, "data": {...}}
+    {"kind": "graph", "entities": [{"name", "entityType", "observations"}], "relations": [{"from", "to",
+     "relationType"}]}   (the knowledge graph, as the reference memory server shapes it; at most one)
+
+Observations travel inside the graph line, not as memory lines: an observation's memory id is derived
+from its owner, entity and words, so the importing user's graph gives them their own.
 
 Superseded memories and revisions are included: history travels with the user. Vectors are not (they
 belong to one embedding model); import embeds again. Import writes everything to the importing
@@ -31,6 +36,7 @@ from mcp_memory import safety
 from mcp_memory import validation as check
 from mcp_memory.errors import InvalidInputError
 from mcp_memory.models import AnyRole, Memory, MemoryType, WorkingMemory, author_of, summary_id, utcnow
+from mcp_memory.views import EntityView, GraphResult, RelationView
 
 FORMAT, VERSION = "mcp-memory-export", 1
 EXPORT_FORMAT = f"{FORMAT}/{VERSION}"
@@ -121,6 +127,7 @@ def export_lines(
     memories: Sequence[Memory],
     revisions: Sequence[BaseModel],
     threads: Sequence[WorkingMemory],
+    graph: GraphResult | None = None,
 ) -> list[str]:
     body: list[BaseModel] = [
         MemoryLine(
@@ -144,8 +151,18 @@ def export_lines(
     body += [RevisionLine.model_validate(r.model_dump()) for r in revisions]
     body += [ThreadLine(thread_id=t.thread_id, context_window=t.context_window, data=t.data) for t in threads]
     counts = {"memory": len(memories), "revision": len(revisions), "thread": len(threads)}
+    if graph is not None and (graph.entities or graph.relations):
+        body.append(GraphLine(entities=graph.entities, relations=graph.relations))
+        counts |= {"entity": len(graph.entities), "relation": len(graph.relations)}
     header = ExportHeader(user_id=user_id, exported_at=utcnow(), counts=counts)
     return [line.model_dump_json() for line in [header, *body]]
+
+
+class GraphLine(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    kind: Literal["graph"] = "graph"
+    entities: list[EntityView] = Field(default_factory=list)
+    relations: list[RelationView] = Field(default_factory=list)
 
 
 class ParsedImport(BaseModel):
@@ -153,6 +170,7 @@ class ParsedImport(BaseModel):
     memories: list[MemoryLine]
     revisions: list[RevisionLine]
     threads: list[ThreadLine]
+    graph: GraphLine | None = None
 
 
 def parse(jsonl: str) -> ParsedImport:
@@ -162,12 +180,13 @@ def parse(jsonl: str) -> ParsedImport:
         raise InvalidInputError("the import is empty: give the JSONL text that export_memories produced")
     if len(lines) > MAX_IMPORT_LINES:
         raise InvalidInputError(f"the import has {len(lines):,} lines; the limit is {MAX_IMPORT_LINES:,}")
-    parsed: dict[str, list[Any]] = {"header": [], "memory": [], "revision": [], "thread": []}
+    parsed: dict[str, list[Any]] = {"header": [], "memory": [], "revision": [], "thread": [], "graph": []}
     models: dict[str, type[BaseModel]] = {
         "header": ExportHeader,
         "memory": MemoryLine,
         "revision": RevisionLine,
         "thread": ThreadLine,
+        "graph": GraphLine,
     }
     for index, (number, line) in enumerate(lines):
         try:
@@ -177,7 +196,7 @@ def parse(jsonl: str) -> ParsedImport:
         kind = raw.get("kind") if isinstance(raw, dict) else None
         if kind not in models:
             raise InvalidInputError(
-                f"import line {number} has kind {kind!r}: expected header, memory, revision or thread"
+                f"import line {number} has kind {kind!r}: expected header, memory, revision, thread or graph"
             )
         if (kind == "header") != (index == 0):
             raise InvalidInputError(
@@ -199,6 +218,12 @@ def parse(jsonl: str) -> ParsedImport:
         memories=parsed["memory"],
         revisions=parsed["revision"],
         threads=parsed["thread"],
+        graph=GraphLine(
+            entities=[e for g in parsed["graph"] for e in g.entities],
+            relations=[r for g in parsed["graph"] for r in g.relations],
+        )
+        if parsed["graph"]
+        else None,
     )
 
 

@@ -342,3 +342,20 @@ async def test_chatgpt_and_claude_exports_become_threads_at_their_times(
         assert garden[0].created_at.isoformat() == "2024-03-01T09:00:01+00:00"
         with pytest.raises(Exception, match="list of conversations"):
             await service.import_conversations("me", json.dumps({"not": "a list"}), "claude")
+
+
+async def test_our_export_carries_the_graph_to_another_user(fast_settings: Settings) -> None:
+    async with open_service(fast_settings) as service:
+        assert service.graph is not None
+        await service.graph.create_entities("ann", [person("Ann", "likes tea"), person("Bo")])
+        await service.graph.create_relations("ann", [{"from": "Ann", "to": "Bo", "relationType": "knows"}])
+        await service.add_turn("ann", "t1", "user", "Bo says hi")
+        export = await service.export_memories("ann")
+        assert export.counts["entity"] == 2 and export.counts["relation"] == 1
+        kinds = [json.loads(line)["kind"] for line in export.jsonl.splitlines()]
+        assert kinds.count("graph") == 1 and '"type":"observation"' not in export.jsonl.replace(" ", "")
+        await service.import_memories("cy", export.jsonl)
+        await service.import_memories("cy", export.jsonl)  # twice stores it once
+        assert await service.graph.read_graph("cy") == await service.graph.read_graph("ann")
+        found = await service.search("cy", "tea", mode="text", types=["observation"])
+        assert [h.content for h in found.results] == ["likes tea"]
