@@ -47,7 +47,8 @@ _COMMON = frozenset(
     anyway anyways btw by-the-way speaking talking totally honestly actually basically literally
     monday tuesday wednesday thursday friday saturday sunday today tomorrow yesterday tonight
     january february march april may june july august september october november december
-    mr mrs ms dr st mom dad mum
+    mr mrs ms dr st mom dad mum besides woohoo woo yay hooray whoa aww omg tv
+    mon tue tues wed thu thur thurs fri sat sun
     """.split()
 )
 
@@ -61,30 +62,38 @@ class Mention:
 def mentions(text: str) -> list[Mention]:
     """The entities a text names, each once, in the order first named."""
     found: dict[str, Mention] = {}
+    quoted: list[tuple[int, int]] = []
     for match in _QUOTED.finditer(text):
         title = match.group(1).strip(" ,.;:!?")
         words = title.split()
         if 1 <= len(words) <= 10 and words[0][:1].isupper():
             found.setdefault(key(title), Mention(title, "title"))
+            quoted.append(match.span())
     for match in _RUN.finditer(text):
+        if any(start <= match.start() < end for start, end in quoted):
+            continue  # a word of a title found whole above
         name = _POSSESSIVE.sub("", match.group().rstrip(".-'’"))
         words = name.split()
-        while words and words[0].lower() in _COMMON:  # "Thanks Melanie" -> "Melanie"
+        while words and _common(words[0]):  # "Thanks Melanie" -> "Melanie"
             words = words[1:]
-        while words and words[-1].lower() in _COMMON:
+        while words and _common(words[-1]):
             words = words[:-1]
-        if not words:
+        if not words or (len(words) == 1 and len(words[0]) < 2):  # "R&R", "A"
             continue
         name = " ".join(words)
         # One capitalized word opening a sentence is usually just the sentence's first word; it counts
         # when it labels a speaker ("Ann: ...") or the text names it elsewhere mid-sentence.
         at_start = _SENTENCE_START.search(text[: match.start()]) is not None
-        doubtful = len(name) < 2 or (at_start and not _followed_by_colon(text, match.end()))
+        doubtful = at_start and not _followed_by_colon(text, match.end())
         if len(words) == 1 and doubtful and not _named_mid_sentence(text, name):
             continue
         kind: MentionKind = "place" if _previous_word(text, match.start()) in _PLACE_CUES else "name"
         found.setdefault(key(name), Mention(name, kind))
     return list(found.values())
+
+
+def _common(word: str) -> bool:
+    return word.lower().replace("’", "'") in _COMMON
 
 
 def key(name: str) -> str:
