@@ -23,6 +23,7 @@ from mcp_memory.models import GRAPH_CHANGE
 from mcp_memory.search.when import prepare as prepare_time_words
 from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
+from mcp_memory.service.recall import default_floor
 from mcp_memory.service.summarizer import build_summarizer
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
@@ -80,6 +81,9 @@ async def open_service(
             settings.max_content_chars,
             revisions=learning.revisions if learning is not None else None,
             on_change=graph_changed,
+            similarity_floor=default_floor(embedder.spec.model)
+            if settings.learning.recall_min_similarity is None
+            else settings.learning.recall_min_similarity,
         )
         if learning is not None:
             learning.writer.on_written = graph.link_memory  # facts link to the entities they name

@@ -58,6 +58,7 @@ from mcp_memory.models import (
     utcnow,
 )
 from mcp_memory.service.graph_files import parse_memory_jsonl, render_memory_jsonl
+from mcp_memory.service.results import signals_of
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.graph_base import EntityKey, GraphStore
 from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
@@ -76,8 +77,6 @@ log = logging.getLogger(__name__)
 GraphListener = Callable[[str], Awaitable[None]]
 # Observations the hybrid side of search_nodes looks at, beyond the substring matches.
 _HYBRID_HITS = 20
-# A hybrid hit counts when search calibrates it at least this likely to be relevant.
-_HYBRID_MIN_SCORE = 0.5
 _CONTROL_OK_IN_TEXT = frozenset("\n\r\t")
 # How long this process trusts its list of an owner's entity names (another process may add some).
 _NAMES_SECONDS = 30.0
@@ -110,6 +109,8 @@ class KnowledgeGraph:
     max_content_chars: int
     revisions: RevisionStore | None = None
     on_change: GraphListener | None = None
+    # search_nodes adds an entity whose observation is at least this close to the query (cosine).
+    similarity_floor: float = 0.25
     # Per owner: a matcher of its entities' names and when it was read (link_memory).
     _names: dict[str, tuple[float, EntityMatcher]] = field(default_factory=dict, repr=False)
 
@@ -597,16 +598,18 @@ class KnowledgeGraph:
     ) -> list[GraphEntity]:
         """Entities whose observations the hybrid search finds (by meaning as well as words), best first,
         after the substring matches."""
-        vector = (await self.embedder.embed([query]))[0]
+        vector = [float(x) for x in (await self.embedder.embed([query]))[0]]
         hits = await self.long_term.search(
-            SearchQuery(user_id=owner, text=query, types=["observation"], limit=_HYBRID_HITS),
-            [float(x) for x in vector],
+            SearchQuery(user_id=owner, text=query, types=["observation"], limit=_HYBRID_HITS), vector
         )
+        # Close enough in meaning: the recall prompt's cosine floor for this embedder (service/recall.py).
+        signals = await signals_of(self.long_term, owner, query, vector, hits)
         by_name = {e.name: e for e in entities}
         found: list[GraphEntity] = []
-        for hit in hits:
+        for hit, signal in zip(hits, signals, strict=True):
             name = hit.memory.metadata.get("entity")
-            if hit.score >= _HYBRID_MIN_SCORE and name in by_name and name not in matched:
+            near = signal.cosine is not None and signal.cosine >= self.similarity_floor
+            if near and name in by_name and name not in matched:
                 matched.add(name)
                 found.append(by_name[name])
         return found

@@ -359,3 +359,22 @@ async def test_our_export_carries_the_graph_to_another_user(fast_settings: Setti
         assert await service.graph.read_graph("cy") == await service.graph.read_graph("ann")
         found = await service.search("cy", "tea", mode="text", types=["observation"])
         assert [h.content for h in found.results] == ["likes tea"]
+
+
+async def test_search_nodes_adds_what_the_local_model_finds_by_meaning_after_the_substring_matches(
+    settings: Settings,
+) -> None:
+    async with open_service(settings) as service:  # the real local embedder
+        assert service.graph is not None
+        await service.graph.create_entities(
+            "u",
+            [
+                person("Ada", "writes Python at work", "has a cat named Miso"),
+                person("Bob", "plays the violin in an orchestra"),
+                {"name": "Pet shop", "entityType": "place", "observations": ["sells fish food"]},
+            ],
+        )
+        found = await service.graph.search_nodes("u", "pet")
+        assert [e.name for e in found.entities] == ["Pet shop", "Ada"]  # substring first, then meaning
+        assert [e.name for e in (await service.graph.search_nodes("u", "musician")).entities] == ["Bob"]
+        assert (await service.graph.search_nodes("u", "quantum chromodynamics")).entities == []
