@@ -48,7 +48,7 @@ async def import_command(
             counts = await _graph(service).import_file(user, text, dry_run=dry_run)
             report = json.dumps(counts | {"dry_run": dry_run})
         elif form in CHAT_FORMATS:
-            imported = await service.import_conversations(user, text, form, dry_run=dry_run)  # type: ignore[arg-type]
+            imported = await service.import_conversations(user, text, form, dry_run=dry_run)
             report = imported.model_dump_json()
         else:
             report = (await service.import_memories(user, text, dry_run=dry_run)).model_dump_json()

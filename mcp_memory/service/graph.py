@@ -29,7 +29,7 @@ import logging
 import math
 import time
 import unicodedata
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -528,7 +528,7 @@ class KnowledgeGraph:
             raise InvalidInputError(f"limit {page.limit!r} is out of range: give a whole number from 1")
         return page.limit
 
-    def _times(self, count: int) -> Iterable[datetime]:
+    def _times(self, count: int) -> Iterator[datetime]:
         """Increasing times for the items of one call, so they keep the call's order."""
         start = utcnow()
         return iter([start + timedelta(microseconds=i) for i in range(count)])

@@ -37,6 +37,7 @@ TEAM_SPACES = [
 ]
 SPACE_THREAD = ResourceTemplateReference(uri="memory://spaces/{space}/threads/{thread_id}")
 MEMORY = ResourceTemplateReference(uri="memory://memories/{memory_id}")
+SPACE_GRAPH = "memory://spaces/team/knowledge-graph"
 
 
 class Team:
@@ -378,7 +379,7 @@ async def test_each_space_has_its_own_storage_quota(start_server: ServerStarter,
 
 
 async def _listen(server: NetworkServer, who: Credential, heard: Heard, *, task_status: Any) -> None:
-    uris = [thread_uri("plan", "team"), thread_uri(MARKER)]
+    uris = [thread_uri("plan", "team"), thread_uri(MARKER), SPACE_GRAPH]
     async with as_(server, who) as client, client.listen(resource_subscriptions=uris) as events:
         task_status.started()
         async for event in events:
@@ -394,7 +395,7 @@ async def _subscribe(server: NetworkServer, who: Credential, heard: Heard, *, ta
     async with http_client(server, who.token, mode="legacy", message_handler=on_message) as client:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # resources/subscribe: deprecated in the 2026 protocol
-            for uri in (thread_uri("plan", "team"), thread_uri(MARKER)):
+            for uri in (thread_uri("plan", "team"), thread_uri(MARKER), SPACE_GRAPH):
                 await client.subscribe_resource(uri)
         task_status.started()
         await anyio.sleep_forever()
@@ -413,6 +414,8 @@ async def test_a_change_in_a_space_reaches_each_subscribed_member_once_and_no_on
             await tg.start(_listen if path == "2026" else _subscribe, server, people[who], heard)
         async with as_(server, team.ann) as ann:
             await call(ann, "add_turn", thread_id="plan", role="user", content="one change", space="team")
+            entity = {"name": "Staging", "entityType": "service", "observations": []}
+            await call(ann, "create_entities", entities=[entity], space="team")  # the space's graph changed
         # Each then writes its own marker: heard, it proves every earlier event had its chance to arrive.
         for person in people.values():
             async with as_(server, person) as client:
@@ -424,6 +427,7 @@ async def test_a_change_in_a_space_reaches_each_subscribed_member_once_and_no_on
     for (who, path), heard in sessions.items():
         expected = 0 if who == "nora" else 1
         assert heard.uris.count(space_uri) == expected, (who, path, heard.uris)
+        assert heard.uris.count(SPACE_GRAPH) == expected, (who, path, heard.uris)
 
 
 async def test_an_edit_of_the_spaces_file_applies_to_the_next_request(

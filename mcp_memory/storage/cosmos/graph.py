@@ -293,7 +293,7 @@ class CosmosGraphStore:
         """The owner's graph documents of one kind, all or those whose `field` is one of `values`."""
         if values is not None and not values:
             return []
-        where, params = "", [{"name": "@type", "value": kind}]
+        where, params = "", list[dict[str, Any]]([{"name": "@type", "value": kind}])
         if field is not None:
             where = f" AND ARRAY_CONTAINS(@values, c.{field})"
             params.append({"name": "@values", "value": list(values or [])})
