@@ -79,6 +79,8 @@ async def _team_writes(server: NetworkServer, team: Team, secret: str) -> dict[s
         )
         fact = await call(ann, "remember", content=f"The team chose {secret} for Postgres", space="team")
         history = await call(ann, "memory_history", memory_id=fact["id"], space="team")
+        entity = {"name": "Staging", "entityType": "service", "observations": [f"{secret} listens on 5439"]}
+        await call(ann, "create_entities", entities=[entity], space="team")
     async with as_(server, team.olga) as olga:
         other = await call(
             olga, "add_turn", thread_id="plan", role="assistant", content=f"{secret} noted", space="team"
@@ -122,6 +124,28 @@ def _non_member_attempts(secret: str, ids: dict[str, Any], space: str) -> dict[s
         "extract_memories": [{"thread_id": "plan", "space": space}],
         "reconcile_memories": [{"space": space}],
         "list_memories": [{}, {"space": space}, {"thread_id": "plan", "include_superseded": True}],
+        "read_graph": [{}, {"space": space}],
+        "search_nodes": [{"query": secret}, {"query": secret, "space": space}],
+        "open_nodes": [{"names": ["Staging"]}, {"names": ["Staging"], "space": space}],
+        "create_entities": [
+            {"entities": [{"name": "Staging", "entityType": "x", "observations": []}], "space": space}
+        ],
+        "create_relations": [
+            {"relations": [{"from": "Staging", "to": "Nora", "relationType": "r"}], "space": space}
+        ],
+        "add_observations": [
+            {"observations": [{"entityName": "Staging", "contents": ["nora"]}], "space": space}
+        ],
+        "delete_observations": [
+            {
+                "deletions": [{"entityName": "Staging", "observations": [f"{secret} listens on 5439"]}],
+                "space": space,
+            }
+        ],
+        "delete_relations": [
+            {"relations": [{"from": "Staging", "to": "Nora", "relationType": "r"}], "space": space}
+        ],
+        "delete_entities": [{"entityNames": ["Staging"], "space": space}],
     }
 
 
@@ -185,6 +209,8 @@ async def test_members_share_a_space_and_a_non_member_never_sees_hears_or_infers
             f"{thread_uri('plan', 'team')}/summary",
             "memory://threads",
             "memory://facts",
+            "memory://knowledge-graph",
+            "memory://spaces/team/knowledge-graph",
         ]
         uris += [f"memory://memories/{ids[k]}" for k in ("turn", "fact", "olga_turn")]
         for uri in uris:
@@ -234,6 +260,8 @@ async def test_members_share_a_space_and_a_non_member_never_sees_hears_or_infers
             ("set_thread_data", {"thread_id": "plan", "data": {}}),
             ("update_memory", {"memory_id": ids["fact"], "content": "rita edits"}),
             ("import_memories", {"jsonl": "{}"}),
+            ("create_entities", {"entities": [{"name": "R", "entityType": "x", "observations": []}]}),
+            ("delete_entities", {"entityNames": ["Staging"]}),
         ):
             refusal = await call_error(client, tool, **arguments, space="team")
             assert f"{tool} needs the writer role in space 'team'; you are a reader there" in refusal
@@ -344,8 +372,9 @@ async def test_forget_user_takes_their_personal_memory_and_what_they_wrote_in_sp
         counted = await call(admin, "forget_user", user_id="ann", dry_run=True)
         receipt = await call(admin, "forget_user", user_id="ann")
     assert counted["long_term"] == receipt["long_term"]
-    # Her personal turn, her turn and fact in the space, and the space thread's summary built from it.
-    assert receipt["long_term"]["by_type"] == {"turn": 2, "fact": 1, "summary": 1}
+    # Her personal turn, her turn, fact and graph observation in the space, and the space thread's summary
+    # built from it.
+    assert receipt["long_term"]["by_type"] == {"turn": 2, "fact": 1, "summary": 1, "observation": 1}
     async with as_(server, team.olga) as olga:
         left = await call(olga, "list_memories", space="team", include_superseded=True)
         assert [(m["id"], m["author"]) for m in left["memories"]] == [(ids["olga_turn"], "olga")]
@@ -353,6 +382,9 @@ async def test_forget_user_takes_their_personal_memory_and_what_they_wrote_in_sp
         assert "staging is 5439" not in export and "chose curlew" not in export
         working = await call(olga, "get_working_memory", thread_id="plan", space="team")
         assert "5439" not in json.dumps(working)
+        # The entity stays the space's; her observation of it went.
+        graph = await call(olga, "read_graph", space="team")
+        assert graph["entities"] == [{"name": "Staging", "entityType": "service", "observations": []}]
     async with as_(server, team.ann) as ann:  # still a member: she sees only what others wrote there
         left = (await call(ann, "list_memories"))["memories"]
         assert [(m["id"], m["space"]) for m in left] == [(ids["olga_turn"], "team")]

@@ -49,7 +49,7 @@ async def test_memories_are_counted_on_the_utc_day_they_were_made(service: Memor
     daily = await memories_per_day(service.stores.long_term, USER, days=7, now=now)
 
     assert daily.days == [datetime(2026, 1, d, tzinfo=UTC).date() for d in range(4, 11)]
-    assert set(daily.counts) == {"turn", "summary", "fact", "user_summary"}
+    assert set(daily.counts) == {"turn", "summary", "fact", "user_summary", "observation"}
     assert daily.counts["turn"] == [0, 0, 1, 3, 0, 1, 0]
     assert daily.counts["fact"] == [0, 0, 0, 0, 0, 1, 1]  # the superseded one was still made that day
     assert daily.counts["summary"] == daily.counts["user_summary"] == [0] * 7
@@ -74,7 +74,7 @@ async def test_no_memories_is_a_row_of_zeros_for_every_type(service: MemoryServi
     now = utcnow()
     daily = await memories_per_day(service.stores.long_term, USER, now=now)
     assert len(daily.days) == 30 and daily.days[-1] == now.date()
-    assert daily.counts == {t: [0] * 30 for t in ("turn", "summary", "fact", "user_summary")}
+    assert daily.counts == {t: [0] * 30 for t in ("turn", "summary", "fact", "user_summary", "observation")}
     assert daily.scanned == 0 and not daily.truncated
 
 
