@@ -104,6 +104,19 @@ class LongTermSettings(BaseModel):
         description="sqlite: memory for the in-memory search indexes of one process, in MB (least"
         " recently used users' are dropped past it; ~3 MB per 1,000 memories).",
     )
+    ann_min_memories: int = Field(
+        default=50_000,
+        ge=0,
+        description="sqlite: from this many memories with vectors, a user's vector search uses an "
+        "approximate (HNSW) index beside the exact one; searches whose filters leave few memories stay "
+        "exact. 0 = always exact.",
+    )
+    ann_expansion: int = Field(
+        default=256,
+        ge=8,
+        description="sqlite: candidates the approximate index weighs per search (more: better recall, "
+        "slower).",
+    )
 
     @property
     def resolved_backend(self) -> Literal["sqlite", "cosmos"]:

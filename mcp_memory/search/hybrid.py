@@ -52,7 +52,9 @@ def fuse(
     if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
         return vectors.search(vector, pool, where)
     if query.fusion == "score":
-        keys, cosines = vectors.scores(vector, where)
+        # With an approximate index: its nearest rows, and the text hits' own cosines (exact).
+        named = np.fromiter((rowid for rowid, _ in text_hits), dtype=np.int64, count=len(text_hits))
+        keys, cosines = vectors.scores(vector, where, pool=pool, also=named)
         return score_fusion(
             text_hits,
             keys,

@@ -1,26 +1,45 @@
-"""An in-memory, brute-force vector index of one user's memories.
+"""An in-memory vector index of one user's memories: exact, and approximate once it is large.
 
-Exact cosine over a contiguous float32 matrix: no approximate index to keep consistent. The mat-vec
-reads the whole matrix, so in a large store it is where most of a hybrid search's time goes
-(bench/latency.py, docs/benchmarks.md); a smaller (float16 or int8) matrix would pay there.
+Exact cosine over a contiguous float32 matrix reads every vector per query, which is where most of a
+hybrid search's time goes in a large store (bench/latency.py, docs/benchmarks.md). From
+`ann_min_rows` live vectors on, an HNSW graph (search/ann.py) beside the matrix answers unfiltered and
+broadly filtered searches: its nearest rows, the rows the caller names (the text side's hits), and a
+fixed spread of rows for the scale of the cosines, each with its exact cosine from the matrix. A search
+whose filters leave few rows (one thread, a time window, facts only) stays exact, so its results do not
+change; what the graph returns is always checked against the rows' filters and activity, so a removed
+or superseded memory is never returned.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from mcp_memory.search.ann import ApproximateIndex
 from mcp_memory.search.rows import MemoryRows, RowFilter, best, resized
 
 # Gathering a row costs several times streaming it through the mat-vec (bench/latency.py), so the
 # candidates are gathered only when they are under a quarter of the rows.
 GATHER_COST = 4
+# With the graph, a search whose filters leave at most this many rows is still exact (a few ms).
+EXACT_AT_MOST = 20_000
+# Rows spread over the candidates whose exact cosines give the scale (minimum) that score fusion
+# normalizes by, as the whole collection's would.
+SCALE_SAMPLE = 1024
 
 
 class VectorIndex(MemoryRows):
-    def __init__(self, dimension: int) -> None:
+    def __init__(self, dimension: int, *, ann_min_rows: int = 0, ann_expansion: int = 256) -> None:
         super().__init__()
         self.dimension = dimension
+        self.ann_min_rows = ann_min_rows  # 0: always exact
+        self.ann_expansion = ann_expansion
         self._matrix = np.zeros((len(self._rowids), dimension), dtype=np.float32)
+        self._ann: ApproximateIndex | None = None
+        self._ann_saved: np.ndarray | None = None  # a frozen copy's graph, serialized when frozen
+
+    @property
+    def approximate(self) -> bool:
+        return self._ann is not None
 
     def upsert(
         self, rowid: int, vector: np.ndarray, *, thread_id: str | None, type: str, created: float
@@ -28,14 +47,42 @@ class VectorIndex(MemoryRows):
         """Add or rewrite an active memory's row (in place: a vector leaves no dead row behind)."""
         position = self._place(rowid, thread_id=thread_id, type=type, created=created)
         self._matrix[position] = vector
+        if self._ann is not None:
+            self._ann.add(np.asarray([rowid]), self._matrix[position : position + 1])
 
-    def scores(self, query: np.ndarray, where: RowFilter) -> tuple[np.ndarray, np.ndarray]:
-        """(rowids, cosines) of every active row passing the filter, in index order."""
+    def remove(self, rowid: int) -> None:
+        super().remove(rowid)
+        if self._ann is not None:
+            self._ann.remove(rowid)
+
+    def settle(self, *, threads: int = 2) -> None:
+        """Build the graph once the index has grown to `ann_min_rows` (blocking; after a build or a
+        batch of changes, not per row: one bulk insert is several times faster)."""
+        if self._ann is None and self.ann_min_rows and len(self) >= self.ann_min_rows:
+            live = self._live()
+            ann = ApproximateIndex(self.dimension, expansion=self.ann_expansion)
+            ann.add(self._rowids[live], self._matrix[live], threads=threads)
+            self._ann = ann
+
+    def scores(
+        self,
+        query: np.ndarray,
+        where: RowFilter,
+        *,
+        pool: int | None = None,
+        also: np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, cosines) of every active row passing the filter, in index order; with the graph and
+        a `pool`, of the graph's nearest rows passing it, the rows `also` names and a spread of rows for
+        the cosines' scale (every cosine exact)."""
         n = self._size
-        candidates = np.flatnonzero(self._mask(where))
+        mask = self._mask(where)
+        candidates = np.flatnonzero(mask)
         if candidates.size == 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         q = query.astype(np.float32, copy=False)
+        if self._ann is not None and pool is not None and candidates.size > EXACT_AT_MOST:
+            return self._approximate(q, mask, candidates, pool, also)
         if candidates.size * GATHER_COST < n:  # few rows (one thread, a time window): gather them
             cosines = self._matrix[candidates] @ q
         else:  # most rows: streaming the whole matrix through one mat-vec beats copying most of it
@@ -44,23 +91,58 @@ class VectorIndex(MemoryRows):
 
     def search(self, query: np.ndarray, limit: int, where: RowFilter) -> list[tuple[int, float]]:
         """(rowid, cosine) of the best `limit` active rows passing the filter, best first."""
-        rowids, cosines = self.scores(query, where)
+        rowids, cosines = self.scores(query, where, pool=limit)
         top = best(cosines, np.arange(rowids.size), limit)
         return [(int(rowids[i]), float(cosines[i])) for i in top]
 
+    def _approximate(
+        self, q: np.ndarray, mask: np.ndarray, candidates: np.ndarray, pool: int, also: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        assert self._ann is not None
+        # Asked for more than the pool: what the filters or a removal drop leaves enough.
+        share = candidates.size / max(1, len(self))
+        wanted = min(len(self._ann), int(pool * 2 / max(share, 0.05)) + 16)
+        keys, _ = self._ann.search(q, wanted)
+        found = np.fromiter((self._position.get(int(k), -1) for k in keys), dtype=np.int64, count=keys.size)
+        found = found[found >= 0]
+        found = found[mask[found]]
+        if found.size < min(pool, candidates.size):  # the filters left too few: exact over them all
+            return self._rowids[candidates], self._matrix[candidates] @ q
+        spread = candidates[
+            np.linspace(0, candidates.size - 1, min(SCALE_SAMPLE, candidates.size)).astype(np.int64)
+        ]
+        named = np.zeros(0, dtype=np.int64)
+        if also is not None and also.size:
+            named = np.fromiter(
+                (self._position.get(int(r), -1) for r in also), dtype=np.int64, count=also.size
+            )
+            named = named[named >= 0]
+            named = named[mask[named]]
+        positions = np.unique(np.concatenate([found, spread, named]))
+        return self._rowids[positions], self._matrix[positions] @ q
+
     def nbytes(self) -> int:
-        return self._rows_nbytes() + self._matrix.nbytes
+        graph = self._ann.nbytes() if self._ann is not None else 0
+        return self._rows_nbytes() + self._matrix.nbytes + graph
 
     def columns(self) -> dict[str, np.ndarray]:
         live = self._live()
-        return {**self._row_columns(live), "matrix": self._matrix[live]}
+        columns = {**self._row_columns(live), "matrix": self._matrix[live]}
+        graph = self._ann_saved if self._ann_saved is not None else None
+        if graph is None and self._ann is not None:
+            graph = self._ann.serialized()
+        if graph is not None:
+            columns["graph"] = graph
+        return columns
 
     def frozen(self) -> VectorIndex:
         copy = super().frozen()
         # A rewritten vector (and its row's thread, type, time) is written in place, so the copy's may
         # be newer than the moment it was taken: harmless for a snapshot, whose reader catches up on
-        # that rewrite anyway.
+        # that rewrite anyway. The graph changes in place too: it is serialized now, as it stands.
         copy._matrix = self._matrix[: self._size]
+        copy._ann = None
+        copy._ann_saved = self._ann.serialized() if self._ann is not None else None
         return copy
 
     def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
@@ -72,9 +154,19 @@ class VectorIndex(MemoryRows):
         # Adopted, not copied (150 MB at 100k memories): the index grows it into a new array anyway.
         self._matrix = np.require(matrix, dtype=np.float32, requirements=["C", "W"])
         super()._load_row_columns(columns)
+        graph = columns.get("graph")
+        if graph is not None and self.ann_min_rows:
+            self._ann = ApproximateIndex.restored(graph, self.dimension, expansion=self.ann_expansion)
+            if len(self._ann) != len(self):
+                raise ValueError(f"a graph of {len(self._ann)} vectors for {len(self)} rows")
+        self.settle()
 
     def _init_args(self) -> dict[str, int]:
-        return {"dimension": self.dimension}
+        return {
+            "dimension": self.dimension,
+            "ann_min_rows": self.ann_min_rows,
+            "ann_expansion": self.ann_expansion,
+        }
 
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)

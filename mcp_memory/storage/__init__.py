@@ -93,6 +93,8 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                         db,
                         embedding,
                         index_memory=settings.long_term.index_memory_mb * 2**20,
+                        ann_min_memories=settings.long_term.ann_min_memories,
+                        ann_expansion=settings.long_term.ann_expansion,
                         max_stored_bytes=settings.security.max_stored_bytes,
                     )
                 )

@@ -373,3 +373,30 @@ async def test_closing_the_file_waits_for_a_read_whose_task_was_cancelled(
         with pytest.raises(asyncio.CancelledError):
             await task
     # Reaching this line is the test: the process did not crash, and the read ran to its end first.
+
+
+async def test_a_large_user_s_vectors_get_an_approximate_index_that_snapshots_keep(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_memory.search import vector_index
+
+    monkeypatch.setattr(vector_index, "EXACT_AT_MOST", 10)  # at this size every search is approximate
+    path = tmp_path / "memory.db"
+    words = ["kayak", "violin", "garden", "comet", "harbour", "lantern", "meadow", "quartz"]
+    texts = [f"{words[i % 8]} note {i} about {words[(i * 3) % 8]}" for i in range(120)]
+    async with opened(path, ann_min_memories=100) as store:
+        await store.put([memory("ann", f"m{i}", text) for i, text in enumerate(texts)])
+        assert (await vector_ids(store, "ann", texts[7]))[0] == "m7"
+        async with store.indexes.current("ann") as index:
+            assert index.vectors.approximate
+        await store.forget(Scope(user_id="ann", memory_id="m7"))
+        assert "m7" not in await vector_ids(store, "ann", texts[7])  # gone at once, graph or not
+        await store.indexes.snapshot("ann")
+        await snapshots_written(store)
+    async with opened(path, ann_min_memories=100) as again:  # another process: loads, does not build
+        assert (await vector_ids(again, "ann", texts[9]))[0] == "m9"
+        assert again.indexes.stats.loads == 1 and again.indexes.stats.builds == 0
+        async with again.indexes.current("ann") as index:
+            assert index.vectors.approximate and len(index.vectors) == 119
+        hybrid = SearchQuery(user_id="ann", text=texts[12], mode="hybrid")
+        assert [h.memory.id for h in await again.search(hybrid, embed(texts[12]))][0] == "m12"

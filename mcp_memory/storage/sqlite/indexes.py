@@ -102,16 +102,31 @@ class UserIndex:
             self.text = self.text.compacted()
         if self.vectors.dead > max(1000, len(self.vectors) // 4):
             self.vectors = self.vectors.compacted()
+        self.vectors.settle()  # grown past the approximate index's threshold: build it now
 
     def nbytes(self) -> int:
         return self.text.nbytes() + self.vectors.nbytes()
 
 
 class SearchIndexes:
-    def __init__(self, db: SqliteDatabase, embedding: EmbeddingSpec, *, memory_budget: int) -> None:
+    def __init__(
+        self,
+        db: SqliteDatabase,
+        embedding: EmbeddingSpec,
+        *,
+        memory_budget: int,
+        ann_min_rows: int = 0,
+        ann_expansion: int = 256,
+    ) -> None:
         self._db = db
         self._spec = embedding
         self._budget = memory_budget
+        # How each user's VectorIndex is made: exact, and approximate from ann_min_rows vectors on.
+        self._vector_args = {
+            "dimension": embedding.dimension,
+            "ann_min_rows": ann_min_rows,
+            "ann_expansion": ann_expansion,
+        }
         self._snapshots = SnapshotFolder.beside(db.path)
         self._file_id = ""
         self._users: OrderedDict[str, UserIndex] = OrderedDict()  # least recently used first
@@ -122,9 +137,17 @@ class SearchIndexes:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, db: SqliteDatabase, embedding: EmbeddingSpec, *, memory_budget: int
+        cls,
+        db: SqliteDatabase,
+        embedding: EmbeddingSpec,
+        *,
+        memory_budget: int,
+        ann_min_rows: int = 0,
+        ann_expansion: int = 256,
     ) -> AsyncIterator[SearchIndexes]:
-        indexes = cls(db, embedding, memory_budget=memory_budget)
+        indexes = cls(
+            db, embedding, memory_budget=memory_budget, ann_min_rows=ann_min_rows, ann_expansion=ann_expansion
+        )
         indexes._file_id = await db.read(_file_id)
         try:
             yield indexes
@@ -200,7 +223,7 @@ class SearchIndexes:
         def indexes() -> UserIndex | None:
             try:
                 text = TextIndex.from_columns(snapshot.text)
-                vectors = VectorIndex.from_columns(snapshot.vectors, dimension=self._spec.dimension)
+                vectors = VectorIndex.from_columns(snapshot.vectors, **self._vector_args)
             except (KeyError, IndexError, ValueError, TypeError) as e:  # arrays that do not fit together
                 log.warning(
                     "search index snapshot of %s ignored (%s); the index is built from the file", user_id, e
@@ -231,7 +254,7 @@ class SearchIndexes:
         return index
 
     def _index_from_rows(self, user_id: str, seq: int, rows: Sequence[tuple[Any, ...]]) -> UserIndex:
-        vectors = VectorIndex(self._spec.dimension)
+        vectors = VectorIndex(**self._vector_args)
         vectors.reserve(len(rows))
         documents = []
         for row in rows:  # active rows only (_read_all)
@@ -240,6 +263,7 @@ class SearchIndexes:
             if vector is not None:
                 vectors.upsert(document.rowid, vector, **_columns(document))
             documents.append(document)
+        vectors.settle()  # the approximate index, in one bulk insert, when the user has enough vectors
         return UserIndex(user_id, TextIndex.of(documents), vectors, seq)
 
     # ---- catching up ---------------------------------------------------------------------------

@@ -67,9 +67,17 @@ class SqliteLongTermStore:
         embedding: EmbeddingSpec,
         *,
         index_memory: int = DEFAULT_INDEX_MEMORY,
+        ann_min_memories: int = 0,
+        ann_expansion: int = 256,
         max_stored_bytes: int | None = None,
     ) -> AsyncIterator[SqliteLongTermStore]:
-        async with SearchIndexes.open(db, embedding, memory_budget=index_memory) as indexes:
+        async with SearchIndexes.open(
+            db,
+            embedding,
+            memory_budget=index_memory,
+            ann_min_rows=ann_min_memories,
+            ann_expansion=ann_expansion,
+        ) as indexes:
             store = cls(db, embedding, indexes, max_stored_bytes=max_stored_bytes)
             await db.write(store._check_embedding_spec)
             yield store

@@ -1,0 +1,246 @@
+"""The embedded store at scale: vector, hybrid and text search, recall of the approximate vector index
+against exact search, first search after opening, RSS and bytes on disk.
+
+    .venv/bin/python bench/scale.py --locomo ../shared/data/locomo/locomo_dev.json --sizes 10000 100000
+    .venv/bin/python bench/scale.py --locomo ... --sizes 100000 --ann-min-memories 0   # exact only
+
+The store is filled fast and documented as such: synthetic turns (LoCoMo turn texts, repeated, each with
+its two previous texts as context, 100 to a thread) with precomputed vectors, written in batches through
+the store's own write path (`SqliteLongTermStore.put`), not through add_turn and the embedder. The vectors
+are clustered (2,000 centres of Zipf-like sizes plus noise, 384 dimensions, unit length), as in
+../shared/research/vector-indexes.md: uniform random vectors have no near neighbours to find. Queries are
+LoCoMo questions with vectors drawn the same way (not stored ones). Recall@10 compares the store's vector
+search with an exact search (numpy, float32) over the same vectors. One BLAS thread, as the server.
+Numbers are wall-clock on this machine; nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from threadpoolctl import threadpool_limits
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _corpus import locomo
+from latency import percentiles, rss_mb
+
+from mcp_memory.config import LongTermSettings
+from mcp_memory.models import EmbeddingSpec, Memory, SearchQuery
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+
+DIMENSION = 384
+CENTRES = 2000
+SEARCHES = 200
+USER = "bench"
+SPEC = EmbeddingSpec(model="bench", dimension=DIMENSION)
+
+
+class Clusters:
+    """Clustered unit vectors: Zipf-like cluster sizes, anisotropic noise (as the research measured)."""
+
+    def __init__(self, seed: int) -> None:
+        rng = np.random.default_rng(seed)
+        centres = rng.standard_normal((CENTRES, DIMENSION)).astype(np.float32)
+        self.centres = centres / np.linalg.norm(centres, axis=1, keepdims=True)
+        weights = 1.0 / np.arange(1, CENTRES + 1) ** 0.8
+        self.weights = weights / weights.sum()
+        self.scale = (0.6 + 0.8 * rng.random(DIMENSION)).astype(np.float32)
+
+    def draw(self, count: int, rng: np.random.Generator) -> np.ndarray:
+        picked = self.centres[rng.choice(CENTRES, size=count, p=self.weights)]
+        noise = rng.standard_normal((count, DIMENSION)).astype(np.float32) * self.scale * 0.045
+        vectors = picked + noise
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def turns(texts: list[str], start: int, count: int, vectors: np.ndarray) -> Iterator[Memory]:
+    began = datetime(2024, 1, 1, tzinfo=UTC)
+    for offset in range(count):
+        i = start + offset
+        yield Memory(
+            id=f"m{i}",
+            user_id=USER,
+            thread_id=f"t{i // 100}",
+            role="user",
+            type="turn",
+            content=texts[i % len(texts)],
+            index_context=f"{texts[(i - 1) % len(texts)]} {texts[(i - 2) % len(texts)]}",
+            embedding=vectors[offset].tolist(),
+            created_at=began + timedelta(minutes=i),
+            token_count=20,
+        )
+
+
+def disk_mb(path: Path) -> float:
+    files = [path, *path.parent.glob(path.name + "-*"), *(path.parent / (path.name + "-index")).glob("*")]
+    return sum(f.stat().st_size for f in files if f.is_file()) / 2**20
+
+
+async def timed(store: SqliteLongTermStore, queries: list[SearchQuery], vectors: np.ndarray) -> list[float]:
+    times = []
+    for query, vector in zip(queries, vectors, strict=True):
+        began = time.perf_counter()
+        await store.search(query, vector.tolist() if query.mode != "text" else None)
+        times.append(time.perf_counter() - began)
+    return times
+
+
+async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
+    texts, questions = locomo(args.locomo)
+    clusters = Clusters(seed=3)
+    rng = np.random.default_rng(4)
+    query_vectors = clusters.draw(SEARCHES, np.random.default_rng(5))
+    ann = {"ann_min_memories": args.ann_min_memories, "ann_expansion": args.ann_expansion}
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-scale-", dir=args.scratch) as scratch:
+        path = Path(scratch) / "memory.db"
+        stored: list[np.ndarray] = []
+        count = 0
+        async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, SPEC, **ann) as store:
+            for size in args.sizes:
+                began = time.perf_counter()
+                while count < size:
+                    batch = min(5000, size - count)
+                    vectors = clusters.draw(batch, rng)
+                    stored.append(vectors)
+                    await store.put(list(turns(texts, count, batch, vectors)))
+                    count += batch
+                fill_s = time.perf_counter() - began
+                began = time.perf_counter()
+                probe = SearchQuery(user_id=USER, text=questions[0], mode="hybrid")
+                await store.search(probe, query_vectors[0].tolist())  # builds or catches up: timed apart
+                index_s = time.perf_counter() - began
+                await store.indexes.snapshot(USER)
+                await store.indexes.saved()
+                by_mode: dict[str, dict[str, float]] = {}
+                for mode in ("vector", "hybrid", "text"):
+                    queries = [
+                        SearchQuery(user_id=USER, text=questions[k * 7 % len(questions)], mode=mode, limit=10)
+                        for k in range(SEARCHES)
+                    ]
+                    by_mode[mode] = percentiles(await timed(store, queries, query_vectors))
+                matrix = np.concatenate(stored)
+                recall = []
+                for k in range(SEARCHES):
+                    query = SearchQuery(user_id=USER, text=questions[0], mode="vector", limit=10)
+                    found = {h.memory.id for h in await store.search(query, query_vectors[k].tolist())}
+                    exact = np.argpartition(-(matrix @ query_vectors[k]), 10)[:10]
+                    recall.append(len(found & {f"m{i}" for i in exact}) / 10)
+                async with store.indexes.current(USER) as index:
+                    approximate = index.vectors.approximate
+                row = {
+                    "memories": count,
+                    "approximate": approximate,
+                    "fill_s": round(fill_s, 1),
+                    "index_s": round(index_s, 1),
+                    "search_ms": by_mode,
+                    "vector_recall_at_10": round(float(np.mean(recall)), 3),
+                    "rss_mb": round(rss_mb()),
+                    "disk_mb": round(disk_mb(path)),
+                    "first_search": first_search_elsewhere(path, questions[1], query_vectors[1], ann),
+                }
+                rows.append(row)
+                print(json.dumps(row), file=sys.stderr, flush=True)
+    return rows
+
+
+def first_search_elsewhere(
+    path: Path, question: str, vector: np.ndarray, ann: dict[str, int]
+) -> dict[str, float]:
+    """A new process opening the same file: seconds to its first hybrid search answer, and its RSS after."""
+    child = subprocess.run(
+        [
+            sys.executable,
+            __file__,
+            "--first-search",
+            str(path),
+            question,
+            json.dumps(vector.tolist()),
+            json.dumps(ann),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
+    )
+    return dict(json.loads(child.stdout.strip().splitlines()[-1]))
+
+
+async def first_search(path: Path, question: str, vector: list[float], ann: dict[str, int]) -> None:
+    began = time.perf_counter()
+    async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, SPEC, **ann) as store:
+        await store.search(SearchQuery(user_id=USER, text=question, mode="hybrid"), vector)
+        seconds = time.perf_counter() - began
+        print(
+            json.dumps(
+                {"seconds": round(seconds, 3), "rss_mb": round(rss_mb()), "loads": store.indexes.stats.loads}
+            )
+        )
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(
+        "| memories | vector index | vector p50 / p95 ms | hybrid p50 / p95 ms | text p50 / p95 ms | recall@10 "
+        "| first search s | RSS MB | disk MB | fill s | index s |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        m = r["search_ms"]
+        cells = " | ".join(
+            f"{m[k]['p50_ms']:.1f} / {m[k]['p95_ms']:.1f}" for k in ("vector", "hybrid", "text")
+        )
+        kind = "approximate" if r["approximate"] else "exact"
+        print(
+            f"| {r['memories']:,} | {kind} | {cells} | {r['vector_recall_at_10']:.3f} | {r['first_search']['seconds']:.2f} "
+            f"| {r['rss_mb']:,} | {r['disk_mb']:,} | {r['fill_s']} | {r['index_s']} |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--locomo", help="path to locomo_dev.json (its turn texts and questions)")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
+    parser.add_argument(
+        "--ann-min-memories",
+        dest="ann_min_memories",
+        type=int,
+        default=LongTermSettings.model_fields["ann_min_memories"].default,
+    )
+    parser.add_argument(
+        "--ann-expansion",
+        dest="ann_expansion",
+        type=int,
+        default=LongTermSettings.model_fields["ann_expansion"].default,
+    )
+    parser.add_argument("--scratch", default=None, help="where the temporary data dir goes")
+    parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument("--first-search", nargs=4, help=argparse.SUPPRESS)  # the child process
+    args = parser.parse_args()
+    threadpool_limits(1)
+    if args.first_search:
+        path, question, vector, ann = args.first_search
+        asyncio.run(first_search(Path(path), question, json.loads(vector), json.loads(ann)))
+        return
+    rows = asyncio.run(run(args))
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,77 @@
+"""An approximate nearest-neighbour index (HNSW, usearch) over one user's vectors, keyed by rowid.
+
+Exact search reads every vector per query: at a million memories that is 1.5 GB of float32 through a
+mat-vec, 150 ms on two cores. An HNSW graph answers from a few thousand of them. usearch was chosen
+from the libraries measured on this machine (../shared/research/vector-indexes.md, docs/architecture.md):
+Apache-2.0, wheels for Linux, macOS and Windows, removal of single vectors (faiss's HNSW has none),
+a file it can save and restore, and half-precision storage at the recall of float32.
+
+Vectors are stored as float16 (half the memory, recall as float32 on the measured data); the search
+widens its candidate list (`expansion`) for the recall the README reports. The graph never decides
+alone what a search returns: the caller drops what its filters exclude and what was removed, and
+gathers exact cosines where it needs them (vector_index.py).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from usearch.index import Index
+
+CONNECTIVITY = 16  # edges per node: the library's default
+EXPANSION_ADD = 128  # candidate list while inserting: a better graph for a slower build
+
+
+class ApproximateIndex:
+    def __init__(self, dimension: int, *, expansion: int) -> None:
+        self.dimension = dimension
+        self._index = Index(
+            ndim=dimension,
+            metric="ip",  # vectors are unit length: inner product is the cosine
+            dtype="f16",
+            connectivity=CONNECTIVITY,
+            expansion_add=EXPANSION_ADD,
+            expansion_search=expansion,
+        )
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def add(self, rowids: np.ndarray, vectors: np.ndarray, *, threads: int = 1) -> None:
+        """Add (or replace) these rows' vectors."""
+        keys = rowids.astype(np.uint64, copy=False)
+        present = np.asarray(self._index.contains(keys), dtype=bool).reshape(-1)
+        for key in keys[present]:
+            self._index.remove(int(key))
+        self._index.add(keys, np.asarray(vectors, dtype=np.float32), threads=threads)
+
+    def remove(self, rowid: int) -> None:
+        if self._index.contains(rowid):
+            self._index.remove(rowid)
+
+    def search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """(rowids, cosines) of about the `count` nearest rows, nearest first."""
+        if len(self._index) == 0 or count <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        found = self._index.search(np.asarray(query, dtype=np.float32), min(count, len(self._index)))
+        keys = np.asarray(found.keys, dtype=np.int64)
+        cosines = 1.0 - np.asarray(found.distances, dtype=np.float32)  # "ip" distance is 1 - dot
+        return keys, cosines
+
+    def nbytes(self) -> int:
+        return int(self._index.memory_usage)
+
+    def serialized(self) -> np.ndarray:
+        """The whole index as bytes (a snapshot's array)."""
+        saved = self._index.save()
+        assert saved is not None  # saved to no path: the bytes come back
+        return np.frombuffer(bytes(saved), dtype=np.uint8)
+
+    @classmethod
+    def restored(cls, data: np.ndarray, dimension: int, *, expansion: int) -> ApproximateIndex:
+        index = cls(dimension, expansion=expansion)
+        index._index.load(np.ascontiguousarray(data, dtype=np.uint8).tobytes())
+        if index._index.ndim != dimension:
+            raise ValueError(f"an approximate index of {index._index.ndim} dimensions, not {dimension}")
+        # The file keeps the expansion it was saved with; the setting wins (usearch types it read-only).
+        index._index.expansion_search = expansion  # type: ignore[misc]
+        return index
