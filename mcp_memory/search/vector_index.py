@@ -33,7 +33,10 @@ class VectorIndex(MemoryRows):
         self.dimension = dimension
         self.ann_min_rows = ann_min_rows  # 0: always exact
         self.ann_expansion = ann_expansion
+        # Rows [0, len(_matrix)) are in _matrix (mapped from a snapshot after a load), the rest in _tail,
+        # which grows: growing never copies the mapped rows into memory.
         self._matrix = np.zeros((len(self._rowids), dimension), dtype=np.float32)
+        self._tail = np.zeros((0, dimension), dtype=np.float32)
         self._ann: ApproximateIndex | None = None
         self._ann_saved: np.ndarray | None = None  # a frozen copy's graph, serialized when frozen
 
@@ -46,9 +49,13 @@ class VectorIndex(MemoryRows):
     ) -> None:
         """Add or rewrite an active memory's row (in place: a vector leaves no dead row behind)."""
         position = self._place(rowid, thread_id=thread_id, type=type, created=created)
-        self._matrix[position] = vector
+        base = len(self._matrix)
+        if position < base:
+            self._matrix[position] = vector
+        else:
+            self._tail[position - base] = vector
         if self._ann is not None:
-            self._ann.add(np.asarray([rowid]), self._matrix[position : position + 1])
+            self._ann.add(np.asarray([rowid]), self._vectors(np.asarray([position])))
 
     def remove(self, rowid: int) -> None:
         super().remove(rowid)
@@ -61,7 +68,7 @@ class VectorIndex(MemoryRows):
         if self._ann is None and self.ann_min_rows and len(self) >= self.ann_min_rows:
             live = self._live()
             ann = ApproximateIndex(self.dimension, expansion=self.ann_expansion)
-            ann.add(self._rowids[live], self._matrix[live], threads=threads)
+            ann.add(self._rowids[live], self._vectors(live), threads=threads)
             self._ann = ann
 
     def scores(
@@ -84,9 +91,9 @@ class VectorIndex(MemoryRows):
         if self._ann is not None and pool is not None and candidates.size > EXACT_AT_MOST:
             return self._approximate(q, mask, candidates, pool, also)
         if candidates.size * GATHER_COST < n:  # few rows (one thread, a time window): gather them
-            cosines = self._matrix[candidates] @ q
+            cosines = self._vectors(candidates) @ q
         else:  # most rows: streaming the whole matrix through one mat-vec beats copying most of it
-            cosines = (self._matrix[:n] @ q)[candidates]
+            cosines = self._all_cosines(q, n)[candidates]
         return self._rowids[candidates], cosines
 
     def search(self, query: np.ndarray, limit: int, where: RowFilter) -> list[tuple[int, float]]:
@@ -107,7 +114,7 @@ class VectorIndex(MemoryRows):
         found = found[found >= 0]
         found = found[mask[found]]
         if found.size < min(pool, candidates.size):  # the filters left too few: exact over them all
-            return self._rowids[candidates], self._matrix[candidates] @ q
+            return self._rowids[candidates], self._all_cosines(q, self._size)[candidates]
         spread = candidates[
             np.linspace(0, candidates.size - 1, min(SCALE_SAMPLE, candidates.size)).astype(np.int64)
         ]
@@ -119,15 +126,35 @@ class VectorIndex(MemoryRows):
             named = named[named >= 0]
             named = named[mask[named]]
         positions = np.unique(np.concatenate([found, spread, named]))
-        return self._rowids[positions], self._matrix[positions] @ q
+        return self._rowids[positions], self._vectors(positions) @ q
+
+    def _vectors(self, positions: np.ndarray) -> np.ndarray:
+        """The rows' vectors, from the mapped block and the grown one."""
+        base = len(self._matrix)
+        if positions.size == 0 or int(positions.max()) < base:
+            gathered: np.ndarray = self._matrix[positions]
+            return gathered
+        rows = np.empty((positions.size, self.dimension), dtype=np.float32)
+        low = positions < base
+        rows[low] = self._matrix[positions[low]]
+        rows[~low] = self._tail[positions[~low] - base]
+        return rows
+
+    def _all_cosines(self, q: np.ndarray, n: int) -> np.ndarray:
+        """Every row's cosine with q, positions [0, n)."""
+        base = len(self._matrix)
+        if n <= base:
+            cosines: np.ndarray = self._matrix[:n] @ q
+            return cosines
+        return np.concatenate([self._matrix @ q, self._tail[: n - base] @ q])
 
     def nbytes(self) -> int:
         graph = self._ann.nbytes() if self._ann is not None else 0
-        return self._rows_nbytes() + self._matrix.nbytes + graph
+        return self._rows_nbytes() + self._matrix.nbytes + self._tail.nbytes + graph
 
     def columns(self) -> dict[str, np.ndarray]:
         live = self._live()
-        columns = {**self._row_columns(live), "matrix": self._matrix[live]}
+        columns = {**self._row_columns(live), "matrix": self._vectors(live)}
         graph = self._ann_saved if self._ann_saved is not None else None
         if graph is None and self._ann is not None:
             graph = self._ann.serialized()
@@ -141,6 +168,7 @@ class VectorIndex(MemoryRows):
         # be newer than the moment it was taken: harmless for a snapshot, whose reader catches up on
         # that rewrite anyway. The graph changes in place too: it is serialized now, as it stands.
         copy._matrix = self._matrix[: self._size]
+        copy._tail = self._tail[: max(0, self._size - len(self._matrix))]
         copy._ann = None
         copy._ann_saved = self._ann.serialized() if self._ann is not None else None
         return copy
@@ -153,6 +181,7 @@ class VectorIndex(MemoryRows):
             )
         # Adopted, not copied (150 MB at 100k memories): the index grows it into a new array anyway.
         self._matrix = np.require(matrix, dtype=np.float32, requirements=["C", "W"])
+        self._tail = np.zeros((0, self.dimension), dtype=np.float32)
         super()._load_row_columns(columns)
         graph = columns.get("graph")
         if graph is not None and self.ann_min_rows:
@@ -170,4 +199,5 @@ class VectorIndex(MemoryRows):
 
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)
-        self._matrix = resized(self._matrix, capacity)
+        # The mapped block stays as it is (a load sets capacity to its rows); only the tail grows.
+        self._tail = resized(self._tail, max(0, capacity - len(self._matrix)))

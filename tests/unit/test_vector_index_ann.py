@@ -118,3 +118,22 @@ def test_a_snapshot_carries_the_graph(data: tuple[np.ndarray, np.ndarray]) -> No
     broken = dict(columns, graph=filled(vectors[:1500], ann_min_rows=1000).columns()["graph"])
     with pytest.raises(ValueError, match="graph of 1500 vectors"):
         VectorIndex.from_columns(broken, dimension=DIM, ann_min_rows=1000, ann_expansion=128)
+
+
+def test_rows_added_after_a_load_go_beside_the_loaded_block(data: tuple[np.ndarray, np.ndarray]) -> None:
+    vectors, queries = data
+    loaded = VectorIndex.from_columns(filled(vectors[:2000], ann_min_rows=0).columns(), dimension=DIM)
+    block = loaded._matrix
+    for i in range(2000, N):
+        loaded.upsert(
+            10 + i, vectors[i], thread_id=f"t{i % 30}", type="turn" if i % 10 else "fact", created=float(i)
+        )
+    assert loaded._matrix is block  # the loaded (mapped) rows were not copied to grow
+    whole = filled(vectors, ann_min_rows=0)
+    for query in queries[:10]:
+        for where in (RowFilter(), RowFilter(thread_id="t4")):
+            assert loaded.search(query, 10, where) == whole.search(query, 10, where)
+    loaded.upsert(10 + 2500, -vectors[0], thread_id="t0", type="turn", created=0.0)  # rewritten in the tail
+    assert loaded.search(-vectors[0], 1, RowFilter())[0][0] == 10 + 2500
+    again = VectorIndex.from_columns(loaded.frozen().columns(), dimension=DIM)
+    assert again.search(queries[0], 10, RowFilter()) == loaded.search(queries[0], 10, RowFilter())
