@@ -180,21 +180,31 @@ def first_search_elsewhere(
 
 
 async def first_search(path: Path, question: str, vector: list[float], ann: dict[str, int]) -> None:
+    """The child: open, search once (timed), then 100 more searches: a serving process's RSS."""
     began = time.perf_counter()
     async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, SPEC, **ann) as store:
         await store.search(SearchQuery(user_id=USER, text=question, mode="hybrid"), vector)
         seconds = time.perf_counter() - began
-        print(
-            json.dumps(
-                {"seconds": round(seconds, 3), "rss_mb": round(rss_mb()), "loads": store.indexes.stats.loads}
-            )
-        )
+        first_rss = rss_mb()
+        rng = np.random.default_rng(6)
+        for _ in range(100):
+            other = rng.standard_normal(DIMENSION).astype(np.float32)
+            query = SearchQuery(user_id=USER, text=question, mode="hybrid")
+            await store.search(query, (other / np.linalg.norm(other)).tolist())
+        report = {
+            "seconds": round(seconds, 3),
+            "rss_mb_after_first": round(first_rss),
+            "rss_mb_serving": round(rss_mb()),
+            "loads": store.indexes.stats.loads,
+            "builds": store.indexes.stats.builds,
+        }
+        print(json.dumps(report))
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         "| memories | vector index | vector p50 / p95 ms | hybrid p50 / p95 ms | text p50 / p95 ms | recall@10 "
-        "| first search s | RSS MB | disk MB | fill s | index s |"
+        "| first search s | serving RSS MB | disk MB | fill s | index s |"
     )
     print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
@@ -205,7 +215,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         kind = "approximate" if r["approximate"] else "exact"
         print(
             f"| {r['memories']:,} | {kind} | {cells} | {r['vector_recall_at_10']:.3f} | {r['first_search']['seconds']:.2f} "
-            f"| {r['rss_mb']:,} | {r['disk_mb']:,} | {r['fill_s']} | {r['index_s']} |"
+            f"| {r['first_search']['rss_mb_serving']:,} | {r['disk_mb']:,} | {r['fill_s']} | {r['index_s']} |"
         )
 
 
