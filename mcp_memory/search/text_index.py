@@ -36,6 +36,12 @@ from mcp_memory.search.rows import MemoryRows, RowFilter, best, packed_names, re
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
 MIN_IDF = 1e-6
+# A term in more rows than this (a common word in a large store) is scored from its best entries: the
+# BEST_ENTRIES rows where it weighs most, kept per term and refreshed as the index changes, plus every
+# entry appended since. Its idf is low, so the rows it alone would lift are not the best matches of a
+# query; reading all of its entries is what made text search grow with the store.
+LONG_POSTINGS = 50_000
+BEST_ENTRIES = 20_000
 
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as unicode61 splits
 _STEMMER = Stemmer.Stemmer("porter")
@@ -91,12 +97,25 @@ class _Postings:
         self.size += 1
 
 
+class _Best(NamedTuple):
+    """A long term's best entries among its first `upto`, as weighed with `context_weight` and `average`."""
+
+    upto: int
+    context_weight: float
+    average: float
+    positions: np.ndarray
+    weights: np.ndarray  # each entry's BM25 term-frequency part
+    frequency: int  # active rows among the first `upto` entries
+
+
 class TextIndex(MemoryRows):
     def __init__(self) -> None:
         super().__init__()
         self._lengths = np.zeros(len(self._rowids), dtype=np.float32)
         self._postings: dict[str, _Postings] = {}
         self._posting_count = 0  # entries over every term, dead rows' too (for nbytes)
+        self._length_total = 0.0  # of the active rows: their average is BM25's avg|d|
+        self._best: dict[str, _Best] = {}
 
     @classmethod
     def of(cls, documents: Sequence[Document]) -> TextIndex:
@@ -132,6 +151,7 @@ class TextIndex(MemoryRows):
                 position_of[start:end].astype(np.int32), content[start:end].copy(), context[start:end].copy()
             )
         index._posting_count = len(keys)
+        index._length_total = float(index._lengths[: index._size].sum())
         return index
 
     def upsert(self, document: Document) -> None:
@@ -141,12 +161,19 @@ class TextIndex(MemoryRows):
         position = self._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
         own, around = Counter(terms(d.content)), Counter(terms(d.context))
         self._lengths[position] = own.total() + around.total()
+        self._length_total += float(self._lengths[position])
         for term in own.keys() | around.keys():
             postings = self._postings.get(term)
             if postings is None:
                 postings = self._postings[term] = _Postings.empty()
             postings.append(position, own[term], around[term])
             self._posting_count += 1
+
+    def remove(self, rowid: int) -> None:
+        position = self._position.get(rowid)
+        if position is not None:
+            self._length_total -= float(self._lengths[position])
+        super().remove(rowid)
 
     def search(
         self,
@@ -167,27 +194,73 @@ class TextIndex(MemoryRows):
         documents = int(active.sum())
         if documents == 0 or limit <= 0:
             return []
-        average = float(self._lengths[:n][active].mean())
+        average = max(self._length_total, 0.0) / documents
         scores = np.zeros(n, dtype=np.float64)
         matched = np.zeros(n, dtype=bool)
         for term in query:
             postings = self._postings.get(term)
             if postings is None:
                 continue
-            positions = postings.positions[: postings.size]
-            frequency = int(active[positions].sum())
+            if postings.size > LONG_POSTINGS:
+                best_of = self._best_entries(term, postings, context_weight, average, active)
+                tail = postings.positions[best_of.upto : postings.size]
+                # Rows removed since the best entries were taken still count: at most all documents.
+                frequency = min(best_of.frequency + int(active[tail].sum()), documents)
+                positions = np.concatenate([best_of.positions, tail])
+                weights = np.concatenate(
+                    [best_of.weights, self._weights(postings, best_of.upto, context_weight, average)]
+                )
+            else:
+                positions = postings.positions[: postings.size]
+                frequency = int(active[positions].sum())
+                weights = self._weights(postings, 0, context_weight, average)
             if frequency == 0:
                 continue
             idf = max(math.log((documents - frequency + 0.5) / (frequency + 0.5)), MIN_IDF)
-            w = postings.content[: postings.size] + context_weight * postings.context[: postings.size]
-            norm = K1 * (1 - B + B * self._lengths[positions] / average)
-            scores[positions] += idf * w * (K1 + 1) / (w + norm)
+            scores[positions] += idf * weights
             matched[positions] = True
         matched &= self._mask(where)
         for term in required:
             matched &= self._in_content(term)
         top = best(scores, np.flatnonzero(matched), limit)
         return list(zip(self._rowids[top].tolist(), scores[top].tolist(), strict=True))
+
+    def _weights(self, postings: _Postings, start: int, context_weight: float, average: float) -> np.ndarray:
+        """BM25's term-frequency part of the entries [start, size): w * (K1 + 1) / (w + K1 * norm)."""
+        end = postings.size
+        w = postings.content[start:end] + context_weight * postings.context[start:end]
+        norm = K1 * (1 - B + B * self._lengths[postings.positions[start:end]] / average)
+        weights: np.ndarray = w * (K1 + 1) / (w + norm)
+        return weights
+
+    def _best_entries(
+        self, term: str, postings: _Postings, context_weight: float, average: float, active: np.ndarray
+    ) -> _Best:
+        """The term's best entries, taken again when the weighing changed or many entries came since."""
+        kept = self._best.get(term)
+        stale = (
+            kept is None
+            or kept.context_weight != context_weight
+            or abs(kept.average - average) > 0.05 * average
+            or postings.size - kept.upto > BEST_ENTRIES // 4
+        )
+        if kept is not None and not stale:
+            return kept
+        positions = postings.positions[: postings.size]
+        live = active[positions]
+        weights = np.where(live, self._weights(postings, 0, context_weight, average), -1.0)
+        top = np.argpartition(-weights, BEST_ENTRIES - 1)[:BEST_ENTRIES]
+        top = top[weights[top] >= 0]
+        fresh = _Best(
+            postings.size,
+            context_weight,
+            average,
+            positions[top].copy(),
+            weights[top],
+            int(live.sum()),
+        )
+        self._best[term] = fresh
+        return fresh
 
     def frozen(self) -> TextIndex:
         copy = super().frozen()
@@ -261,6 +334,7 @@ class TextIndex(MemoryRows):
             # moves the term to an array of its own instead of writing over its neighbour's entries.
             self._postings[term] = _Postings(positions[start:end], content[start:end], context[start:end])
         self._posting_count = len(positions)
+        self._length_total = float(self._lengths[: self._size].sum())
 
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)

@@ -389,6 +389,7 @@ async def test_a_large_user_s_vectors_get_an_approximate_index_that_snapshots_ke
         assert (await vector_ids(store, "ann", texts[7]))[0] == "m7"
         async with store.indexes.current("ann") as index:
             assert index.vectors.approximate
+        await snapshots_written(store)  # the one after the build: it would land after ours, and go
         await store.forget(Scope(user_id="ann", memory_id="m7"))
         assert "m7" not in await vector_ids(store, "ann", texts[7])  # gone at once, graph or not
         await store.indexes.snapshot("ann")
