@@ -400,4 +400,4 @@ async def test_a_large_user_s_vectors_get_an_approximate_index_that_snapshots_ke
         async with again.indexes.current("ann") as index:
             assert index.vectors.approximate and len(index.vectors) == 119
         hybrid = SearchQuery(user_id="ann", text=texts[12], mode="hybrid")
-        assert [h.memory.id for h in await again.search(hybrid, embed(texts[12]))][0] == "m12"
+        assert (await again.search(hybrid, embed(texts[12])))[0].memory.id == "m12"
