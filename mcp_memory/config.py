@@ -112,7 +112,7 @@ class LongTermSettings(BaseModel):
         "exact. 0 = always exact.",
     )
     ann_expansion: int = Field(
-        default=256,
+        default=512,
         ge=8,
         description="sqlite: candidates the approximate index weighs per search (more: better recall, "
         "slower).",

@@ -33,6 +33,8 @@ class ApproximateIndex:
             expansion_add=EXPANSION_ADD,
             expansion_search=expansion,
         )
+        self._per_row = 0.0
+        self._measured_rows = 0
 
     def __len__(self) -> int:
         return len(self._index)
@@ -59,7 +61,13 @@ class ApproximateIndex:
         return keys, cosines
 
     def nbytes(self) -> int:
-        return int(self._index.memory_usage)
+        """An estimate: usearch measures its memory by walking the graph (milliseconds at a million
+        rows), so it is measured once per doubling and scaled by the rows since."""
+        rows = len(self._index)
+        if rows > 2 * self._measured_rows or self._per_row == 0.0:
+            self._per_row = int(self._index.memory_usage) / max(1, rows)
+            self._measured_rows = rows
+        return int(self._per_row * rows)
 
     def serialized(self) -> np.ndarray:
         """The whole index as bytes (a snapshot's array)."""

@@ -191,7 +191,7 @@ class TextIndex(MemoryRows):
         """
         n = self._size
         active = self._active[:n]
-        documents = int(active.sum())
+        documents = len(self._position)  # the active rows
         if documents == 0 or limit <= 0:
             return []
         average = max(self._length_total, 0.0) / documents

@@ -28,7 +28,7 @@ SCALE_SAMPLE = 1024
 
 
 class VectorIndex(MemoryRows):
-    def __init__(self, dimension: int, *, ann_min_rows: int = 0, ann_expansion: int = 256) -> None:
+    def __init__(self, dimension: int, *, ann_min_rows: int = 0, ann_expansion: int = 512) -> None:
         super().__init__()
         self.dimension = dimension
         self.ann_min_rows = ann_min_rows  # 0: always exact
@@ -108,7 +108,7 @@ class VectorIndex(MemoryRows):
         assert self._ann is not None
         # Asked for more than the pool: what the filters or a removal drop leaves enough.
         share = candidates.size / max(1, len(self))
-        wanted = min(len(self._ann), int(pool * 2 / max(share, 0.05)) + 16)
+        wanted = min(len(self._ann), int(pool * 4 / max(share, 0.05)) + 64)
         keys, _ = self._ann.search(q, wanted)
         found = np.fromiter((self._position.get(int(k), -1) for k in keys), dtype=np.int64, count=keys.size)
         found = found[found >= 0]
