@@ -12,18 +12,18 @@ additions are optional arguments a reference client never sends: `space` on ever
 # No `from __future__ import annotations`: the SDK reads these annotations at registration.
 
 import json
-from collections.abc import Awaitable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from mcp_memory.config import Settings
-from mcp_memory.errors import MemoryServerError, NotFoundError
+from mcp_memory.errors import MemoryServerError
 from mcp_memory.mcp.access import current_access
+from mcp_memory.mcp.errors import resource_errors
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.models import Owner, space_of
 from mcp_memory.service.graph import KnowledgeGraph, Page
@@ -96,16 +96,6 @@ async def _answer(work: Awaitable[CallToolResult]) -> CallToolResult:
         return await work
     except MemoryServerError as e:
         return CallToolResult(content=[TextContent(type="text", text=str(e))], is_error=True)
-
-
-@contextmanager
-def _resource_errors() -> Iterator[None]:
-    try:
-        yield
-    except NotFoundError as e:
-        raise ResourceNotFoundError(str(e)) from e
-    except MemoryServerError as e:
-        raise ResourceError(str(e)) from e
 
 
 def register_graph(server: MCPServer[Any], host: ServiceHost, settings: Settings) -> None:
@@ -274,7 +264,7 @@ def register_graph(server: MCPServer[Any], host: ServiceHost, settings: Settings
         mime_type="application/json",
     )
     async def knowledge_graph() -> str:
-        with _resource_errors():
+        with resource_errors():
             whole = await graph().read_graph(reader(None))
             return json.dumps(
                 whole.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, ensure_ascii=False
@@ -288,7 +278,7 @@ def register_graph(server: MCPServer[Any], host: ServiceHost, settings: Settings
     )
     async def space_knowledge_graph(space: str) -> str:
         """The knowledge graph of a shared space you are a member of."""
-        with _resource_errors():
+        with resource_errors():
             whole = await graph().read_graph(reader(space))
             return json.dumps(
                 whole.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, ensure_ascii=False
@@ -298,7 +288,7 @@ def register_graph(server: MCPServer[Any], host: ServiceHost, settings: Settings
     async def entity(name: str) -> str:
         """One entity of your graph with each observation's created_at (and author, in a space), its
         relations and the ids of the turns and facts that mention it."""
-        with _resource_errors():
+        with resource_errors():
             return (await graph().entity(reader(None), name)).model_dump_json()
 
 

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
+from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, SubscribeRequestParams, ToolAnnotations, UnsubscribeRequestParams
@@ -23,10 +23,11 @@ from pydantic import Field
 from mcp_memory import __version__
 from mcp_memory import validation as check
 from mcp_memory.config import Settings
-from mcp_memory.errors import MemoryServerError, NotFoundError
+from mcp_memory.errors import MemoryServerError
 from mcp_memory.llm.prompts import load_prompt
 from mcp_memory.mcp.access import SPACES_FILE, current_access
 from mcp_memory.mcp.auth import ScopeGuard, ToolScopes, current_principal
+from mcp_memory.mcp.errors import resource_errors
 from mcp_memory.mcp.graph_tools import graph_change_uri, register_graph
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.limits import RateLimit
@@ -106,16 +107,6 @@ def _prompt_errors() -> Iterator[None]:
         yield
     except MemoryServerError as e:
         raise MCPError(INVALID_PARAMS, str(e)) from e
-
-
-@contextmanager
-def _resource_errors() -> Iterator[None]:
-    try:
-        yield
-    except NotFoundError as e:
-        raise ResourceNotFoundError(str(e)) from e
-    except MemoryServerError as e:
-        raise ResourceError(str(e)) from e
 
 
 class MemoryServer(MCPServer[MemoryService]):
@@ -437,21 +428,21 @@ def build_server(settings: Settings) -> MemoryServer:
     async def threads() -> str:
         """This user's threads and those of the shared spaces they are a member of, newest first (each
         says its space: null for the user's own)."""
-        with _resource_errors():
+        with resource_errors():
             found = await service().list_threads(reading(None))
             return json.dumps([t.model_dump(mode="json") for t in found])
 
     @server.resource("memory://threads/{thread_id}", name="working_memory", mime_type="application/json")
     async def thread(thread_id: str) -> str:
         """A thread's working memory: summary, recent messages, token usage."""
-        with _resource_errors():
+        with resource_errors():
             view = await service().get_working_memory(user(), thread_id)
             return view.model_dump_json()
 
     @server.resource("memory://threads/{thread_id}/summary", name="thread_summary", mime_type="text/plain")
     async def thread_summary(thread_id: str) -> str:
         """A thread's running summary as plain text (empty until the thread is first summarized)."""
-        with _resource_errors():
+        with resource_errors():
             return (await service().get_working_memory(user(), thread_id, recent=0)).summary
 
     @server.resource(
@@ -461,7 +452,7 @@ def build_server(settings: Settings) -> MemoryServer:
     )
     async def space_thread(space: str, thread_id: str) -> str:
         """A shared space's thread: summary, recent messages (each with its author), token usage."""
-        with _resource_errors():
+        with resource_errors():
             view = await service().get_working_memory(thread_owner(space), thread_id)
             return view.model_dump_json()
 
@@ -472,14 +463,14 @@ def build_server(settings: Settings) -> MemoryServer:
     )
     async def space_thread_summary(space: str, thread_id: str) -> str:
         """A shared space's thread's running summary as plain text: one summary for all its members."""
-        with _resource_errors():
+        with resource_errors():
             return (await service().get_working_memory(thread_owner(space), thread_id, recent=0)).summary
 
     @server.resource("memory://memories/{memory_id}", name="memory", mime_type="application/json")
     async def memory(memory_id: str) -> str:
         """One long-term memory by id (turn ids come from add_turn and search_memory), of your own memory
         or of a space you are a member of."""
-        with _resource_errors():
+        with resource_errors():
             return json.dumps((await service().get_memory(reading(None), memory_id)).public())
 
     # ---- prompts -----------------------------------------------------------------------------------

@@ -1,0 +1,21 @@
+"""Product errors as the MCP SDK reports them, shared by the modules that register resources."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+
+from mcp_memory.errors import MemoryServerError, NotFoundError
+
+
+@contextmanager
+def resource_errors() -> Iterator[None]:
+    """A missing thing is the resource's "not found"; any other product error a resource error."""
+    try:
+        yield
+    except NotFoundError as e:
+        raise ResourceNotFoundError(str(e)) from e
+    except MemoryServerError as e:
+        raise ResourceError(str(e)) from e
