@@ -78,7 +78,7 @@ class ApproximateIndex:
     @classmethod
     def restored(cls, data: np.ndarray, dimension: int, *, expansion: int) -> ApproximateIndex:
         index = cls(dimension, expansion=expansion)
-        index._index.load(np.ascontiguousarray(data, dtype=np.uint8).data)  # the mapped bytes, no copy
+        index._index.load(np.ascontiguousarray(data, dtype=np.uint8).tobytes())
         if index._index.ndim != dimension:
             raise ValueError(f"an approximate index of {index._index.ndim} dimensions, not {dimension}")
         # The file keeps the expansion it was saved with; the setting wins (usearch types it read-only).
