@@ -15,17 +15,33 @@ re-ranking of its candidates gives the recall bench/scale.py reports.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
-from usearch.index import Index
+
+if TYPE_CHECKING:
+    from usearch.index import Index
 
 CONNECTIVITY = 16  # edges per node: the library's default
 EXPANSION_ADD = 128  # candidate list while inserting: a better graph for a slower build
 
 
+def _usearch_index() -> Any:
+    """usearch's Index class, imported when a store first needs the graph (most never do).
+
+    onnxruntime (the local embedder) is imported first on purpose: importing usearch 2.26's compiled
+    module before onnxruntime's makes the later import crash the process (a segmentation fault, on
+    Linux x86-64 with onnxruntime 1.32); the other order works. The embedder normally loads first
+    anyway; this makes the order hold wherever the graph is built first (a CLI command, a test)."""
+    importlib.import_module("onnxruntime")
+    return importlib.import_module("usearch.index").Index
+
+
 class ApproximateIndex:
     def __init__(self, dimension: int, *, expansion: int) -> None:
         self.dimension = dimension
-        self._index = Index(
+        self._index: Index = _usearch_index()(
             ndim=dimension,
             metric="ip",  # vectors are unit length: inner product is the cosine
             dtype="i8",
@@ -51,14 +67,13 @@ class ApproximateIndex:
         if self._index.contains(rowid):
             self._index.remove(rowid)
 
-    def search(self, query: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """(rowids, cosines) of about the `count` nearest rows, nearest first."""
+    def search(self, query: np.ndarray, count: int) -> np.ndarray:
+        """The rowids of about the `count` nearest rows, nearest first. No scores: int8 distances are on
+        the quantized scale; the caller ranks by exact cosines."""
         if len(self._index) == 0 or count <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            return np.zeros(0, dtype=np.int64)
         found = self._index.search(np.asarray(query, dtype=np.float32), min(count, len(self._index)))
-        keys = np.asarray(found.keys, dtype=np.int64)
-        cosines = 1.0 - np.asarray(found.distances, dtype=np.float32)  # "ip" distance is 1 - dot
-        return keys, cosines
+        return np.asarray(found.keys, dtype=np.int64)
 
     def nbytes(self) -> int:
         """An estimate: usearch measures its memory by walking the graph (milliseconds at a million

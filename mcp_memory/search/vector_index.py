@@ -109,7 +109,7 @@ class VectorIndex(MemoryRows):
         # Asked for more than the pool: what the filters or a removal drop leaves enough.
         share = candidates.size / max(1, len(self))
         wanted = min(len(self._ann), int(pool * 4 / max(share, 0.05)) + 64)
-        keys, _ = self._ann.search(q, wanted)
+        keys = self._ann.search(q, wanted)
         found = np.fromiter((self._position.get(int(k), -1) for k in keys), dtype=np.int64, count=keys.size)
         found = found[found >= 0]
         found = found[mask[found]]

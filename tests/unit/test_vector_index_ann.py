@@ -137,3 +137,23 @@ def test_rows_added_after_a_load_go_beside_the_loaded_block(data: tuple[np.ndarr
     assert loaded.search(-vectors[0], 1, RowFilter())[0][0] == 10 + 2500
     again = VectorIndex.from_columns(loaded.frozen().columns(), dimension=DIM)
     assert again.search(queries[0], 10, RowFilter()) == loaded.search(queries[0], 10, RowFilter())
+
+
+def test_building_the_graph_first_does_not_crash_the_embedder_s_import_later() -> None:
+    """usearch imported before onnxruntime makes onnxruntime's import crash the process (search/ann.py
+    imports them in the order that works); a child process, so a crash fails this test, not the run."""
+    import subprocess
+    import sys
+
+    script = (
+        "import numpy as np\n"
+        "from mcp_memory.search.ann import ApproximateIndex\n"
+        "graph = ApproximateIndex(8, expansion=16)\n"
+        "graph.add(np.arange(4), np.eye(4, 8, dtype=np.float32))\n"
+        "import onnxruntime\n"
+        "print('alive')\n"
+    )
+    child = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert child.returncode == 0 and child.stdout.strip() == "alive", child.stderr[-2000:]
