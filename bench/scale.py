@@ -236,10 +236,21 @@ async def first_search(path: Path, question: str, vector: list[float], ann: dict
             "seconds": round(seconds, 3),
             "rss_mb_after_first": round(first_rss),
             "rss_mb_serving": round(rss_mb()),
+            # Of it: the process's own memory, and file pages it mapped and touched (snapshot arrays),
+            # which the kernel can drop and read again.
+            "rss_anon_mb": round(status_mb("RssAnon")),
+            "rss_file_mb": round(status_mb("RssFile")),
             "loads": store.indexes.stats.loads,
             "builds": store.indexes.stats.builds,
         }
         print(json.dumps(report))
+
+
+def status_mb(field: str) -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
