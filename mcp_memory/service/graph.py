@@ -355,9 +355,6 @@ class KnowledgeGraph:
             linked_memories=sorted({memory_id for _, memory_id in links}),
         )
 
-    async def entity_names(self, owner: str) -> list[str]:
-        return [e.name for e in await self.store.entities(owner)]
-
     # ---- learned from conversation ----------------------------------------------------------------
 
     async def learn(
@@ -410,7 +407,7 @@ class KnowledgeGraph:
         cached = self._names.get(owner)
         if cached is not None and time.monotonic() - cached[0] < _NAMES_SECONDS:
             return cached[1]
-        matcher = EntityMatcher(e.name for e in await self.store.entities(owner))
+        matcher = EntityMatcher(await self.store.names(owner))
         self._names[owner] = (time.monotonic(), matcher)
         return matcher
 

@@ -77,6 +77,10 @@ class GraphStore(Protocol):
         """The owner's relations in order: all, or those from or to one of the names `touching`."""
         ...
 
+    async def names(self, owner: str) -> list[str]:
+        """The names of the owner's entities, without their observations (add_turn links by them)."""
+        ...
+
     async def entity_of(self, owner: str, memory_id: str) -> str | None:
         """The entity an observation memory belongs to, or None."""
         ...

@@ -86,6 +86,7 @@ async def test_entities_come_back_in_creation_order_and_existing_names_are_skipp
         ("Ann", "person", ["x"]),
         ("Bo", "person", []),
     ]
+    assert sorted(await graph_store.names(owner)) == ["Ann", "Bo", "Zed"]
     assert shape(await graph_store.entities(owner, names=["Bo", "Zed", "nobody"])) == [
         ("Zed", "person", ["b", "a"]),
         ("Bo", "person", []),

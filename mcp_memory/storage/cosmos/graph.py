@@ -251,6 +251,15 @@ class CosmosGraphStore:
             for d in docs
         ]
 
+    async def names(self, owner: str) -> list[str]:
+        found = await self._query(
+            owner,
+            "SELECT c.name FROM c WHERE c.user_id = @owner AND c.group_id = @group AND c.type = @type",
+            [{"name": "@type", "value": ENTITY}],
+            "reading entity names",
+        )
+        return [str(d["name"]) for d in found]
+
     async def entity_of(self, owner: str, memory_id: str) -> str | None:
         found = await self._docs(owner, OBSERVATION, "memory_id", [memory_id])
         return str(found[0]["entity"]) if found else None

@@ -244,6 +244,13 @@ class SqliteGraphStore:
 
         return await self._db.read(work)
 
+    async def names(self, owner: str) -> list[str]:
+        def work(conn: sqlite3.Connection) -> list[str]:
+            rows = conn.execute("SELECT name FROM graph_entities WHERE user_id = ?", (owner,))
+            return [str(r[0]) for r in rows]
+
+        return await self._db.read(work)
+
     async def entity_of(self, owner: str, memory_id: str) -> str | None:
         def work(conn: sqlite3.Connection) -> str | None:
             row = conn.execute(
