@@ -8,11 +8,14 @@ matched); `compacted` copies the live rows into a fresh index, which is how dead
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Self
 
 import numpy as np
+
+from mcp_memory.search.file_array import Column
+from mcp_memory.search.positions import RowPositions
 
 NO_THREAD = " "  # a memory without a thread, in a snapshot's thread list (no thread id has a space)
 
@@ -33,7 +36,7 @@ class MemoryRows:
         self._types = np.zeros(16, dtype=np.int8)
         self._created = np.zeros(16, dtype=np.float64)
         self._active = np.zeros(16, dtype=bool)
-        self._position: dict[int, int] = {}
+        self._position = RowPositions()
         self._thread_codes: dict[str | None, int] = {}
         self._type_codes: dict[str, int] = {}
 
@@ -55,7 +58,7 @@ class MemoryRows:
 
     def remove(self, rowid: int) -> None:
         """Leave the row's position for good (never matched, no longer found by rowid)."""
-        position = self._position.pop(rowid, None)
+        position = self._position.pop(rowid)
         if position is not None:
             self._active[position] = False
 
@@ -68,7 +71,7 @@ class MemoryRows:
                 self._grow(len(self._rowids) + max(16, len(self._rowids) // 4))
             position = self._size
             self._size += 1
-            self._position[rowid] = position
+            self._position.set(rowid, position)
         self._rowids[position] = rowid
         self._threads[position] = self._thread_codes.setdefault(thread_id, len(self._thread_codes))
         self._types[position] = self._type_codes.setdefault(type, len(self._type_codes))
@@ -104,7 +107,7 @@ class MemoryRows:
 
     def _rows_nbytes(self) -> int:
         arrays = (self._rowids, self._threads, self._types, self._created, self._active)
-        return sum(a.nbytes for a in arrays) + 100 * len(self._position)  # ~100 B a dict entry
+        return sum(a.nbytes for a in arrays) + self._position.nbytes()
 
     # ---- compaction and snapshots: the live rows as plain arrays, and back ----------------------
 
@@ -123,8 +126,8 @@ class MemoryRows:
             "type_names": packed_names(self._type_codes),
         }
 
-    def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
-        rowids = columns["rowids"]
+    def _load_row_columns(self, columns: Mapping[str, Column]) -> None:
+        rowids = np.asarray(columns["rowids"])
         n = len(rowids)
         if any(len(columns[name]) != n for name in ("threads", "types", "created")):
             raise ValueError("row columns of different lengths")
@@ -135,7 +138,7 @@ class MemoryRows:
         self._types[:n] = columns["types"]
         self._created[:n] = columns["created"]
         self._active[:n] = True
-        self._position = dict(zip(rowids.tolist(), range(n), strict=True))
+        self._position = RowPositions.of(rowids)
         threads = unpacked_names(columns["thread_names"])
         self._thread_codes = {None if t == NO_THREAD else t: code for code, t in enumerate(threads)}
         self._type_codes = {t: code for code, t in enumerate(unpacked_names(columns["type_names"]))}
@@ -145,7 +148,7 @@ class MemoryRows:
         return self._row_columns(self._live())
 
     @classmethod
-    def from_columns(cls, columns: dict[str, np.ndarray], **init: int) -> Self:
+    def from_columns(cls, columns: Mapping[str, Column], **init: int) -> Self:
         index = cls(**init)
         index._load_row_columns(columns)
         return index
@@ -164,7 +167,7 @@ class MemoryRows:
         copy = type(self)(**self._init_args())
         copy.__dict__.update(self.__dict__)
         copy._active = self._active.copy()
-        copy._position = dict(self._position)
+        copy._position = self._position.copy()
         copy._thread_codes = dict(self._thread_codes)
         copy._type_codes = dict(self._type_codes)
         return copy
@@ -178,8 +181,8 @@ def packed_names(names: Iterable[str]) -> np.ndarray:
     return np.frombuffer("\n".join(names).encode(), dtype=np.uint8)
 
 
-def unpacked_names(packed: np.ndarray) -> list[str]:
-    text = packed.tobytes().decode()
+def unpacked_names(packed: Column) -> list[str]:
+    text = np.asarray(packed).tobytes().decode()
     return text.split("\n") if text else []
 
 

@@ -24,13 +24,14 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
 import Stemmer
 
+from mcp_memory.search.file_array import Column, FileArray
 from mcp_memory.search.rows import MemoryRows, RowFilter, best, packed_names, resized, unpacked_names
 
 K1 = 1.2  # FTS5's bm25() constants
@@ -42,6 +43,10 @@ MIN_IDF = 1e-6
 # query; reading all of its entries is what made text search grow with the store.
 LONG_POSTINGS = 50_000
 BEST_ENTRIES = 20_000
+# Loaded postings (4 bytes a position, 8 for the two counts) smaller than this are read into memory;
+# larger ones (a store of several hundred thousand memories) are read from the snapshot's file for each
+# query term, a term's few hundred KB (file_array.py): the process does not come to hold them all.
+KEEP_POSTINGS_BELOW = 16 * 2**20  # bytes of positions
 
 _WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as unicode61 splits
 _STEMMER = Stemmer.Stemmer("porter")
@@ -70,20 +75,35 @@ class Document(NamedTuple):
     created: float
 
 
+Entries = tuple[np.ndarray, np.ndarray, np.ndarray]  # positions (int32), content and context counts
+
+
+def _no_entries() -> Entries:
+    return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32)
+
+
 class _Postings:
-    """One term's rows (positions) with its count in each column; appended in position order."""
+    """One term's rows (positions) with its count in each column, in position order: the entries
+    [start, stop) of the index's stored arrays (built or loaded at once, perhaps in a file) and those
+    appended since, in memory."""
 
-    __slots__ = ("content", "context", "positions", "size")
+    __slots__ = ("content", "context", "positions", "size", "start", "stop")
 
-    def __init__(self, positions: np.ndarray, content: np.ndarray, context: np.ndarray) -> None:
-        self.positions = positions
-        self.content = content
-        self.context = context
-        self.size = len(positions)
+    def __init__(self, start: int = 0, stop: int = 0) -> None:
+        self.start = start
+        self.stop = stop
+        self.positions, self.content, self.context = _no_entries()
+        self.size = 0  # appended entries
 
-    @classmethod
-    def empty(cls) -> _Postings:
-        return cls(np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32), np.zeros(0, dtype=np.float32))
+    def __len__(self) -> int:
+        return self.stop - self.start + self.size
+
+    def frozen(self) -> _Postings:
+        """A copy that keeps the entries as they are now (appends go past its size)."""
+        copy = _Postings(self.start, self.stop)
+        copy.positions, copy.content, copy.context = self.positions, self.content, self.context
+        copy.size = self.size
+        return copy
 
     def append(self, position: int, content: int, context: int) -> None:
         if self.size == len(self.positions):
@@ -113,7 +133,8 @@ class TextIndex(MemoryRows):
         super().__init__()
         self._lengths = np.zeros(len(self._rowids), dtype=np.float32)
         self._postings: dict[str, _Postings] = {}
-        self._posting_count = 0  # entries over every term, dead rows' too (for nbytes)
+        self._stored: tuple[Column, Column, Column] = _no_entries()  # entries as built or loaded
+        self._appended = 0  # entries appended since, dead rows' too (for nbytes)
         self._length_total = 0.0  # of the active rows: their average is BM25's avg|d|
         self._best: dict[str, _Best] = {}
 
@@ -146,11 +167,9 @@ class TextIndex(MemoryRows):
         starts = np.flatnonzero(np.diff(term_of, prepend=-1))  # where each term's rows begin
         ends = np.append(starts[1:], len(keys)) if starts.size else starts
         names = list(vocabulary)
+        index._stored = (position_of.astype(np.int32), content, context)
         for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
-            index._postings[names[int(term_of[start])]] = _Postings(
-                position_of[start:end].astype(np.int32), content[start:end].copy(), context[start:end].copy()
-            )
-        index._posting_count = len(keys)
+            index._postings[names[int(term_of[start])]] = _Postings(start, end)
         index._length_total = float(index._lengths[: index._size].sum())
         return index
 
@@ -165,9 +184,9 @@ class TextIndex(MemoryRows):
         for term in own.keys() | around.keys():
             postings = self._postings.get(term)
             if postings is None:
-                postings = self._postings[term] = _Postings.empty()
+                postings = self._postings[term] = _Postings()
             postings.append(position, own[term], around[term])
-            self._posting_count += 1
+            self._appended += 1
 
     def remove(self, rowid: int) -> None:
         position = self._position.get(rowid)
@@ -201,19 +220,18 @@ class TextIndex(MemoryRows):
             postings = self._postings.get(term)
             if postings is None:
                 continue
-            if postings.size > LONG_POSTINGS:
+            if len(postings) > LONG_POSTINGS:
                 best_of = self._best_entries(term, postings, context_weight, average, active)
-                tail = postings.positions[best_of.upto : postings.size]
+                since = self._entries(postings, best_of.upto)
                 # Rows removed since the best entries were taken still count: at most all documents.
-                frequency = min(best_of.frequency + int(active[tail].sum()), documents)
-                positions = np.concatenate([best_of.positions, tail])
-                weights = np.concatenate(
-                    [best_of.weights, self._weights(postings, best_of.upto, context_weight, average)]
-                )
+                frequency = min(best_of.frequency + int(active[since[0]].sum()), documents)
+                positions = np.concatenate([best_of.positions, since[0]])
+                weights = np.concatenate([best_of.weights, self._weights(since, context_weight, average)])
             else:
-                positions = postings.positions[: postings.size]
+                entries = self._entries(postings)
+                positions = entries[0]
                 frequency = int(active[positions].sum())
-                weights = self._weights(postings, 0, context_weight, average)
+                weights = self._weights(entries, context_weight, average)
             if frequency == 0:
                 continue
             idf = max(math.log((documents - frequency + 0.5) / (frequency + 0.5)), MIN_IDF)
@@ -225,11 +243,35 @@ class TextIndex(MemoryRows):
         top = best(scores, np.flatnonzero(matched), limit)
         return list(zip(self._rowids[top].tolist(), scores[top].tolist(), strict=True))
 
-    def _weights(self, postings: _Postings, start: int, context_weight: float, average: float) -> np.ndarray:
-        """BM25's term-frequency part of the entries [start, size): w * (K1 + 1) / (w + K1 * norm)."""
-        end = postings.size
-        w = postings.content[start:end] + context_weight * postings.context[start:end]
-        norm = K1 * (1 - B + B * self._lengths[postings.positions[start:end]] / average)
+    def _entries(self, postings: _Postings, start: int = 0) -> Entries:
+        """The term's entries from its `start`th on: stored ones (read from the file if there), then
+        appended ones."""
+        stored = postings.stop - postings.start
+        parts = []
+        if start < stored:
+            a, b = postings.start + start, postings.stop
+            parts.append(tuple(column[a:b] for column in self._stored))
+        appended = max(0, start - stored)
+        if appended < postings.size:
+            end = postings.size
+            parts.append(
+                (
+                    postings.positions[appended:end],
+                    postings.content[appended:end],
+                    postings.context[appended:end],
+                )
+            )
+        if not parts:
+            return _no_entries()
+        if len(parts) == 1:
+            return parts[0]  # type: ignore[return-value]
+        return tuple(np.concatenate(column) for column in zip(*parts, strict=True))  # type: ignore[return-value]
+
+    def _weights(self, entries: Entries, context_weight: float, average: float) -> np.ndarray:
+        """BM25's term-frequency part of the entries: w * (K1 + 1) / (w + K1 * norm)."""
+        positions, content, context = entries
+        w = content + context_weight * context
+        norm = K1 * (1 - B + B * self._lengths[positions] / average)
         weights: np.ndarray = w * (K1 + 1) / (w + norm)
         return weights
 
@@ -242,17 +284,18 @@ class TextIndex(MemoryRows):
             kept is None
             or kept.context_weight != context_weight
             or abs(kept.average - average) > 0.05 * average
-            or postings.size - kept.upto > BEST_ENTRIES // 4
+            or len(postings) - kept.upto > BEST_ENTRIES // 4
         )
         if kept is not None and not stale:
             return kept
-        positions = postings.positions[: postings.size]
+        entries = self._entries(postings)
+        positions = entries[0]
         live = active[positions]
-        weights = np.where(live, self._weights(postings, 0, context_weight, average), -1.0)
+        weights = np.where(live, self._weights(entries, context_weight, average), -1.0)
         top = np.argpartition(-weights, BEST_ENTRIES - 1)[:BEST_ENTRIES]
         top = top[weights[top] >= 0]
         fresh = _Best(
-            postings.size,
+            len(postings),
             context_weight,
             average,
             positions[top].copy(),
@@ -265,10 +308,7 @@ class TextIndex(MemoryRows):
     def frozen(self) -> TextIndex:
         copy = super().frozen()
         # Postings are appended to in place: the copy keeps each term's entries as they are now.
-        copy._postings = {
-            term: _Postings(p.positions[: p.size], p.content[: p.size], p.context[: p.size])
-            for term, p in self._postings.items()
-        }
+        copy._postings = {term: p.frozen() for term, p in self._postings.items()}
         return copy
 
     def _in_content(self, term: str) -> np.ndarray:
@@ -276,15 +316,24 @@ class TextIndex(MemoryRows):
         holds = np.zeros(self._size, dtype=bool)
         postings = self._postings.get(term)
         if postings is not None:
-            own = postings.content[: postings.size] > 0
-            holds[postings.positions[: postings.size][own]] = True
+            positions, content, _ = self._entries(postings)
+            holds[positions[content > 0]] = True
         return holds
 
     def nbytes(self) -> int:
         """An estimate of the memory this index holds: its arrays, postings and dict entries."""
         per_term = 300  # the _Postings object, its three array headers and the dict entry
-        postings = self._posting_count * 12 * 3 // 2  # 12 B an entry, capacity grows by doubling
-        return self._rows_nbytes() + self._lengths.nbytes + postings + per_term * len(self._postings)
+        stored = sum(column.nbytes for column in self._stored if isinstance(column, np.ndarray))
+        appended = self._appended * 12 * 3 // 2  # 12 B an entry, capacity grows by doubling
+        best = sum(kept.positions.nbytes + kept.weights.nbytes for kept in self._best.values())
+        return (
+            self._rows_nbytes()
+            + self._lengths.nbytes
+            + stored
+            + appended
+            + best
+            + per_term * len(self._postings)
+        )
 
     def columns(self) -> dict[str, np.ndarray]:
         """The live rows and their postings (as one array each, cut by `offsets`), for a snapshot."""
@@ -294,15 +343,15 @@ class TextIndex(MemoryRows):
         names, offsets = [], [0]
         positions, content, context = [], [], []
         for term, postings in self._postings.items():
-            old = postings.positions[: postings.size]
+            old, own, around = self._entries(postings)
             moved = new_position[old]
             kept = moved >= 0
             if not kept.any():
                 continue
             names.append(term)
             positions.append(moved[kept].astype(np.int32))
-            content.append(postings.content[: postings.size][kept])
-            context.append(postings.context[: postings.size][kept])
+            content.append(own[kept])
+            context.append(around[kept])
             offsets.append(offsets[-1] + int(kept.sum()))
         return {
             **self._row_columns(live),
@@ -314,31 +363,42 @@ class TextIndex(MemoryRows):
             "context": _joined(context, np.float32),
         }
 
-    def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
+    def _load_row_columns(self, columns: Mapping[str, Column]) -> None:
         super()._load_row_columns(columns)
         self._lengths[: self._size] = columns["lengths"]
-        offsets = columns["offsets"].tolist()
+        offsets = np.asarray(columns["offsets"]).tolist()
         positions, content, context = columns["positions"], columns["content"], columns["context"]
+        if isinstance(positions, FileArray) and positions.nbytes < KEEP_POSTINGS_BELOW:
+            positions, content, context = positions[:], content[:], context[:]
         names = unpacked_names(columns["terms"])
+        low, high = _bounds(positions)
         fits = (
             len(offsets) == len(names) + 1
             and offsets[0] == 0
             and offsets[-1] == len(positions) == len(content) == len(context)
             and all(a <= b for a, b in pairwise(offsets))
-            and (len(positions) == 0 or 0 <= int(positions.min()) <= int(positions.max()) < self._size)
+            and (len(positions) == 0 or 0 <= low <= high < self._size)
         )
         if not fits:
             raise ValueError("postings that do not fit their rows")
+        self._stored = (positions, content, context)
         for term, start, end in zip(names, offsets, offsets[1:], strict=False):
-            # Views of the loaded arrays: no copy. A view is full (size == len), so its first append
-            # moves the term to an array of its own instead of writing over its neighbour's entries.
-            self._postings[term] = _Postings(positions[start:end], content[start:end], context[start:end])
-        self._posting_count = len(positions)
+            self._postings[term] = _Postings(start, end)
         self._length_total = float(self._lengths[: self._size].sum())
 
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)
         self._lengths = resized(self._lengths, capacity)
+
+
+def _bounds(positions: Column) -> tuple[int, int]:
+    """The smallest and largest position (a file's read a block at a time)."""
+    if len(positions) == 0:
+        return 0, 0
+    if isinstance(positions, np.ndarray):
+        return int(positions.min()), int(positions.max())
+    blocks = [(int(block.min()), int(block.max())) for _, block in positions.blocks()]
+    return min(low for low, _ in blocks), max(high for _, high in blocks)
 
 
 def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:

@@ -12,9 +12,12 @@ or superseded memory is never returned.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 
 from mcp_memory.search.ann import ApproximateIndex
+from mcp_memory.search.file_array import Column, FileArray
 from mcp_memory.search.rows import MemoryRows, RowFilter, best, resized
 
 # Gathering a row costs several times streaming it through the mat-vec (bench/latency.py), so the
@@ -25,18 +28,23 @@ EXACT_AT_MOST = 20_000
 # Rows spread over the candidates whose exact cosines give the scale (minimum) that score fusion
 # normalizes by, as the whole collection's would.
 SCALE_SAMPLE = 1024
+# The graph is built from the rows in blocks of this many (a loaded block is read from its file).
+BUILD_BLOCK = 65_536
 
 
 class VectorIndex(MemoryRows):
-    def __init__(self, dimension: int, *, ann_min_rows: int = 0, ann_expansion: int = 512) -> None:
+    def __init__(self, dimension: int, *, ann_min_rows: int = 0, ann_expansion: int = 1024) -> None:
         super().__init__()
         self.dimension = dimension
         self.ann_min_rows = ann_min_rows  # 0: always exact
         self.ann_expansion = ann_expansion
-        # Rows [0, len(_matrix)) are in _matrix (mapped from a snapshot after a load), the rest in _tail,
-        # which grows: growing never copies the mapped rows into memory.
-        self._matrix = np.zeros((len(self._rowids), dimension), dtype=np.float32)
+        # Rows [0, len(_matrix)) are in _matrix, the rest in _tail, which grows: growing never copies
+        # the loaded rows. Loaded from a snapshot, _matrix is mapped, or with the graph read from its file
+        # where needed (FileArray: a search reads a few hundred rows); a rewritten row of a FileArray
+        # is kept in _rewritten.
+        self._matrix: np.ndarray | FileArray = np.zeros((len(self._rowids), dimension), dtype=np.float32)
         self._tail = np.zeros((0, dimension), dtype=np.float32)
+        self._rewritten: dict[int, np.ndarray] = {}
         self._ann: ApproximateIndex | None = None
         self._ann_saved: np.ndarray | None = None  # a frozen copy's graph, serialized when frozen
 
@@ -49,9 +57,12 @@ class VectorIndex(MemoryRows):
     ) -> None:
         """Add or rewrite an active memory's row (in place: a vector leaves no dead row behind)."""
         position = self._place(rowid, thread_id=thread_id, type=type, created=created)
-        base = len(self._matrix)
+        base, matrix = len(self._matrix), self._matrix
         if position < base:
-            self._matrix[position] = vector
+            if isinstance(matrix, FileArray):
+                self._rewritten[position] = np.asarray(vector, dtype=np.float32).copy()
+            else:
+                matrix[position] = vector
         else:
             self._tail[position - base] = vector
         if self._ann is not None:
@@ -68,7 +79,9 @@ class VectorIndex(MemoryRows):
         if self._ann is None and self.ann_min_rows and len(self) >= self.ann_min_rows:
             live = self._live()
             ann = ApproximateIndex(self.dimension, expansion=self.ann_expansion)
-            ann.add(self._rowids[live], self._vectors(live), threads=threads)
+            for start in range(0, live.size, BUILD_BLOCK):
+                block = live[start : start + BUILD_BLOCK]
+                ann.add(self._rowids[block], self._vectors(block), threads=threads)
             self._ann = ann
 
     def scores(
@@ -90,7 +103,9 @@ class VectorIndex(MemoryRows):
         q = query.astype(np.float32, copy=False)
         if self._ann is not None and pool is not None and candidates.size > EXACT_AT_MOST:
             return self._approximate(q, mask, candidates, pool, also)
-        if candidates.size * GATHER_COST < n:  # few rows (one thread, a time window): gather them
+        if candidates.size * GATHER_COST < n or (
+            isinstance(self._matrix, FileArray) and candidates.size <= EXACT_AT_MOST
+        ):  # few rows (one thread, a time window): gather them
             cosines = self._vectors(candidates) @ q
         else:  # most rows: streaming the whole matrix through one mat-vec beats copying most of it
             cosines = self._all_cosines(q, n)[candidates]
@@ -110,7 +125,7 @@ class VectorIndex(MemoryRows):
         share = candidates.size / max(1, len(self))
         wanted = min(len(self._ann), int(pool * 4 / max(share, 0.05)) + 64)
         keys = self._ann.search(q, wanted)
-        found = np.fromiter((self._position.get(int(k), -1) for k in keys), dtype=np.int64, count=keys.size)
+        found = self._position.many(keys)
         found = found[found >= 0]
         found = found[mask[found]]
         if found.size < min(pool, candidates.size):  # the filters left too few: exact over them all
@@ -120,44 +135,62 @@ class VectorIndex(MemoryRows):
         ]
         named = np.zeros(0, dtype=np.int64)
         if also is not None and also.size:
-            named = np.fromiter(
-                (self._position.get(int(r), -1) for r in also), dtype=np.int64, count=also.size
-            )
+            named = self._position.many(also)
             named = named[named >= 0]
             named = named[mask[named]]
         positions = np.unique(np.concatenate([found, spread, named]))
         return self._rowids[positions], self._vectors(positions) @ q
 
     def _vectors(self, positions: np.ndarray) -> np.ndarray:
-        """The rows' vectors, from the mapped block and the grown one."""
+        """The rows' vectors, from the loaded block and the grown one."""
         base = len(self._matrix)
         if positions.size == 0 or int(positions.max()) < base:
-            gathered: np.ndarray = self._matrix[positions]
-            return gathered
+            return self._rewrites(positions, self._loaded(positions))
         rows = np.empty((positions.size, self.dimension), dtype=np.float32)
         low = positions < base
-        rows[low] = self._matrix[positions[low]]
+        rows[low] = self._rewrites(positions[low], self._loaded(positions[low]))
         rows[~low] = self._tail[positions[~low] - base]
+        return rows
+
+    def _loaded(self, positions: np.ndarray) -> np.ndarray:
+        if isinstance(self._matrix, FileArray):
+            return self._matrix.take(positions)
+        gathered: np.ndarray = self._matrix[positions]
+        return gathered
+
+    def _rewrites(self, positions: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The rows with the loaded block's rewritten ones in place of what the file holds."""
+        if self._rewritten:
+            for i, position in enumerate(positions.tolist()):
+                vector = self._rewritten.get(position)
+                if vector is not None:
+                    rows[i] = vector
         return rows
 
     def _all_cosines(self, q: np.ndarray, n: int) -> np.ndarray:
         """Every row's cosine with q, positions [0, n)."""
         base = len(self._matrix)
+        if isinstance(self._matrix, FileArray):
+            loaded = np.concatenate([block @ q for _, block in self._matrix.blocks(min(n, base))] or [[]])
+            for position, vector in self._rewritten.items():
+                if position < loaded.size:
+                    loaded[position] = vector @ q
+        else:
+            loaded = self._matrix[: min(n, base)] @ q
         if n <= base:
-            cosines: np.ndarray = self._matrix[:n] @ q
-            return cosines
-        return np.concatenate([self._matrix @ q, self._tail[: n - base] @ q])
+            return loaded.astype(np.float32, copy=False)
+        return np.concatenate([loaded, self._tail[: n - base] @ q]).astype(np.float32, copy=False)
 
     def nbytes(self) -> int:
         graph = self._ann.nbytes() if self._ann is not None else 0
-        return self._rows_nbytes() + self._matrix.nbytes + self._tail.nbytes + graph
+        # A FileArray's rows are in the file (the page cache), not the process.
+        loaded = 0 if isinstance(self._matrix, FileArray) else self._matrix.nbytes
+        return self._rows_nbytes() + loaded + self._tail.nbytes + graph
 
     def columns(self) -> dict[str, np.ndarray]:
         live = self._live()
         columns = {**self._row_columns(live), "matrix": self._vectors(live)}
-        graph = self._ann_saved if self._ann_saved is not None else None
-        if graph is None and self._ann is not None:
-            graph = self._ann.serialized()
+        graph = self._ann_saved if self._ann_saved is not None else self._graph()
         if graph is not None:
             columns["graph"] = graph
         return columns
@@ -167,25 +200,44 @@ class VectorIndex(MemoryRows):
         # A rewritten vector (and its row's thread, type, time) is written in place, so the copy's may
         # be newer than the moment it was taken: harmless for a snapshot, whose reader catches up on
         # that rewrite anyway. The graph changes in place too: it is serialized now, as it stands.
-        copy._matrix = self._matrix[: self._size]
+        copy._matrix = self._matrix if isinstance(self._matrix, FileArray) else self._matrix[: self._size]
         copy._tail = self._tail[: max(0, self._size - len(self._matrix))]
+        copy._rewritten = dict(self._rewritten)
         copy._ann = None
-        copy._ann_saved = self._ann.serialized() if self._ann is not None else None
+        copy._ann_saved = self._graph()
         return copy
 
-    def _load_row_columns(self, columns: dict[str, np.ndarray]) -> None:
+    def _graph(self) -> np.ndarray | None:
+        """The graph as bytes for a snapshot: a viewed one changed since is merged first."""
+        if self._ann is None:
+            return None
+        if self._ann.changed:
+            self._ann.merge(lambda rowids: self._vectors(self._position.many(rowids)))
+        return self._ann.serialized()
+
+    def _load_row_columns(self, columns: Mapping[str, Column]) -> None:
         matrix = columns["matrix"]
         if matrix.shape != (len(columns["rowids"]), self.dimension):
             raise ValueError(
                 f"a {matrix.shape} matrix for {len(columns['rowids'])} vectors of {self.dimension}"
             )
-        # Adopted, not copied (150 MB at 100k memories): the index grows it into a new array anyway.
-        self._matrix = np.require(matrix, dtype=np.float32, requirements=["C", "W"])
-        self._tail = np.zeros((0, self.dimension), dtype=np.float32)
-        super()._load_row_columns(columns)
         graph = columns.get("graph")
+        if isinstance(matrix, FileArray) and (graph is None or not self.ann_min_rows):
+            matrix = matrix[:]  # no graph: every search reads every row, so they are kept in memory
+        # Adopted, not copied (150 MB at 100k memories): the index grows it into a new array anyway.
+        if isinstance(matrix, FileArray):
+            if matrix.dtype != np.float32:
+                raise ValueError(f"a matrix of {matrix.dtype}")
+            self._matrix = matrix
+        else:
+            self._matrix = np.require(matrix, dtype=np.float32, requirements=["C", "W"])
+        self._tail = np.zeros((0, self.dimension), dtype=np.float32)
+        self._rewritten = {}
+        super()._load_row_columns(columns)
         if graph is not None and self.ann_min_rows:
-            self._ann = ApproximateIndex.restored(graph, self.dimension, expansion=self.ann_expansion)
+            # Viewed where it lies in the snapshot (a FileArray's map), not copied in.
+            data = graph.mapped() if isinstance(graph, FileArray) else np.ascontiguousarray(graph).data
+            self._ann = ApproximateIndex.viewing(data, self.dimension, expansion=self.ann_expansion)
             if len(self._ann) != len(self):
                 raise ValueError(f"a graph of {len(self._ann)} vectors for {len(self)} rows")
         self.settle()

@@ -116,7 +116,7 @@ class SearchIndexes:
         *,
         memory_budget: int,
         ann_min_rows: int = 0,
-        ann_expansion: int = 512,
+        ann_expansion: int = 1024,
     ) -> None:
         self._db = db
         self._spec = embedding
@@ -143,7 +143,7 @@ class SearchIndexes:
         *,
         memory_budget: int,
         ann_min_rows: int = 0,
-        ann_expansion: int = 512,
+        ann_expansion: int = 1024,
     ) -> AsyncIterator[SearchIndexes]:
         indexes = cls(
             db, embedding, memory_budget=memory_budget, ann_min_rows=ann_min_rows, ann_expansion=ann_expansion

@@ -9,8 +9,9 @@ removed, and the indexes are built from the file instead.
 
 Written to a temporary name, flushed to disk and renamed, so a reader sees a whole snapshot or none;
 several processes may write the same user's, the last rename wins, and each is true to the point it
-names. A reader maps the arrays (copy-on-write) rather than reading them: at 100k memories the vectors
-alone are 150 MB, and the first search touches them anyway.
+names. A reader opens the large arrays where they lie in the file (search/file_array.py) rather than
+reading them: at a million memories the vectors alone are 1.5 GB, of which a search reads a few hundred
+rows; each index reads into memory what it keeps there.
 """
 
 from __future__ import annotations
@@ -24,15 +25,17 @@ import os
 import struct
 import uuid
 import zipfile
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
 
 import numpy as np
 
+from mcp_memory.search.file_array import Column, FileArray
+
 log = logging.getLogger(__name__)
 
-MAP_AT_LEAST = 2**20  # bytes: smaller arrays are read
+OPEN_AT_LEAST = 2**20  # bytes: smaller arrays are read at once
 FORMAT = 1  # raised whenever the arrays' meaning changes: an older snapshot is then rebuilt
 
 
@@ -47,8 +50,8 @@ class Stamp:
 @dataclass(frozen=True)
 class Snapshot:
     stamp: Stamp
-    text: dict[str, np.ndarray]
-    vectors: dict[str, np.ndarray]
+    text: Mapping[str, Column]
+    vectors: Mapping[str, Column]
 
 
 def user_key(user_id: str) -> str:
@@ -94,8 +97,8 @@ class SnapshotFolder:
         """The user's snapshot, or None when there is none or it cannot be read (blocking)."""
         path = self.file_of(user_id)
         try:
-            arrays = _mapped(path)
-            stamp = json.loads(arrays.pop("stamp").tobytes())
+            arrays = _opened(path)
+            stamp = json.loads(np.asarray(arrays.pop("stamp")).tobytes())
             if stamp.pop("format", None) != FORMAT:
                 raise ValueError("written by another version")
             return Snapshot(
@@ -117,15 +120,16 @@ class SnapshotFolder:
             self.file_of(user_id).unlink()
 
 
-def _mapped(path: Path) -> dict[str, np.ndarray]:
-    """The arrays of an uncompressed .npz (what np.savez writes), mapped copy-on-write, not read.
+def _opened(path: Path) -> dict[str, np.ndarray | FileArray]:
+    """The arrays of an uncompressed .npz (what np.savez writes): the large ones opened where they lie,
+    not read.
 
     Each member of the zip is a .npy file stored as is: its data starts after the zip's local header
-    and the .npy header, so it can be mapped where it lies.
+    and the .npy header, so it can be read from where it lies.
     """
     with zipfile.ZipFile(path) as archive:
         members = archive.infolist()
-    arrays = {}
+    arrays: dict[str, np.ndarray | FileArray] = {}
     with path.open("rb") as file:
         for member in members:
             if member.compress_type != zipfile.ZIP_STORED:
@@ -144,8 +148,9 @@ def _mapped(path: Path) -> dict[str, np.ndarray]:
             if math.prod(shape) == 0:
                 arrays[name] = np.zeros(shape, dtype=dtype)
                 continue
-            order: Literal["F", "C"] = "F" if fortran else "C"
-            array = np.memmap(path, dtype=dtype, mode="c", offset=file.tell(), shape=shape, order=order)
-            # Only the large arrays stay mapped: each map holds a file descriptor.
-            arrays[name] = array if array.nbytes >= MAP_AT_LEAST else np.array(array)
+            if fortran and len(shape) > 1:
+                raise ValueError(f"{name} is in Fortran order")
+            array = FileArray(path, file.tell(), dtype, shape)
+            # Only the large arrays stay open: each holds a file descriptor.
+            arrays[name] = array if array.nbytes >= OPEN_AT_LEAST else array[:]
     return arrays
