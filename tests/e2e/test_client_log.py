@@ -5,6 +5,7 @@ the in-process tests in tests/unit/test_client_log.py cover every level and kind
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import mcp_types as types
 import pytest
@@ -45,7 +46,8 @@ async def test_a_2025_client_sets_a_level_and_receives_only_messages_at_or_above
             ("debug", "tool_call", "get_working_memory")
         ]
 
-        bad = types.SetLevelRequest(params=types.SetLevelRequestParams.model_construct(level="loud"))
+        level: Any = "loud"  # not a LoggingLevel: model_construct skips the validation
+        bad = types.SetLevelRequest(params=types.SetLevelRequestParams.model_construct(level=level))
         with pytest.raises(MCPError) as refused:
             await client.session.send_request(bad, types.EmptyResult)
         assert refused.value.error.code == types.INVALID_PARAMS

@@ -5,6 +5,7 @@ is -32602 Invalid params; the messages never carry memory text; 2026 clients see
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -55,7 +56,7 @@ class Received:
 
 
 def at_or_above(level: str, events: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    return [e for e in events if LEVELS.index(e[0]) >= LEVELS.index(level)]  # type: ignore[arg-type]
+    return [e for e in events if LEVELS.index(e[0]) >= LEVELS.index(level)]
 
 
 def legacy(server: MemoryServer, received: Received) -> Client:
@@ -171,7 +172,8 @@ async def test_an_unknown_level_is_invalid_params_and_keeps_the_level_set(fast_s
     async with legacy(build_server(fast_settings), received) as client:
         await client.set_logging_level("info")
         # The SDK's client validates the level; a raw request sends what a careless client would.
-        bad = types.SetLevelRequest(params=types.SetLevelRequestParams.model_construct(level="verbose"))
+        level: Any = "verbose"  # not a LoggingLevel: model_construct skips the validation
+        bad = types.SetLevelRequest(params=types.SetLevelRequestParams.model_construct(level=level))
         with pytest.raises(MCPError) as refused:
             await client.session.send_request(bad, types.EmptyResult)
         assert refused.value.error.code == types.INVALID_PARAMS
