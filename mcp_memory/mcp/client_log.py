@@ -44,6 +44,7 @@ from mcp_types import (
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_memory.errors import BackendUnavailableError, LimitExceededError, MemoryServerError
+from mcp_memory.mcp.connections import connection_of
 from mcp_memory.service.vectors import VectorWriter
 
 LOGGER_NAME = "mcp-memory"
@@ -68,12 +69,8 @@ def note_failure(error: MemoryServerError) -> None:
         outcome.failure = error
 
 
-def _state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any] | None:
-    # The connection's scratch state ("persists across requests on this connection"). SDK 2.3 reaches the
-    # Connection from a lowlevel context only through the per-request session proxy.
-    connection = getattr(ctx.session, "_connection", None)
-    state = getattr(connection, "state", None)
-    return state if isinstance(state, dict) else None
+def _state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    return connection_of(ctx.session).state
 
 
 def _handshake_era(ctx: ServerRequestContext[Any, Any]) -> bool:
@@ -89,9 +86,7 @@ class ClientLog:
     async def set_level(
         self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
     ) -> EmptyResult:
-        state = _state(ctx)
-        if state is not None:
-            state[_LEVEL_KEY] = params.level
+        _state(ctx)[_LEVEL_KEY] = params.level
         return EmptyResult()
 
     async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
@@ -99,8 +94,7 @@ class ClientLog:
             _check_level((ctx.params or {}).get("level"))
         if ctx.method != "tools/call" or ctx.request_id is None or not _handshake_era(ctx):
             return await call_next(ctx)
-        state = _state(ctx)
-        level = state.get(_LEVEL_KEY) if state is not None else None
+        level = _state(ctx).get(_LEVEL_KEY)
         if level not in LEVELS:  # this session never asked for the log
             return await call_next(ctx)
         outcome = _Outcome()
