@@ -14,8 +14,8 @@ of another session: each message rides the response stream of the request that c
   info     a summarization ran: {"event": "summarized", "thread_id", counts and token totals}
   warning  a per-user limit refused a call, or turns wait for vectors in a long embedding backlog
   error    a backend (store, embedding or model provider) could not be reached
-Warnings and errors carry the server's own error message, which by design names the backend or limit
-and counts, never a secret (mcp_memory/errors.py). Thread ids and space names are the client's own
+Warnings and errors carry the call's own error message, the text its tool result already gives this
+client: it names the backend or limit and counts, never a secret (mcp_memory/errors.py). Thread ids and space names are the client's own
 identifiers, from the request it just made.
 """
 
@@ -104,7 +104,7 @@ class ClientLog:
             result = await call_next(ctx)
         finally:
             _outcome.reset(token)
-        tool = str((ctx.params or {}).get("name"))
+        tool = str((ctx.params or {}).get("name"))[:100]  # a name the client sent; capped all the same
         messages = self._messages(tool, result, outcome, (time.perf_counter() - started) * 1000)
         for message_level, data in messages:
             if LEVELS.index(message_level) >= LEVELS.index(level):
@@ -152,7 +152,7 @@ class ClientLog:
                         "event": "summarized",
                         "thread_id": turn.get("thread_id"),
                         "trigger": "threshold",
-                        **_pick(usage, ("message_count", "token_count", "threshold")),
+                        **_pick(usage, ("message_count", "token_count", "threshold_tokens")),
                     },
                 )
             )
