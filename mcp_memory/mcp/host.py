@@ -20,6 +20,7 @@ from mcp_memory.mcp.limits import SharedBuckets
 from mcp_memory.mcp.subscriptions import ReplicaBus
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
+from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage import REDIS_WORKING, needs_extra
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,10 @@ class ServiceHost:
         if self._service is None:
             raise RuntimeError("the memory service is not open")
         return self._service
+
+    def embedding_queue(self) -> VectorWriter | None:
+        """The open service's queue of turns waiting for vectors; None without one or when closed."""
+        return self._service.vectors if self._service is not None else None
 
     @asynccontextmanager
     async def use(self) -> AsyncIterator[MemoryService]:

@@ -21,6 +21,7 @@ from mcp.server.subscriptions import ResourceUpdated
 from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
 from mcp_memory.mcp.auth import Principal
+from mcp_memory.mcp.connections import connection_of
 from mcp_memory.models import UserEvent
 
 log = logging.getLogger(__name__)
@@ -34,18 +35,20 @@ class LegacySubscriptions:
     ) -> None:
         self._principal = principal  # the principal of the request being served
         self._hears = hears  # whether that principal may hear an event (its own, or its spaces')
-        self._subscribers: dict[Subscription, dict[int, Any]] = {}  # -> {id(session): session}
+        self._subscribers: dict[Subscription, dict[int, Any]] = {}  # -> {id(connection): session}
         self._pending: set[asyncio.Task[None]] = set()
 
     async def subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         key = (self._principal(), str(params.uri))
-        self._subscribers.setdefault(key, {})[id(ctx.session)] = ctx.session
+        # Keyed by the connection: ctx.session is a proxy made for this one request, so an unsubscribe
+        # (another request) would not find it. The proxy kept sends on the connection's own channel.
+        self._subscribers.setdefault(key, {})[id(connection_of(ctx.session))] = ctx.session
         return EmptyResult()
 
     async def unsubscribe(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
         key = (self._principal(), str(params.uri))
         sessions = self._subscribers.get(key, {})
-        sessions.pop(id(ctx.session), None)
+        sessions.pop(id(connection_of(ctx.session)), None)
         if not sessions:
             self._subscribers.pop(key, None)
         return EmptyResult()

@@ -24,8 +24,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, TextContent
 
 from mcp_memory.config import Settings
-from mcp_memory.errors import BackendUnavailableError
+from mcp_memory.errors import BackendUnavailableError, LimitExceededError
 from mcp_memory.mcp.auth import current_principal
+from mcp_memory.mcp.client_log import note_failure
 
 log = logging.getLogger(__name__)
 
@@ -123,5 +124,6 @@ class RateLimit:
         )
         log.info("rate-limited %s (%s)", principal.name, ctx.method)
         if ctx.method == "tools/call":
+            note_failure(LimitExceededError(message))  # a warning for a 2025 client's log (client_log.py)
             return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
         raise MCPError(code=RATE_LIMITED, message=message)

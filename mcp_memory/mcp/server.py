@@ -27,6 +27,7 @@ from mcp_memory.errors import MemoryServerError
 from mcp_memory.llm.prompts import load_prompt
 from mcp_memory.mcp.access import SPACES_FILE, current_access
 from mcp_memory.mcp.auth import ScopeGuard, ToolScopes, current_principal
+from mcp_memory.mcp.client_log import install_client_log, note_failure
 from mcp_memory.mcp.errors import resource_errors
 from mcp_memory.mcp.graph_tools import graph_change_uri, register_graph
 from mcp_memory.mcp.host import ServiceHost
@@ -97,6 +98,7 @@ def _tool_errors() -> Iterator[None]:
     try:
         yield
     except MemoryServerError as e:
+        note_failure(e)  # for the log of a 2025 client that asked for one (client_log.py)
         raise ToolError(str(e)) from e
 
 
@@ -142,6 +144,8 @@ class MemoryServer(MCPServer[MemoryService]):
         self._lowlevel_server.add_request_handler(
             "resources/unsubscribe", UnsubscribeRequestParams, bus.legacy.unsubscribe
         )
+        # logging/setLevel for 2025-protocol clients, the same way; its middleware joins the chain below.
+        self.client_log = install_client_log(self._lowlevel_server, host.embedding_queue)
 
 
 def build_server(settings: Settings) -> MemoryServer:
@@ -163,9 +167,12 @@ def build_server(settings: Settings) -> MemoryServer:
 
     host = ServiceHost(settings, on_change=publish_change, bus=subscriptions)
     server = MemoryServer(settings, host, subscriptions)
-    # Outermost first: a request id for every log line, then the principal's scopes, then its rate.
+    # Outermost first: a request id for every log line, the log a 2025 client asked for (which sees the
+    # refusals of the next two), then the principal's scopes, then its rate.
     rate_limit = RateLimit(settings, shared=lambda: host.request_buckets)
-    server.middleware.extend([RequestLog(settings), ScopeGuard(settings, server.tool_scopes), rate_limit])
+    server.middleware.extend(
+        [RequestLog(settings), server.client_log, ScopeGuard(settings, server.tool_scopes), rate_limit]
+    )
 
     def service() -> MemoryService:
         return host.service

@@ -66,6 +66,16 @@ class VectorWriter:
             finally:
                 writer._send.close()  # _run writes what is queued, then ends
 
+    @property
+    def waiting(self) -> int:
+        """Turns queued or being embedded, of every user."""
+        return self._pending.total()
+
+    @property
+    def backlog(self) -> int:
+        """How many may wait before add_turn waits too."""
+        return self._backlog
+
     async def add(self, turn: Memory) -> None:
         """Embed this stored turn and write its vector, soon; first wait while the backlog is full."""
         while self._pending.total() >= self._backlog:

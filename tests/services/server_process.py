@@ -73,7 +73,7 @@ class McpMemoryServer(Protocol):
     transport: Transport
     stderr_path: Path
 
-    def connect(self) -> Client: ...
+    def connect(self, **options: Any) -> Client: ...
 
     def stderr(self) -> str: ...
 
@@ -105,10 +105,10 @@ class NetworkServer:
     def url(self) -> str:
         return f"{self.base_url}/sse" if self.transport == "sse" else f"{self.base_url}/mcp"
 
-    def connect(self) -> Client:
-        """A client for this server, to enter with `async with`."""
+    def connect(self, **options: Any) -> Client:
+        """A client for this server, to enter with `async with`; options go to the Client (mode, ...)."""
         transport = sse_client(self.url) if self.transport == "sse" else self.url
-        return Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS)
+        return Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS, **options)
 
     def stderr(self) -> str:
         """Everything the process wrote to stderr so far."""

@@ -12,6 +12,7 @@ import pytest
 from mcp.server.auth.middleware.auth_context import auth_context_var
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
+from mcp.server.connection import Connection
 from mcp.shared.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent, ToolsListChanged
 from mcp_types import SubscribeRequestParams, UnsubscribeRequestParams
 
@@ -40,6 +41,9 @@ class LegacySession:
     def __init__(self, heard: list[ServerEvent]) -> None:
         self.heard = heard
         self.ctx: Any = SimpleNamespace(session=self)
+        # Its own connection, as the SDK's per-request session proxies carry (subscriptions key by it); its
+        # channel is never used, this fake's send_resource_updated is.
+        self._connection = Connection(outbound=None, protocol_version="2025-11-25")  # type: ignore[arg-type]
 
     async def send_resource_updated(self, uri: str) -> None:
         self.heard.append(ResourceUpdated(uri=uri))

@@ -122,3 +122,38 @@ async def test_a_2025_protocol_client_subscribes_per_uri_and_is_notified(fast_se
         with anyio.fail_after(5):
             await got_one.wait()
     assert updated == ["memory://threads/legacy"]
+
+
+async def test_a_2025_protocol_client_that_unsubscribes_is_no_longer_notified(fast_settings) -> None:  # type: ignore[no-untyped-def]
+    """Subscribe and unsubscribe are two requests of one session; the second must find the first."""
+    import warnings
+
+    import mcp_types
+    from mcp import Client as McpClient
+
+    from mcp_memory.mcp.server import build_server
+
+    updated: list[str] = []
+    barrier = anyio.Event()
+
+    async def on_message(message: object) -> None:
+        if isinstance(message, mcp_types.ResourceUpdatedNotification):
+            updated.append(str(message.params.uri))
+            if str(message.params.uri) == "memory://threads/barrier":
+                barrier.set()
+
+    server = build_server(fast_settings)
+    async with McpClient(server, mode="legacy", message_handler=on_message) as legacy:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the SDK marks resources/subscribe deprecated for 2026 clients
+            await legacy.subscribe_resource("memory://threads/dropped")
+            await legacy.subscribe_resource("memory://threads/barrier")
+            await call(legacy, "add_turn", thread_id="dropped", role="user", content="heard")
+            await legacy.unsubscribe_resource("memory://threads/dropped")
+        await call(legacy, "add_turn", thread_id="dropped", role="user", content="not heard any more")
+        # Notifications go out in the order of the changes: once the barrier's arrives, a notification
+        # for the unsubscribed thread would have arrived before it.
+        await call(legacy, "add_turn", thread_id="barrier", role="user", content="after")
+        with anyio.fail_after(5):
+            await barrier.wait()
+    assert updated == ["memory://threads/dropped", "memory://threads/barrier"]

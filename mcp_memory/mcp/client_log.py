@@ -1,0 +1,226 @@
+"""Log messages to 2025-protocol clients: `logging/setLevel` and `notifications/message`.
+
+Clients on the handshake-era protocol (2024-11-05 to 2025-11-25) may ask for the server's log with
+`logging/setLevel`; the server declares the `logging` capability for them, and from then on sends each
+of that session's requests the messages at or above the level it set (the level is kept per connection,
+so two sessions of one user choose their own; a session that never sets one gets nothing). A level the
+protocol does not define is refused with -32602 Invalid params (the SDK validates the request before it
+reaches the handler). The 2026-07-28 protocol deprecates client logging: for those clients nothing
+changes (`logging/setLevel` stays "method not found", discovery does not list `logging`, nothing is sent).
+
+What is sent is operational only, never memory text (not a turn, summary, fact or query), and nothing
+of another session: each message rides the response stream of the request that caused it.
+  debug    every tool call: {"event": "tool_call", "tool", "outcome", "ms"}
+  info     a summarization ran: {"event": "summarized", "thread_id", counts and token totals}
+  warning  a per-user limit refused a call, or turns wait for vectors in a long embedding backlog
+  error    a backend (store, embedding or model provider) could not be reached
+Warnings and errors carry the call's own error message, the text its tool result already gives this
+client: it names the backend or limit and counts, never a secret (mcp_memory/errors.py). Thread ids and space names are the client's own
+identifiers, from the request it just made.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final, get_args
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    DiscoverResult,
+    EmptyResult,
+    LoggingLevel,
+    LoggingMessageNotification,
+    LoggingMessageNotificationParams,
+    RequestParams,
+    SetLevelRequestParams,
+)
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from mcp_memory.errors import BackendUnavailableError, LimitExceededError, MemoryServerError
+from mcp_memory.mcp.connections import connection_of
+from mcp_memory.service.vectors import VectorWriter
+
+LOGGER_NAME = "mcp-memory"
+LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)  # least to most severe (RFC 5424)
+_LEVEL_KEY = "mcp_memory.client_log_level"  # in the connection's state
+
+
+@dataclass
+class _Outcome:
+    """What the tool handler tells the middleware about a failure it turned into a tool error."""
+
+    failure: MemoryServerError | None = None
+
+
+_outcome: contextvars.ContextVar[_Outcome | None] = contextvars.ContextVar("mcp_memory_outcome", default=None)
+
+
+def note_failure(error: MemoryServerError) -> None:
+    """Called where a product error becomes a tool error, so the log can say what kind it was."""
+    outcome = _outcome.get()
+    if outcome is not None:
+        outcome.failure = error
+
+
+def _state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    return connection_of(ctx.session).state
+
+
+def _handshake_era(ctx: ServerRequestContext[Any, Any]) -> bool:
+    return ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS
+
+
+class ClientLog:
+    """The `logging/setLevel` handler and the server middleware that sends the messages."""
+
+    def __init__(self, embedding_queue: Callable[[], VectorWriter | None]) -> None:
+        self._embedding_queue = embedding_queue  # the open service's, None without one
+
+    async def set_level(
+        self, ctx: ServerRequestContext[Any, Any], params: SetLevelRequestParams
+    ) -> EmptyResult:
+        _state(ctx)[_LEVEL_KEY] = params.level
+        return EmptyResult()
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "logging/setLevel" and _handshake_era(ctx):
+            _check_level((ctx.params or {}).get("level"))
+        if ctx.method != "tools/call" or ctx.request_id is None or not _handshake_era(ctx):
+            return await call_next(ctx)
+        level = _state(ctx).get(_LEVEL_KEY)
+        if level not in LEVELS:  # this session never asked for the log
+            return await call_next(ctx)
+        outcome = _Outcome()
+        token = _outcome.set(outcome)
+        started = time.perf_counter()
+        try:
+            result = await call_next(ctx)
+        finally:
+            _outcome.reset(token)
+        tool = str((ctx.params or {}).get("name"))[:100]  # a name the client sent; capped all the same
+        messages = self._messages(tool, result, outcome, (time.perf_counter() - started) * 1000)
+        for message_level, data in messages:
+            if LEVELS.index(message_level) >= LEVELS.index(level):
+                notification = LoggingMessageNotification(
+                    params=LoggingMessageNotificationParams(
+                        level=message_level, data=data, logger=LOGGER_NAME
+                    )
+                )
+                # On the request's own stream (the spec's SHOULD), before its response.
+                await ctx.session.send_notification(notification, related_request_id=ctx.request_id)
+        return result
+
+    def _messages(
+        self, tool: str, result: HandlerResult, outcome: _Outcome, ms: float
+    ) -> list[tuple[LoggingLevel, dict[str, Any]]]:
+        failed = _is_error(result)
+        found: list[tuple[LoggingLevel, dict[str, Any]]] = [
+            (
+                "debug",
+                {
+                    "event": "tool_call",
+                    "tool": tool,
+                    "outcome": "tool_error" if failed else "ok",
+                    "ms": round(ms, 1),
+                },
+            )
+        ]
+        error = outcome.failure
+        if isinstance(error, BackendUnavailableError):
+            found.append(("error", {"event": "backend_unavailable", "tool": tool, "message": str(error)}))
+        elif isinstance(error, LimitExceededError):
+            found.append(("warning", {"event": "limit_refused", "tool": tool, "message": str(error)}))
+        if failed:
+            return found
+        structured = _structured(result)
+        if tool == "summarize_thread" and structured.get("summarized_count"):
+            found.append(("info", {"event": "summarized", **_pick(structured, _SUMMARY_COUNTS)}))
+        elif tool == "add_turn" and structured.get("summarized") is True:
+            usage = structured.get("working_memory") or {}
+            turn = structured.get("turn") or {}
+            found.append(
+                (
+                    "info",
+                    {
+                        "event": "summarized",
+                        "thread_id": turn.get("thread_id"),
+                        "trigger": "threshold",
+                        **_pick(usage, ("message_count", "token_count", "threshold_tokens")),
+                    },
+                )
+            )
+        if tool == "add_turn":
+            backlog = self._embedding_backlog()
+            if backlog is not None:
+                found.append(("warning", backlog))
+        return found
+
+    def _embedding_backlog(self) -> dict[str, Any] | None:
+        """A warning when at least half the embedding queue is full: searches by meaning wait for it."""
+        vectors = self._embedding_queue()
+        if vectors is None or vectors.waiting < vectors.backlog // 2:
+            return None
+        return {"event": "embedding_backlog", "waiting": vectors.waiting, "backlog": vectors.backlog}
+
+
+def _check_level(level: object) -> None:
+    # The SDK refuses an unknown level with a bare "Invalid request parameters"; this names it.
+    if level not in LEVELS:
+        raise MCPError(
+            code=INVALID_PARAMS,
+            message=f"unknown log level {str(level)[:40]!r}: use one of {', '.join(LEVELS)}",
+        )
+
+
+_SUMMARY_COUNTS = ("thread_id", "summarized_count", "kept_count", "tokens_before", "tokens_after")
+
+
+def _pick(values: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
+    return {key: values[key] for key in keys if key in values}
+
+
+def _is_error(result: HandlerResult) -> bool:
+    if isinstance(result, CallToolResult):
+        return result.is_error is True
+    return isinstance(result, dict) and result.get("isError") is True
+
+
+def _structured(result: HandlerResult) -> dict[str, Any]:
+    if isinstance(result, CallToolResult):
+        return result.structured_content or {}
+    if isinstance(result, dict):
+        found = result.get("structuredContent")
+        return found if isinstance(found, dict) else {}
+    return {}
+
+
+def install_client_log(
+    lowlevel: Server[Any], embedding_queue: Callable[[], VectorWriter | None]
+) -> ClientLog:
+    """Serve `logging/setLevel` to 2025 clients and keep `logging` out of 2026 discovery, on the SDK's
+    lowlevel server (MCPServer has no API for a method the 2026 revision removed); returns the
+    middleware for the caller to place in the server's chain."""
+    client_log = ClientLog(embedding_queue)
+    lowlevel.add_request_handler("logging/setLevel", SetLevelRequestParams, client_log.set_level)
+    discover = lowlevel.get_request_handler("server/discover")
+    assert discover is not None, "the SDK serves server/discover"
+    default_discover = discover.handler
+
+    async def discover_without_logging(ctx: ServerRequestContext[Any, Any], params: RequestParams) -> Any:
+        # Registering logging/setLevel makes the SDK list `logging` for every version; 2026 clients keep
+        # the behaviour they had (client logging is deprecated there, and this server sends them none).
+        found = await default_discover(ctx, params)
+        if not isinstance(found, DiscoverResult):
+            return found
+        capabilities = found.capabilities.model_copy(update={"logging": None})
+        return found.model_copy(update={"capabilities": capabilities})
+
+    lowlevel.add_request_handler("server/discover", RequestParams, discover_without_logging)
+    return client_log
