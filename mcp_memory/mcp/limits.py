@@ -26,6 +26,8 @@ from mcp_types import CallToolResult, TextContent
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.mcp.auth import current_principal
+from mcp_memory.observability.metrics import RATE_LIMITED as LIMITED_OUTCOME
+from mcp_memory.observability.metrics import note_outcome
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +124,7 @@ class RateLimit:
             f"(bursts of {security.request_burst}) for this user; retry in {math.ceil(wait * 10) / 10:g} s"
         )
         log.info("rate-limited %s (%s)", principal.name, ctx.method)
+        note_outcome(LIMITED_OUTCOME)
         if ctx.method == "tools/call":
             return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
         raise MCPError(code=RATE_LIMITED, message=message)

@@ -1,4 +1,5 @@
-"""Running the server over stdio, SSE or streamable HTTP, with a /health route on the HTTP ones.
+"""Running the server over stdio, SSE or streamable HTTP, with /health, /ready and /metrics on the HTTP
+ones (and /metrics alone on a loopback port, when observability.metrics_port is set).
 
 On the HTTP transports, when any way in is configured (static tokens, an identity provider), the MCP
 endpoints sit behind the resource guard (`oauth/resource.py`) and the protected-resource metadata is
@@ -15,33 +16,50 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
+import anyio
 import uvicorn
+from anyio.abc import TaskGroup
+from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp
 
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
 from mcp_memory.mcp.auth import check_exposure
-from mcp_memory.mcp.oauth.resource import ResourceGuard, metadata_routes
-from mcp_memory.mcp.oauth.tokens import build_verifier
+from mcp_memory.mcp.oauth.resource import Challenges, ResourceGuard, metadata_routes
+from mcp_memory.mcp.oauth.tokens import TokenVerifier, build_verifier
 from mcp_memory.mcp.observability import add_readiness_route
 from mcp_memory.mcp.server import MemoryServer
+from mcp_memory.mcp.telemetry import PATH, exposition, metrics_route
+from mcp_memory.observability.tracing import open_tracing
 
 log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 256 * 1024  # request line and headers, at most
+METRICS_HOST = "127.0.0.1"  # observability.metrics_port serves without a token: loopback only
 
 
 async def serve(
     server: MemoryServer, transport: str, host: str, port: int, *, mounts: Sequence[BaseRoute] = ()
 ) -> None:
     """Serve MCP over `transport`; on SSE/HTTP also `mounts` (the explorer at /ui) beside it."""
-    if transport == "stdio":
-        await server.run_stdio_async()
-        return
+    tracing = open_tracing(server.host.settings.observability.otlp_endpoint)
+    server.call_metrics.tracing = tracing
+    try:
+        if transport == "stdio":
+            await server.run_stdio_async()
+        else:
+            await _serve_network(server, transport, host, port, mounts)
+    finally:
+        if tracing is not None:
+            tracing.close()  # sends the spans still batched
 
+
+async def _serve_network(
+    server: MemoryServer, transport: str, host: str, port: int, mounts: Sequence[BaseRoute]
+) -> None:
     settings = server.host.settings
     check_exposure(settings, transport, host)  # no memories on a public address without auth
     add_readiness_route(server, server.host)  # GET /ready: each backend answers
@@ -59,9 +77,28 @@ async def serve(
         app = server.streamable_http_app(host=host, max_request_body_size=settings.security.max_request_bytes)
         where, endpoints = f"http://{host}:{port}/mcp", ("/mcp",)
     app.router.routes.extend([*metadata_routes(settings, endpoints), *mounts])
+    observability = settings.observability
+    if observability.metrics:
+        challenges = Challenges(settings) if verifier is not None else None
+        app.router.routes.append(metrics_route(server.host, verifier, challenges))
+    async with anyio.create_task_group() as side:
+        scraper = None
+        if observability.metrics_port is not None:
+            scraper = await _serve_metrics_port(side, server, observability.metrics_port)
+        try:
+            await serve_http(await _guarded(app, server, verifier, endpoints), host, port, where)
+        finally:
+            if scraper is not None:
+                scraper.should_exit = True  # the main server stopped (a signal): so does this one
+
+
+async def _guarded(
+    app: ASGIApp, server: MemoryServer, verifier: TokenVerifier | None, endpoints: tuple[str, ...]
+) -> ASGIApp:
+    """The app behind the resource guard when any way in is configured (tokens, an identity provider)."""
+    settings = server.host.settings
     if verifier is None:
-        await serve_http(app, host, port, where)
-        return
+        return app
     if settings.security.authorization_server:
         log.info(
             "accepting access tokens of %s issued for %s",
@@ -69,10 +106,44 @@ async def serve(
             settings.security.resource_url,
         )
         await verifier.prefetch()  # a wrong issuer shows in the log now, not at the first sign-in
-    guarded = ResourceGuard(
-        app, settings=settings, verifier=verifier, tools=server.tool_scopes, protected=endpoints
+    return ResourceGuard(
+        app,
+        settings=settings,
+        verifier=verifier,
+        tools=server.tool_scopes,
+        protected=endpoints,
+        metrics=server.host.metrics,
     )
-    await serve_http(guarded, host, port, where)
+
+
+class _QuietServer(uvicorn.Server):
+    """A uvicorn server beside the main one: the main one takes the signals, and stops this one."""
+
+    @contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def _serve_metrics_port(tasks: TaskGroup, server: MemoryServer, port: int) -> uvicorn.Server:
+    """/metrics alone, without a token, on 127.0.0.1:port (observability.metrics_port)."""
+    host = server.host
+
+    async def scrape(_: Request) -> Response:
+        return await exposition(host)
+
+    listener = listen_socket(METRICS_HOST, port)
+    app = Starlette(routes=[Route(PATH, scrape, methods=["GET"])])
+    scraper = _QuietServer(uvicorn.Config(app, log_level="warning", lifespan="off"))
+
+    async def run() -> None:
+        try:
+            await scraper.serve(sockets=[listener])
+        finally:
+            listener.close()
+
+    tasks.start_soon(run)
+    log.info("metrics (no token) on http://%s:%d%s", METRICS_HOST, port, PATH)
+    return scraper
 
 
 async def serve_http(
