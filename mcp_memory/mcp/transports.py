@@ -16,14 +16,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import FrameType
 
-import anyio
 import uvicorn
-from anyio.abc import TaskGroup
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
-from starlette.types import ASGIApp
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
@@ -81,15 +79,18 @@ async def _serve_network(
     if observability.metrics:
         challenges = Challenges(settings) if verifier is not None else None
         app.router.routes.append(metrics_route(server.host, verifier, challenges))
-    async with anyio.create_task_group() as side:
-        scraper = None
-        if observability.metrics_port is not None:
-            scraper = await _serve_metrics_port(side, server, observability.metrics_port)
-        try:
-            await serve_http(await _guarded(app, server, verifier, endpoints), host, port, where)
-        finally:
-            if scraper is not None:
-                scraper.should_exit = True  # the main server stopped (a signal): so does this one
+    served = await _guarded(app, server, verifier, endpoints)
+    if observability.metrics_port is None:
+        await serve_http(served, host, port, where)
+        return
+    # One uvicorn server on both sockets; a request is answered by the app of the port it came in on.
+    side = listen_socket(METRICS_HOST, observability.metrics_port)
+    try:
+        log.info("metrics (no token) on http://%s:%d%s", METRICS_HOST, observability.metrics_port, PATH)
+        by_port = _ByPort(served, _metrics_only(server), observability.metrics_port)
+        await serve_http(by_port, host, port, where, also=[side])
+    finally:
+        side.close()
 
 
 async def _guarded(
@@ -116,41 +117,40 @@ async def _guarded(
     )
 
 
-class _QuietServer(uvicorn.Server):
-    """A uvicorn server beside the main one: the main one takes the signals, and stops this one."""
-
-    @contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-async def _serve_metrics_port(tasks: TaskGroup, server: MemoryServer, port: int) -> uvicorn.Server:
-    """/metrics alone, without a token, on 127.0.0.1:port (observability.metrics_port)."""
+def _metrics_only(server: MemoryServer) -> ASGIApp:
+    """/metrics alone, without a token (observability.metrics_port, on 127.0.0.1 only)."""
     host = server.host
 
     async def scrape(_: Request) -> Response:
         return await exposition(host)
 
-    listener = listen_socket(METRICS_HOST, port)
-    app = Starlette(routes=[Route(PATH, scrape, methods=["GET"])])
-    scraper = _QuietServer(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    return Starlette(routes=[Route(PATH, scrape, methods=["GET"])])
 
-    async def run() -> None:
-        try:
-            await scraper.serve(sockets=[listener])
-        finally:
-            listener.close()
 
-    tasks.start_soon(run)
-    log.info("metrics (no token) on http://%s:%d%s", METRICS_HOST, port, PATH)
-    return scraper
+class _ByPort:
+    """ASGI: requests that came in on `port` go to `other`, the rest (and the lifespan) to `main`."""
+
+    def __init__(self, main: ASGIApp, other: ASGIApp, port: int) -> None:
+        self.main, self.other, self.port = main, other, port
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        local = scope.get("server") if scope["type"] in ("http", "websocket") else None
+        app = self.other if local is not None and local[1] == self.port else self.main
+        await app(scope, receive, send)
 
 
 async def serve_http(
-    app: ASGIApp, host: str, port: int, where: str, on_listening: Callable[[], object] | None = None
+    app: ASGIApp,
+    host: str,
+    port: int,
+    where: str,
+    on_listening: Callable[[], object] | None = None,
+    *,
+    also: Sequence[socket.socket] = (),
 ) -> None:
-    """Run an ASGI app with uvicorn on host:port until SIGTERM or Ctrl+C. `on_listening` runs once
-    connections are accepted into the backlog (they are answered as soon as uvicorn starts)."""
+    """Run an ASGI app with uvicorn on host:port (and the listening sockets `also`) until SIGTERM or
+    Ctrl+C. `on_listening` runs once connections are accepted into the backlog (they are answered as
+    soon as uvicorn starts)."""
     # Bound here rather than by uvicorn, which logs a busy port and exits 3 after we said "listening".
     listener = listen_socket(host, port)
     log.info("mcp-memory listening on %s", where)
@@ -168,7 +168,7 @@ async def serve_http(
     )
     try:
         with _sigterm_unwinds():
-            await uvicorn.Server(config).serve(sockets=[listener])
+            await uvicorn.Server(config).serve(sockets=[listener, *also])
     finally:
         listener.close()
 
