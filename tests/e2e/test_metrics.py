@@ -11,7 +11,9 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from mcp_memory.observability.metrics import OTHER
+from tests.fakes.openai_stub import OpenAIStub
 from tests.security.bearer import bearer_client, challenge, credential, start_with_tokens, tokens_env
+from tests.services.local_issuer import local_issuer
 from tests.services.mcp_client import call, call_error
 from tests.services.server_process import E2E_USER, ServerStarter, free_port
 
@@ -223,3 +225,100 @@ async def test_the_loopback_metrics_port_serves_without_a_token(
         assert (await http.get(f"{side}/health")).status_code == 404  # /metrics alone
     assert (await scrape(server.base_url)).status_code == 401  # the main port still wants a token
     assert server.stop() == 0
+
+
+async def test_model_calls_facts_and_limits_are_counted(
+    start_server: ServerStarter, tmp_path: Path, openai_stub: OpenAIStub
+) -> None:
+    server = start_server(
+        "http",
+        tmp_path / "data",
+        {
+            "MCP_MEMORY_LLM__PROVIDER": "openai",
+            "MCP_MEMORY_LLM__MODEL": "stub-chat",
+            "MCP_MEMORY_LLM__BASE_URL": openai_stub.base_url,
+            "MCP_MEMORY_LLM__API_KEY": "sk-test-not-a-secret",
+            "MCP_MEMORY_LLM__TIMEOUT_SECONDS": "2",
+            "MCP_MEMORY_LLM__MAX_RETRIES": "0",
+            # Only the calls below reach the model: no learning in the background.
+            "MCP_MEMORY_LEARNING__EXTRACT_EVERY_TURNS": "0",
+            "MCP_MEMORY_LEARNING__EXTRACT_ON_SUMMARY": "false",
+            "MCP_MEMORY_LEARNING__RECONCILE_EVERY_EXTRACTIONS": "0",
+            "MCP_MEMORY_LEARNING__PROFILE": "false",
+            "MCP_MEMORY_SECURITY__LLM_CALLS_PER_HOUR": "3",
+            "MCP_MEMORY_SECURITY__MAX_STORED_BYTES": "20000",
+        },
+    )
+    fact = {
+        "text": "The budget for the trip is $10,000",
+        "type": "semantic",
+        "confidence": 0.9,
+        "source": ["T1"],
+    }
+    async with server.connect() as client:
+        await call(client, "add_turn", thread_id="trip", role="user", content="Our budget is $10,000.")
+        await call(client, "add_turn", thread_id="trip", role="assistant", content="Noted: $10,000.")
+        openai_stub.script(json.dumps({"facts": [fact]}))
+        learned = await call(client, "extract_memories", thread_id="trip")  # model call 1
+        assert [f["action"] for f in learned["facts"]] == ["created"]
+        await call(client, "summarize_thread", thread_id="trip", keep_recent=0)  # model call 2
+        await call(client, "add_turn", thread_id="trip", role="user", content="And the dates are in May.")
+        openai_stub.set_mode("500", times=1)
+        await call_error(client, "extract_memories", thread_id="trip")  # model call 3: the model fails
+        refused = await call_error(client, "extract_memories", thread_id="trip")  # the hour's 3 are spent
+        assert "LLM quota reached" in refused
+        over = await call_error(client, "add_turn", thread_id="trip", role="user", content="x" * 30_000)
+        assert "quota" in over.lower() or "stored" in over.lower(), over
+    samples = await scraped(server.base_url)
+    assert (
+        value(samples, "mcp_memory_model_calls_total", provider="llm", purpose="extraction", outcome="ok")
+        == 1
+    )
+    assert (
+        value(samples, "mcp_memory_model_calls_total", provider="llm", purpose="summary", outcome="ok") == 1
+    )
+    assert (
+        value(samples, "mcp_memory_model_calls_total", provider="llm", purpose="extraction", outcome="error")
+        == 1
+    )
+    assert value(samples, "mcp_memory_model_tokens_total", provider="llm", direction="prompt") > 0
+    assert value(samples, "mcp_memory_model_tokens_total", provider="llm", direction="answer") > 0
+    assert value(samples, "mcp_memory_facts_learned_total", action="created") == 1
+    assert value(samples, "mcp_memory_summarizations_total", summarizer="model") == 1
+    assert value(samples, "mcp_memory_backend_errors_total", backend="llm") == 1
+    extract = {"kind": "tool", "name": "extract_memories"}
+    assert value(samples, "mcp_memory_calls_total", **extract, outcome="ok") == 1
+    assert value(samples, "mcp_memory_calls_total", **extract, outcome="unavailable") == 1
+    assert value(samples, "mcp_memory_calls_total", **extract, outcome="limit") == 1
+    assert value(samples, "mcp_memory_refusals_total", limit="llm_calls") == 1  # counted once
+    assert value(samples, "mcp_memory_calls_total", kind="tool", name="add_turn", outcome="limit") == 1
+    assert value(samples, "mcp_memory_refusals_total", limit="stored_bytes") == 1
+
+
+async def test_identity_provider_tokens_need_the_metrics_scope(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    with local_issuer() as issuer:
+        server = start_server(
+            "http",
+            tmp_path / "data",
+            {
+                "MCP_MEMORY_SECURITY__AUTHORIZATION_SERVER": issuer.url,
+                "MCP_MEMORY_SECURITY__RESOURCE_URL": "http://127.0.0.1:{port}/mcp",
+            },
+        )
+        metadata = f"{server.base_url}/.well-known/oauth-protected-resource/mcp"
+        missing = await scrape(server.base_url)
+        assert missing.status_code == 401 and challenge(missing)["resource_metadata"] == metadata
+        member = issuer.mint(issuer.claims(server.url, scope="read write"))
+        refused = await scrape(server.base_url, member)
+        assert refused.status_code == 403
+        assert challenge(refused) | {"error_description": ""} == {
+            "error": "insufficient_scope",
+            "error_description": "",
+            "resource_metadata": metadata,
+            "scope": "metrics",
+        }
+        # A client-credentials token of the monitoring system: no user, the metrics scope.
+        monitor = issuer.mint(issuer.claims(server.url, sub="prometheus", scope="metrics"))
+        await scraped(server.base_url, monitor)
