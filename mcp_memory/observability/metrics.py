@@ -16,7 +16,7 @@ import contextvars
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -151,6 +151,7 @@ class Metrics:
             registry=r,
         )
         r.register(_FigureCollector(self))
+        ProcessCollector(registry=r)  # process_* : CPU seconds, resident memory, open files (Linux)
 
     # ---- the MCP surface ------------------------------------------------------------------------
 

@@ -322,3 +322,14 @@ async def test_identity_provider_tokens_need_the_metrics_scope(
         # A client-credentials token of the monitoring system: no user, the metrics scope.
         monitor = issuer.mint(issuer.claims(server.url, sub="prometheus", scope="metrics"))
         await scraped(server.base_url, monitor)
+
+
+async def test_the_sse_transport_serves_metrics_too(start_server: ServerStarter, tmp_path: Path) -> None:
+    server = start_server("sse", tmp_path / "data")
+    async with server.connect() as client:
+        await call(client, "add_turn", thread_id="sse-thread", role="user", content="over SSE")
+        await call(client, "search_memory", query="SSE", mode="vector")
+    samples = await scraped(server.base_url)
+    assert value(samples, "mcp_memory_calls_total", kind="tool", name="add_turn", outcome="ok") == 1
+    assert value(samples, "mcp_memory_search_duration_seconds_count", mode="vector") == 1
+    assert value(samples, "process_resident_memory_bytes") > 0
