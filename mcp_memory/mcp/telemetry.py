@@ -32,7 +32,6 @@ from mcp_memory.mcp.oauth.resource import Challenges, bearer_token
 from mcp_memory.mcp.oauth.tokens import TokenVerifier
 from mcp_memory.mcp.observability import Probe, readiness
 from mcp_memory.observability.metrics import (
-    CONTENT_TYPE,
     ERROR,
     LLM_CALLS,
     OK,
@@ -197,14 +196,15 @@ def metrics_route(host: ServiceHost, verifier: TokenVerifier | None, challenges:
             refused = await _refusal(request, verifier, challenges, host.metrics)
             if refused is not None:
                 return refused
-        return await exposition(host)
+        return await exposition(host, request)
 
     return Route(PATH, scrape, methods=["GET"])
 
 
-async def exposition(host: ServiceHost) -> Response:
+async def exposition(host: ServiceHost, request: Request) -> Response:
     figures = await current_figures(host)
-    return Response(host.metrics.exposition(figures), media_type=CONTENT_TYPE)
+    body, content_type = host.metrics.exposition(figures, request.headers.get("accept", ""))
+    return Response(body, headers={"Content-Type": content_type})
 
 
 async def _refusal(

@@ -121,8 +121,8 @@ def _metrics_only(server: MemoryServer) -> ASGIApp:
     """/metrics alone, without a token (observability.metrics_port, on 127.0.0.1 only)."""
     host = server.host
 
-    async def scrape(_: Request) -> Response:
-        return await exposition(host)
+    async def scrape(request: Request) -> Response:
+        return await exposition(host, request)
 
     return Starlette(routes=[Route(PATH, scrape, methods=["GET"])])
 

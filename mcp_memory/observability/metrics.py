@@ -16,13 +16,13 @@ import contextvars
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, generate_latest
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
 from mcp_memory.errors import BackendUnavailableError, LimitExceededError, MemoryServerError
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # the text exposition format, 0.0.4
 PREFIX = "mcp_memory"
 OTHER = "other"
 
@@ -66,22 +66,14 @@ class CallNote:
 _call: contextvars.ContextVar[CallNote | None] = contextvars.ContextVar("mcp_memory_call", default=None)
 
 
-@dataclass
-class _Registered:
-    """The names the server registered, which are the only ones that become label values."""
-
-    tools: frozenset[str] = frozenset()
-    resources: frozenset[str] = frozenset()
-    prompts: frozenset[str] = frozenset()
-
-
 class Metrics:
     """Every metric of one server, and the methods the layers record through."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.names = _Registered()
-        self._figures = Figures()  # what the collector reports; set by exposition()
+        # kind (tool, resource, prompt) -> the names the server registered: the only ones used as labels
+        self.names: dict[str, frozenset[str]] = {}
+        self.figures = Figures()  # what the scrape-time collector reports; set by exposition()
         r = self.registry
         self.calls = Counter(
             f"{PREFIX}_calls",
@@ -157,11 +149,14 @@ class Metrics:
 
     def register_names(self, tools: Iterable[str], resources: Iterable[str], prompts: Iterable[str]) -> None:
         """The names calls may be labelled with; anything else is counted as "other"."""
-        self.names = _Registered(frozenset(tools), frozenset(resources), frozenset(prompts))
+        self.names = {
+            "tool": frozenset(tools),
+            "resource": frozenset(resources),
+            "prompt": frozenset(prompts),
+        }
 
     def label_of(self, kind: str, name: str) -> str:
-        known = {"tool": self.names.tools, "resource": self.names.resources, "prompt": self.names.prompts}
-        return name if name in known.get(kind, frozenset()) else OTHER
+        return name if name in self.names.get(kind, ()) else OTHER
 
     def call_done(self, kind: str, name: str, outcome: str, seconds: float, mode: str | None = None) -> None:
         """One call answered: `name` as label_of gave it; `mode` for search_memory."""
@@ -196,10 +191,13 @@ class Metrics:
 
     # ---- exposition -------------------------------------------------------------------------------
 
-    def exposition(self, figures: Figures | None = None) -> bytes:
-        """Every metric in the Prometheus text format, the gauges from `figures` (read just before)."""
-        self._figures = figures or Figures()
-        return generate_latest(self.registry)
+    def exposition(self, figures: Figures | None = None, accept: str = "") -> tuple[bytes, str]:
+        """Every metric, and its content type: the Prometheus text format, or OpenMetrics when the
+        scraper's Accept header asks for it (negotiated by the client library, as its own server does).
+        The gauges come from `figures`, read just before."""
+        self.figures = figures or Figures()
+        encode, content_type = choose_encoder(accept)
+        return encode(self.registry), content_type
 
 
 class _FigureCollector(Collector):
@@ -212,7 +210,7 @@ class _FigureCollector(Collector):
         return []  # the families are only known once read; nothing to check for duplicates
 
     def collect(self) -> Iterator[Metric]:
-        figures = self._metrics._figures
+        figures = self._metrics.figures
         yield _gauge(
             "embedding_backlog", "Turns stored and waiting for their vector.", figures.embedding_backlog
         )

@@ -333,3 +333,10 @@ async def test_the_sse_transport_serves_metrics_too(start_server: ServerStarter,
     assert value(samples, "mcp_memory_calls_total", kind="tool", name="add_turn", outcome="ok") == 1
     assert value(samples, "mcp_memory_search_duration_seconds_count", mode="vector") == 1
     assert value(samples, "process_resident_memory_bytes") > 0
+    # A scraper that asks for OpenMetrics gets it (the client library negotiates, as its own server does).
+    async with httpx2.AsyncClient(timeout=30) as http:
+        negotiated = await http.get(
+            f"{server.base_url}/metrics", headers={"Accept": "application/openmetrics-text; version=1.0.0"}
+        )
+    assert negotiated.headers["content-type"].startswith("application/openmetrics-text")
+    assert negotiated.text.endswith("# EOF\n")
