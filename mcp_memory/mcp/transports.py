@@ -83,12 +83,12 @@ async def _serve_network(
     if observability.metrics_port is None:
         await serve_http(served, host, port, where)
         return
-    # One uvicorn server on both sockets; a request is answered by the app of the port it came in on.
+    # One uvicorn server on both sockets; a request is answered by the app of the address it came in on.
     side = listen_socket(METRICS_HOST, observability.metrics_port)
     try:
         log.info("metrics (no token) on http://%s:%d%s", METRICS_HOST, observability.metrics_port, PATH)
-        by_port = _ByPort(served, _metrics_only(server), observability.metrics_port)
-        await serve_http(by_port, host, port, where, also=[side])
+        by_address = _ByAddress(served, _metrics_only(server), (METRICS_HOST, observability.metrics_port))
+        await serve_http(by_address, host, port, where, also=[side])
     finally:
         side.close()
 
@@ -127,15 +127,17 @@ def _metrics_only(server: MemoryServer) -> ASGIApp:
     return Starlette(routes=[Route(PATH, scrape, methods=["GET"])])
 
 
-class _ByPort:
-    """ASGI: requests that came in on `port` go to `other`, the rest (and the lifespan) to `main`."""
+class _ByAddress:
+    """ASGI: requests that came in on the local `address` (host, port) go to `other`; the rest, and the
+    lifespan, to `main`. The host counts too: the main socket may have the same port on another
+    address, and must never lose its guard."""
 
-    def __init__(self, main: ASGIApp, other: ASGIApp, port: int) -> None:
-        self.main, self.other, self.port = main, other, port
+    def __init__(self, main: ASGIApp, other: ASGIApp, address: tuple[str, int]) -> None:
+        self.main, self.other, self.address = main, other, address
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         local = scope.get("server") if scope["type"] in ("http", "websocket") else None
-        app = self.other if local is not None and local[1] == self.port else self.main
+        app = self.other if local is not None and tuple(local) == self.address else self.main
         await app(scope, receive, send)
 
 

@@ -15,7 +15,7 @@ from tests.fakes.openai_stub import OpenAIStub
 from tests.security.bearer import bearer_client, challenge, credential, start_with_tokens, tokens_env
 from tests.services.local_issuer import local_issuer
 from tests.services.mcp_client import call, call_error
-from tests.services.server_process import E2E_USER, ServerStarter, free_port
+from tests.services.server_process import E2E_USER, NetworkServer, ServerStarter, free_port, server_env
 
 pytestmark = pytest.mark.anyio
 
@@ -340,3 +340,31 @@ async def test_the_sse_transport_serves_metrics_too(start_server: ServerStarter,
         )
     assert negotiated.headers["content-type"].startswith("application/openmetrics-text")
     assert negotiated.text.endswith("# EOF\n")
+
+
+class _OnOtherLoopback(NetworkServer):
+    """The server on 127.0.0.2, so its metrics port can be the same number on 127.0.0.1."""
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.2:{self.port}"
+
+    def arguments(self) -> list[str]:
+        return [*super().arguments(), "--host", "127.0.0.2"]
+
+
+async def test_the_metrics_port_never_unguards_the_main_address(tmp_path: Path) -> None:
+    # The same port number on another address: only 127.0.0.1's requests skip the token.
+    port, writer = free_port(), credential("ann")
+    env = server_env(
+        tmp_path / "data", tokens_env([writer], MCP_MEMORY_OBSERVABILITY__METRICS_PORT=str(port))
+    )
+    server = _OnOtherLoopback("http", tmp_path / "work", env, port=port)
+    server.start()
+    try:
+        assert (await scrape(server.base_url)).status_code == 401
+        await scraped(f"http://127.0.0.1:{port}")
+        async with bearer_client(server, writer.token) as client:
+            await call(client, "add_turn", thread_id="t", role="user", content="still guarded, still served")
+    finally:
+        assert server.stop() == 0
