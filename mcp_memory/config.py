@@ -498,7 +498,7 @@ class ObservabilitySettings(BaseModel):
         default=None,
         ge=1,
         le=65535,
-        description="Also serve /metrics, without a token, on this port of 127.0.0.1 only; none = off.",
+        description="Also serve /metrics, without a token, on this port of 127.0.0.1 only (with metrics on); none = off.",
     )
     otlp_endpoint: str | None = Field(
         default=None,

@@ -80,7 +80,7 @@ async def _serve_network(
         challenges = Challenges(settings) if verifier is not None else None
         app.router.routes.append(metrics_route(server.host, verifier, challenges))
     served = await _guarded(app, server, verifier, endpoints)
-    if observability.metrics_port is None:
+    if observability.metrics_port is None or not observability.metrics:
         await serve_http(served, host, port, where)
         return
     # One uvicorn server on both sockets; a request is answered by the app of the address it came in on.

@@ -169,7 +169,7 @@ class Metrics:
         self.refusals.labels(limit).inc()
 
     def backend_failed(self, backend: str) -> None:
-        self.backend_errors.labels(backend or OTHER).inc()
+        self.backend_errors.labels(backend).inc()
 
     # ---- the service and learning ---------------------------------------------------------------
 
@@ -276,6 +276,6 @@ def note_error(error: MemoryServerError) -> None:
     if isinstance(error, LimitExceededError):
         note.outcome, note.limit = LIMIT, error.limit
     elif isinstance(error, BackendUnavailableError):
-        note.outcome, note.backend = UNAVAILABLE, error.backend
+        note.outcome, note.backend = UNAVAILABLE, error.backend or None  # None: not a backend's fault
     else:
         note.outcome = ERROR

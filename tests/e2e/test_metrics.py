@@ -368,3 +368,15 @@ async def test_the_metrics_port_never_unguards_the_main_address(tmp_path: Path) 
             await call(client, "add_turn", thread_id="t", role="user", content="still guarded, still served")
     finally:
         assert server.stop() == 0
+
+
+async def test_metrics_can_be_turned_off(start_server: ServerStarter, tmp_path: Path) -> None:
+    port = free_port()
+    server = start_server(
+        "http",
+        tmp_path / "data",
+        {"MCP_MEMORY_OBSERVABILITY__METRICS": "false", "MCP_MEMORY_OBSERVABILITY__METRICS_PORT": str(port)},
+    )
+    assert (await scrape(server.base_url)).status_code == 404
+    with pytest.raises(httpx2.ConnectError):
+        await scrape(f"http://127.0.0.1:{port}")
