@@ -212,9 +212,10 @@ class TokenEntry(BaseModel):
     )
     user_id: str = Field(description="Whose memories this token reads and writes.")
     name: str = Field(default="", description="A label for logs and session binding, e.g. ann-laptop.")
-    scopes: list[Literal["read", "write", "admin"]] = Field(
+    scopes: list[Literal["read", "write", "admin", "metrics"]] = Field(
         default_factory=lambda: ["read", "write"],  # type: ignore[arg-type]  # mypy widens the literals
-        description="read = read-only; read + write = own memories; admin = may also forget any user.",
+        description="read = read-only; read + write = own memories; admin = may also forget any user; "
+        "metrics = may read /metrics (and nothing else).",
     )
     expires_at: datetime | None = Field(default=None, description="After this time the token is refused.")
     groups: list[str] = Field(
@@ -485,6 +486,27 @@ class GraphSettings(BaseModel):
     )
 
 
+class ObservabilitySettings(BaseModel):
+    """What an operator watches: Prometheus metrics and OpenTelemetry traces."""
+
+    metrics: bool = Field(
+        default=True,
+        description="Serve Prometheus metrics at /metrics on SSE/HTTP (with tokens configured: a token with "
+        "the metrics or admin scope).",
+    )
+    metrics_port: int | None = Field(
+        default=None,
+        ge=1,
+        le=65535,
+        description="Also serve /metrics, without a token, on this port of 127.0.0.1 only (with metrics on); none = off.",
+    )
+    otlp_endpoint: str | None = Field(
+        default=None,
+        description="OTLP/HTTP traces URL (e.g. http://collector:4318/v1/traces): a span per MCP request; "
+        "needs the otel extra. Default: OTEL_EXPORTER_OTLP_ENDPOINT, if set.",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MCP_MEMORY_", env_nested_delimiter="__", env_file=".env", extra="ignore"
@@ -513,6 +535,7 @@ class Settings(BaseSettings):
     learning: LearningSettings = Field(default_factory=LearningSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
+    observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
 
     @property
     def sqlite_path(self) -> Path:

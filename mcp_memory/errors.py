@@ -22,7 +22,14 @@ class NotFoundError(MemoryServerError, LookupError):
 
 
 class BackendUnavailableError(MemoryServerError):
-    """A storage or model backend cannot be reached right now; retrying later may work."""
+    """A storage or model backend cannot be reached right now; retrying later may work.
+
+    `backend` names which (sqlite, redis, cosmos, llm, embedding, sampling), for the operator's metrics;
+    the boundary that translates a driver's error sets it."""
+
+    def __init__(self, message: str, *, backend: str = "") -> None:
+        super().__init__(message)
+        self.backend = backend
 
 
 class EmbeddingMismatchError(ConfigError):
@@ -35,6 +42,8 @@ class PermissionDeniedError(MemoryServerError):
 
 class LimitExceededError(PermissionDeniedError):
     """A per-user rate or quota is used up; the message says which and when it frees up."""
+
+    limit = "stored_bytes"  # which limit, for the operator's metrics; subclasses name theirs
 
 
 class ConflictError(MemoryServerError):

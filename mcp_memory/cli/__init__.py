@@ -95,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
     token.add_argument("--user", required=True, help="the user whose memories the token reaches")
     token.add_argument("--name", default="", help="a label for logs, e.g. ann-laptop")
-    token.add_argument("--scope", action="append", choices=["read", "write", "admin"], help="repeatable")
+    token.add_argument(
+        "--scope", action="append", choices=["read", "write", "admin", "metrics"], help="repeatable"
+    )
     token.add_argument("--expires", type=datetime.fromisoformat, help="ISO 8601 expiry time")
     return parser
 

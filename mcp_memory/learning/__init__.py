@@ -28,6 +28,7 @@ from mcp_memory.llm.chat import ChatModel
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.observability.metrics import Metrics
 from mcp_memory.storage import Stores, open_learning_stores
 
 __all__ = ["Learning", "LlmBudget", "open_learning"]
@@ -46,6 +47,7 @@ async def open_learning(
     tokens: TokenCounter,
     chat: ChatModel | None,
     sampling: SamplingSessions | None = None,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[Learning | None]:
     """Learning for the service's lifetime, with its background lane; None when the long-term backend
     lacks what it needs (logged)."""
@@ -89,7 +91,9 @@ async def open_learning(
             worker=worker,
             chat=chat,
             sampling=sampling,
-            budget=LlmBudget.of(settings, counters),
+            budget=LlmBudget.of(settings, counters, metrics),
+            metrics=metrics or Metrics(),
+            count_tokens=tokens.count,
         )
         worker.every(_DAY, Job("revision retention", learning.prune_revisions, key="revision retention"))
         yield learning

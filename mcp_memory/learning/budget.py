@@ -21,6 +21,7 @@ from typing import Protocol
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import LimitExceededError
+from mcp_memory.observability.metrics import LLM_CALLS, Metrics
 from mcp_memory.views import BudgetView
 
 HOUR = 3600.0
@@ -39,6 +40,8 @@ class Counts(Protocol):
 class BudgetUsedUp(LimitExceededError):
     """The hour's model calls are spent; `resets_at` (epoch seconds) is when the next window opens."""
 
+    limit = LLM_CALLS
+
     def __init__(self, message: str, resets_at: float) -> None:
         super().__init__(message)
         self.resets_at = resets_at
@@ -50,15 +53,21 @@ class LlmBudget:
     limit: int | None  # every call; None = unlimited
     background_limit: int  # the background share within it
     clock: Callable[[], float] = time.time  # epoch seconds; tests move it instead of waiting an hour
+    metrics: Metrics | None = None  # counts every refusal, foreground and background, here
 
     @classmethod
-    def of(cls, settings: Settings, counters: Counts) -> LlmBudget:
-        return cls(counters, settings.security.llm_calls_per_hour, settings.learning.max_llm_calls_per_hour)
+    def of(cls, settings: Settings, counters: Counts, metrics: Metrics | None = None) -> LlmBudget:
+        return cls(
+            counters,
+            settings.security.llm_calls_per_hour,
+            settings.learning.max_llm_calls_per_hour,
+            metrics=metrics,
+        )
 
     @classmethod
-    def in_process(cls, settings: Settings) -> LlmBudget:
+    def in_process(cls, settings: Settings, metrics: Metrics | None = None) -> LlmBudget:
         """For a service without learning (no shared counter store): counted in this process only."""
-        return cls.of(settings, ProcessCounters())
+        return cls.of(settings, ProcessCounters(), metrics)
 
     def resets_at(self) -> float:
         return (self._window() + 1) * HOUR
@@ -94,6 +103,8 @@ class LlmBudget:
             return
         for counted in [*taken, key]:
             await self.counters.increment(user_id, counted, by=-1, ttl_seconds=2 * HOUR)
+        if self.metrics is not None:
+            self.metrics.refused(LLM_CALLS)
         resets_at = self.resets_at()
         at = datetime.fromtimestamp(resets_at, UTC)
         minutes = max(1, math.ceil((resets_at - self.clock()) / 60))

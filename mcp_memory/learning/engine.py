@@ -14,6 +14,7 @@ budget window ends, or on the user's first turn after that, whichever comes firs
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -41,9 +42,11 @@ from mcp_memory.learning.triggers import Triggers, turns_key
 from mcp_memory.learning.worker import Job, Worker
 from mcp_memory.learning.writer import MemoryWriter
 from mcp_memory.llm.chat import ChatModel
+from mcp_memory.llm.metered import MeteredChat, provider_of
 from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.models import Memory, Scope, space_of, utcnow
+from mcp_memory.observability.metrics import Metrics
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
 from mcp_memory.views import ExtractionReport, LearningStatus, ReconcileReport
@@ -71,6 +74,8 @@ class Learning:
     sampling: SamplingSessions | None
     budget: LlmBudget
     status: StatusBoard = field(default_factory=StatusBoard)
+    metrics: Metrics = field(default_factory=Metrics)
+    count_tokens: Callable[[str], int] = len  # the server's tokenizer, for the metrics' token counts
     _wakeups: set[str] = field(default_factory=set)  # users with a retry timer set
 
     def __post_init__(self) -> None:
@@ -172,7 +177,12 @@ class Learning:
             return
         try:
             answer = await self.ask(
-                model, user_id, batch.prompt, f"extraction of thread {thread_id}", json_mode=True
+                model,
+                user_id,
+                batch.prompt,
+                f"extraction of thread {thread_id}",
+                purpose="extraction",
+                json_mode=True,
             )
             await self.finish_extraction(batch, answer, model.name)
         except BudgetUsedUp as e:
@@ -218,30 +228,37 @@ class Learning:
         prompt: RenderedPrompt,
         what: str,
         *,
+        purpose: str,
         json_mode: bool = False,
         max_tokens: int | None = None,
         background: bool = True,
     ) -> str:
         """One model call for the user: charged to the budget (BudgetUsedUp when spent), and bounded
-        in time whatever the model, so a silent one fails instead of holding its lane forever."""
+        in time whatever the model, so a silent one fails instead of holding its lane forever. `purpose`
+        (extraction, reconciliation, profile) labels it in the metrics."""
         await self.budget.charge(user_id, what, background=background)
         llm = self.settings.llm
         # Each attempt has the model's own timeout; one attempt more covers the SDK's back-off.
         deadline = llm.timeout_seconds * (llm.max_retries + 2)
+        metered = MeteredChat(model, self.metrics, self.count_tokens, purpose=purpose)
         try:
             with anyio.fail_after(deadline):
-                return await model.complete(
+                return await metered.complete(
                     prompt.system,
                     prompt.user,
                     json_mode=json_mode,
                     max_tokens=max_tokens or self.settings.learning.max_answer_tokens,
                 )
         except TimeoutError as e:
-            raise BackendUnavailableError(f"{model.name} did not answer within {deadline:g} s") from e
+            raise BackendUnavailableError(
+                f"{model.name} did not answer within {deadline:g} s", backend=provider_of(model)
+            ) from e
 
     async def finish_extraction(self, batch: ExtractionBatch, answer: str, model: str) -> ExtractionReport:
         """Store an extraction answer, then count it toward the next reconciliation."""
         report = await self.extractor.apply(batch, answer, model=model)
+        for fact in report.facts:
+            self.metrics.fact_written(fact.action)
         self.status.extracted(batch.user_id, report)
         changed = any(f.action != "unchanged" for f in report.facts)
         if changed and await self.triggers.extraction_done(batch.user_id):
@@ -265,7 +282,9 @@ class Learning:
         batch = await self.reconciler.prepare(user_id)
         if batch is not None:
             try:
-                answer = await self.ask(model, user_id, batch.prompt, "reconciliation", json_mode=True)
+                answer = await self.ask(
+                    model, user_id, batch.prompt, "reconciliation", purpose="reconciliation", json_mode=True
+                )
                 await self.finish_reconcile(batch, answer, model.name)
             except BudgetUsedUp as e:
                 self.status.failed(user_id, "reconciliation", str(e))
@@ -296,6 +315,7 @@ class Learning:
                 user_id,
                 batch.prompt,
                 "the profile update",
+                purpose="profile",
                 max_tokens=self.settings.learning.profile_max_tokens * 2 + 32,
             )
         except BudgetUsedUp as e:

@@ -89,7 +89,7 @@ class OpenAIChatModel:
         if not isinstance(content, str) or not content.strip():
             reason = getattr(choices[0], "finish_reason", None)
             raise BackendUnavailableError(
-                f"{self._label} returned an empty completion (finish_reason={reason})"
+                f"{self._label} returned an empty completion (finish_reason={reason})", backend="llm"
             )
         return content
 

@@ -85,13 +85,15 @@ def translated_errors(name: str, section: Section, deadline_seconds: float, mode
     try:
         yield
     except TimeoutError as e:  # our overall deadline (anyio.fail_after)
-        raise BackendUnavailableError(f"{name} did not answer within {deadline_seconds:g}s") from e
+        raise BackendUnavailableError(
+            f"{name} did not answer within {deadline_seconds:g}s", backend=section
+        ) from e
     except openai.APITimeoutError as e:
-        raise BackendUnavailableError(f"{name} timed out") from e
+        raise BackendUnavailableError(f"{name} timed out", backend=section) from e
     except openai.APIConnectionError as e:
-        raise BackendUnavailableError(f"{name} is unreachable") from e
+        raise BackendUnavailableError(f"{name} is unreachable", backend=section) from e
     except openai.RateLimitError as e:
-        raise BackendUnavailableError(f"{name} is rate limiting requests (HTTP 429)") from e
+        raise BackendUnavailableError(f"{name} is rate limiting requests (HTTP 429)", backend=section) from e
     except (openai.AuthenticationError, openai.PermissionDeniedError) as e:
         role = "LLM" if section == "llm" else "embedding"
         raise ConfigError(
@@ -105,7 +107,7 @@ def translated_errors(name: str, section: Section, deadline_seconds: float, mode
         ) from e
     except openai.APIStatusError as e:
         if e.status_code >= 500 or e.status_code in (408, 409):
-            raise BackendUnavailableError(f"{name} failed with HTTP {e.status_code}") from e
+            raise BackendUnavailableError(f"{name} failed with HTTP {e.status_code}", backend=section) from e
         code = f", code {e.code}" if isinstance(getattr(e, "code", None), str) else ""
         raise InvalidInputError(f"{name} refused the request (HTTP {e.status_code}{code})") from e
     except openai.APIResponseValidationError as e:
@@ -113,7 +115,7 @@ def translated_errors(name: str, section: Section, deadline_seconds: float, mode
     except json.JSONDecodeError as e:  # the SDK parses a 200 body with json() unguarded
         raise ConfigError(f"{name} sent a body that is not valid JSON; is it OpenAI-compatible?") from e
     except openai.OpenAIError as e:
-        raise BackendUnavailableError(f"{name} failed: {type(e).__name__}") from e
+        raise BackendUnavailableError(f"{name} failed: {type(e).__name__}", backend=section) from e
 
 
 async def _entra_token_provider(stack: AsyncExitStack, env: str) -> Callable[[], Awaitable[str]]:

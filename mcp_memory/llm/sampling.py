@@ -61,7 +61,9 @@ def answer_text(result: types.CreateMessageResult) -> str:
     content = result.content
     if isinstance(content, types.TextContent) and content.text.strip():
         return content.text
-    raise BackendUnavailableError(f"{LABEL} answered without any text (stop reason {result.stop_reason})")
+    raise BackendUnavailableError(
+        f"{LABEL} answered without any text (stop reason {result.stop_reason})", backend="sampling"
+    )
 
 
 def _user_text(user: str, json_mode: bool) -> str:
@@ -101,18 +103,23 @@ class SamplingChatModel:
             with anyio.fail_after(self._timeout):
                 result = await self._session.send_request(request, types.CreateMessageResult)
         except TimeoutError as e:
-            raise BackendUnavailableError(f"{LABEL} did not answer within {self._timeout:g}s") from e
+            raise BackendUnavailableError(
+                f"{LABEL} did not answer within {self._timeout:g}s", backend="sampling"
+            ) from e
         except NoBackChannelError as e:
             self._on_closed()
             raise BackendUnavailableError(
-                f"{LABEL} cannot be asked outside a tool call on this connection; call extract_memories"
+                f"{LABEL} cannot be asked outside a tool call on this connection; call extract_memories",
+                backend="sampling",
             ) from e
         except MCPError as e:
             if "closed" in e.error.message.lower():
                 self._on_closed()
-                raise BackendUnavailableError(f"{LABEL} is gone: the client disconnected") from e
+                raise BackendUnavailableError(
+                    f"{LABEL} is gone: the client disconnected", backend="sampling"
+                ) from e
             raise BackendUnavailableError(
-                f"{LABEL} refused or failed the request (code {e.error.code})"
+                f"{LABEL} refused or failed the request (code {e.error.code})", backend="sampling"
             ) from e
         return answer_text(result)
 

@@ -8,8 +8,9 @@ resulting `AccessToken` where the SDK keeps it (a context variable); `current_pr
 back wherever a tool, resource or prompt runs. On stdio there is no token, and the principal is the
 configured single user.
 
-Scopes: `read` (see one's own memories), `write` (change them), `admin` (forget any user). A broader
-scope covers a narrower one: write includes read, admin includes both. A caller without a token
+Scopes: `read` (see one's own memories), `write` (change them), `admin` (forget any user), and beside
+them `metrics` (scrape /metrics, nothing else). A broader scope covers a narrower one: write includes
+read, admin includes both. A caller without a token
 (stdio, a loopback address, or behind an authenticating proxy) may read and write the configured
 user's memories but is never an admin: whoever can reach an unauthenticated endpoint is not thereby
 trusted with every user's data. Admin work needs an admin token, or the `mcp-memory forget-user`
@@ -40,11 +41,13 @@ from starlette.requests import Request
 
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry, load_tokens
 from mcp_memory.errors import ConfigError, PermissionDeniedError
+from mcp_memory.observability.metrics import REFUSED, note_outcome
 
 log = logging.getLogger(__name__)
 
 READ, WRITE, ADMIN = "read", "write", "admin"
-ALL_SCOPES = frozenset({READ, WRITE, ADMIN})
+METRICS = "metrics"  # reads /metrics and nothing else; admin may too (mcp/telemetry.py)
+ALL_SCOPES = frozenset({READ, WRITE, ADMIN, METRICS})
 TOKENLESS_SCOPES = frozenset({READ, WRITE})  # never admin: see the module docstring
 ADMIN_TOOLS = frozenset({"forget_user"})
 LEVEL = {READ: 1, WRITE: 2, ADMIN: 3}
@@ -204,8 +207,10 @@ class ScopeGuard:
             refusal = self._refusal(principal, name, await self._tools.needed(name))
             if refusal is not None:
                 log.info("refused tool %s: %s", name, refusal)
+                note_outcome(REFUSED)
                 return CallToolResult(content=[TextContent(type="text", text=refusal)], is_error=True)
         elif ctx.method in READING_METHODS and not current_principal(self._settings).may(READ):
+            note_outcome(REFUSED)
             raise MCPError(code=INVALID_REQUEST, message="this token may not read memories (no read scope)")
         return None
 

@@ -17,6 +17,7 @@ from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
 from mcp_memory.mcp.access import current_access
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.observability.metrics import note_error
 from mcp_memory.service import browse
 from mcp_memory.views import MemoryPage
 
@@ -26,6 +27,7 @@ def _errors(translated: type[Exception]) -> Iterator[None]:
     try:
         yield
     except MemoryServerError as e:
+        note_error(e)
         raise translated(str(e)) from e
 
 

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from mcp_memory.errors import MemoryServerError, NotFoundError
+from mcp_memory.observability.metrics import note_error
 
 
 @contextmanager
@@ -16,6 +17,8 @@ def resource_errors() -> Iterator[None]:
     try:
         yield
     except NotFoundError as e:
+        note_error(e)
         raise ResourceNotFoundError(str(e)) from e
     except MemoryServerError as e:
+        note_error(e)
         raise ResourceError(str(e)) from e

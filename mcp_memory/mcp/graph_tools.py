@@ -26,6 +26,7 @@ from mcp_memory.mcp.access import current_access
 from mcp_memory.mcp.errors import resource_errors
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.models import Owner, space_of
+from mcp_memory.observability.metrics import note_error
 from mcp_memory.service.graph import KnowledgeGraph, Page
 from mcp_memory.views import (
     DeletionResult,
@@ -95,6 +96,7 @@ async def _answer(work: Awaitable[CallToolResult]) -> CallToolResult:
     try:
         return await work
     except MemoryServerError as e:
+        note_error(e)
         return CallToolResult(content=[TextContent(type="text", text=str(e))], is_error=True)
 
 

@@ -18,6 +18,7 @@ from mcp_memory.config import Settings
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.mcp.limits import SharedBuckets
 from mcp_memory.mcp.subscriptions import ReplicaBus
+from mcp_memory.observability.metrics import Metrics
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
 from mcp_memory.service.vectors import VectorWriter
@@ -35,6 +36,7 @@ class ServiceHost:
         self.settings = settings
         self.on_change = on_change
         self.bus = bus
+        self.metrics = Metrics()  # this server's registry: what /metrics shows (mcp/telemetry.py)
         # Set by mcp/learning_tools.register_learning: the client sessions MCP sampling can reach.
         self.sampling: SamplingSessions | None = None
         self._lock = anyio.Lock()
@@ -61,7 +63,7 @@ class ServiceHost:
                 stack = AsyncExitStack()
                 try:
                     self._service = await stack.enter_async_context(
-                        open_service(self.settings, self._notify, self.sampling)
+                        open_service(self.settings, self._notify, self.sampling, self.metrics)
                     )
                     await self._connect_bus(stack)
                     await self._open_request_buckets(stack)

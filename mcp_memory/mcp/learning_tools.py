@@ -24,12 +24,14 @@ from mcp_memory import validation as check
 from mcp_memory.config import Settings
 from mcp_memory.errors import MalformedAnswerError, MemoryServerError
 from mcp_memory.learning import Learning
+from mcp_memory.llm.metered import SAMPLING
 from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.sampling import SamplingSessions, answer_text, sample_request, supports_sampling
 from mcp_memory.mcp.access import current_access
 from mcp_memory.mcp.auth import current_principal
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.models import Owner, SpaceRole
+from mcp_memory.observability.metrics import note_error
 from mcp_memory.views import (
     ExtractionReport,
     HistoryResult,
@@ -59,8 +61,10 @@ def _tool_errors() -> Iterator[None]:
     try:
         yield
     except MalformedAnswerError as e:
+        note_error(e)
         raise ToolError(f"the model's answer was not the JSON asked for ({e}); nothing was stored") from e
     except MemoryServerError as e:
+        note_error(e)
         raise ToolError(str(e)) from e
 
 
@@ -98,16 +102,23 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
         )
 
     async def answer(
-        sampled: types.CreateMessageResult | None, prompt: RenderedPrompt, what: str
+        sampled: types.CreateMessageResult | None, prompt: RenderedPrompt, what: str, purpose: str
     ) -> tuple[str, str]:
         """(answer, model name) from the configured LLM (charged to the user's LLM budget), else from
         the client's sampled answer (its own model, asked within its own call: not charged)."""
         found = learning()
         if found.chat is not None:
-            text = await found.ask(found.chat, user(), prompt, what, json_mode=True, background=False)
+            text = await found.ask(
+                found.chat, user(), prompt, what, purpose=purpose, json_mode=True, background=False
+            )
             return text, found.chat.name
         if sampled is not None:
-            return answer_text(sampled), "sampling"
+            text = answer_text(sampled)  # the SDK asked the client within this call: counted here
+            sent = found.count_tokens(prompt.system) + found.count_tokens(prompt.user)
+            found.metrics.model_called(
+                SAMPLING, purpose, ok=True, prompt_tokens=sent, answer_tokens=found.count_tokens(text)
+            )
+            return text, SAMPLING
         raise ToolError(NO_MODEL)
 
     # ---- explicit memories and revisions ---------------------------------------------------------
@@ -211,7 +222,9 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
                 if found.chat is None and not in_call_sampling(ctx):
                     raise ToolError(NO_MODEL)
                 return ExtractionReport(thread_id=thread_id, model="none", turns_read=0, facts=[])
-            text, model = await answer(sampled, batch.prompt, f"extraction of thread {thread_id}")
+            text, model = await answer(
+                sampled, batch.prompt, f"extraction of thread {thread_id}", "extraction"
+            )
             return await found.finish_extraction(batch, text, model)
 
     async def reconcile_sample(ctx: Context[Any, Any], space: str | None = None) -> Sample | None:
@@ -240,7 +253,7 @@ def register_learning(server: MCPServer[Any], host: ServiceHost, settings: Setti
                 if found.chat is None and not in_call_sampling(ctx):
                     raise ToolError(NO_MODEL)
                 return ReconcileReport(model="none", facts_reviewed=0)
-            text, model = await answer(sampled, batch.prompt, "reconciliation")
+            text, model = await answer(sampled, batch.prompt, "reconciliation", "reconciliation")
             report = await found.finish_reconcile(batch, text, model)
             report.profile_updated = await found.refresh_profile(writer) is not None
             return report

@@ -34,7 +34,9 @@ from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.limits import RateLimit
 from mcp_memory.mcp.observability import RequestLog
 from mcp_memory.mcp.subscriptions import ReplicaBus
+from mcp_memory.mcp.telemetry import CallMetrics
 from mcp_memory.models import GRAPH_CHANGE, Owner, space_of
+from mcp_memory.observability.metrics import note_error
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.recall import recall as recall_memories
 from mcp_memory.service.recall import render_memories
@@ -99,6 +101,7 @@ def _tool_errors() -> Iterator[None]:
         yield
     except MemoryServerError as e:
         note_failure(e)  # for the log of a 2025 client that asked for one (client_log.py)
+        note_error(e)
         raise ToolError(str(e)) from e
 
 
@@ -108,6 +111,7 @@ def _prompt_errors() -> Iterator[None]:
     try:
         yield
     except MemoryServerError as e:
+        note_error(e)
         raise MCPError(INVALID_PARAMS, str(e)) from e
 
 
@@ -135,6 +139,7 @@ class MemoryServer(MCPServer[MemoryService]):
         )
         self.host = host
         self.tool_scopes = ToolScopes(self)  # which scope each tool needs (auth.py)
+        self.call_metrics = CallMetrics(self, host.metrics)  # every request counted and timed (telemetry.py)
         # 2025-protocol clients subscribe per URI (2026 clients listen on the bus). The SDK serves a spec
         # method the 2026 revision removed only through its lowlevel server's add_request_handler, which
         # MCPServer keeps for itself and its subclasses.
@@ -167,11 +172,18 @@ def build_server(settings: Settings) -> MemoryServer:
 
     host = ServiceHost(settings, on_change=publish_change, bus=subscriptions)
     server = MemoryServer(settings, host, subscriptions)
-    # Outermost first: a request id for every log line, the log a 2025 client asked for (which sees the
-    # refusals of the next two), then the principal's scopes, then its rate.
+    # Outermost first: metrics (so refusals are counted too), a request id for every log line, the log a
+    # 2025 client asked for (which sees the refusals of the next two), then the principal's scopes, then
+    # its rate.
     rate_limit = RateLimit(settings, shared=lambda: host.request_buckets)
     server.middleware.extend(
-        [RequestLog(settings), server.client_log, ScopeGuard(settings, server.tool_scopes), rate_limit]
+        [
+            server.call_metrics,
+            RequestLog(settings),
+            server.client_log,
+            ScopeGuard(settings, server.tool_scopes),
+            rate_limit,
+        ]
     )
 
     def service() -> MemoryService:

@@ -1,4 +1,5 @@
-"""Running the server over stdio, SSE or streamable HTTP, with a /health route on the HTTP ones.
+"""Running the server over stdio, SSE or streamable HTTP, with /health, /ready and /metrics on the HTTP
+ones (and /metrics alone on a loopback port, when observability.metrics_port is set).
 
 On the HTTP transports, when any way in is configured (static tokens, an identity provider), the MCP
 endpoints sit behind the resource guard (`oauth/resource.py`) and the protected-resource metadata is
@@ -16,32 +17,47 @@ from contextlib import contextmanager
 from types import FrameType
 
 import uvicorn
+from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
-from starlette.routing import BaseRoute
-from starlette.types import ASGIApp
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
 from mcp_memory.mcp.auth import check_exposure
-from mcp_memory.mcp.oauth.resource import ResourceGuard, metadata_routes
-from mcp_memory.mcp.oauth.tokens import build_verifier
+from mcp_memory.mcp.oauth.resource import Challenges, ResourceGuard, metadata_routes
+from mcp_memory.mcp.oauth.tokens import TokenVerifier, build_verifier
 from mcp_memory.mcp.observability import add_readiness_route
 from mcp_memory.mcp.server import MemoryServer
+from mcp_memory.mcp.telemetry import PATH, exposition, metrics_route
+from mcp_memory.observability.tracing import open_tracing
 
 log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 256 * 1024  # request line and headers, at most
+METRICS_HOST = "127.0.0.1"  # observability.metrics_port serves without a token: loopback only
 
 
 async def serve(
     server: MemoryServer, transport: str, host: str, port: int, *, mounts: Sequence[BaseRoute] = ()
 ) -> None:
     """Serve MCP over `transport`; on SSE/HTTP also `mounts` (the explorer at /ui) beside it."""
-    if transport == "stdio":
-        await server.run_stdio_async()
-        return
+    tracing = open_tracing(server.host.settings.observability.otlp_endpoint)
+    server.call_metrics.tracing = tracing
+    try:
+        if transport == "stdio":
+            await server.run_stdio_async()
+        else:
+            await _serve_network(server, transport, host, port, mounts)
+    finally:
+        if tracing is not None:
+            tracing.close()  # sends the spans still batched
 
+
+async def _serve_network(
+    server: MemoryServer, transport: str, host: str, port: int, mounts: Sequence[BaseRoute]
+) -> None:
     settings = server.host.settings
     check_exposure(settings, transport, host)  # no memories on a public address without auth
     add_readiness_route(server, server.host)  # GET /ready: each backend answers
@@ -59,9 +75,31 @@ async def serve(
         app = server.streamable_http_app(host=host, max_request_body_size=settings.security.max_request_bytes)
         where, endpoints = f"http://{host}:{port}/mcp", ("/mcp",)
     app.router.routes.extend([*metadata_routes(settings, endpoints), *mounts])
-    if verifier is None:
-        await serve_http(app, host, port, where)
+    observability = settings.observability
+    if observability.metrics:
+        challenges = Challenges(settings) if verifier is not None else None
+        app.router.routes.append(metrics_route(server.host, verifier, challenges))
+    served = await _guarded(app, server, verifier, endpoints)
+    if observability.metrics_port is None or not observability.metrics:
+        await serve_http(served, host, port, where)
         return
+    # One uvicorn server on both sockets; a request is answered by the app of the address it came in on.
+    side = listen_socket(METRICS_HOST, observability.metrics_port)
+    try:
+        log.info("metrics (no token) on http://%s:%d%s", METRICS_HOST, observability.metrics_port, PATH)
+        by_address = _ByAddress(served, _metrics_only(server), (METRICS_HOST, observability.metrics_port))
+        await serve_http(by_address, host, port, where, also=[side])
+    finally:
+        side.close()
+
+
+async def _guarded(
+    app: ASGIApp, server: MemoryServer, verifier: TokenVerifier | None, endpoints: tuple[str, ...]
+) -> ASGIApp:
+    """The app behind the resource guard when any way in is configured (tokens, an identity provider)."""
+    settings = server.host.settings
+    if verifier is None:
+        return app
     if settings.security.authorization_server:
         log.info(
             "accepting access tokens of %s issued for %s",
@@ -69,17 +107,52 @@ async def serve(
             settings.security.resource_url,
         )
         await verifier.prefetch()  # a wrong issuer shows in the log now, not at the first sign-in
-    guarded = ResourceGuard(
-        app, settings=settings, verifier=verifier, tools=server.tool_scopes, protected=endpoints
+    return ResourceGuard(
+        app,
+        settings=settings,
+        verifier=verifier,
+        tools=server.tool_scopes,
+        protected=endpoints,
+        metrics=server.host.metrics,
     )
-    await serve_http(guarded, host, port, where)
+
+
+def _metrics_only(server: MemoryServer) -> ASGIApp:
+    """/metrics alone, without a token (observability.metrics_port, on 127.0.0.1 only)."""
+    host = server.host
+
+    async def scrape(request: Request) -> Response:
+        return await exposition(host, request)
+
+    return Starlette(routes=[Route(PATH, scrape, methods=["GET"])])
+
+
+class _ByAddress:
+    """ASGI: requests that came in on the local `address` (host, port) go to `other`; the rest, and the
+    lifespan, to `main`. The host counts too: the main socket may have the same port on another
+    address, and must never lose its guard."""
+
+    def __init__(self, main: ASGIApp, other: ASGIApp, address: tuple[str, int]) -> None:
+        self.main, self.other, self.address = main, other, address
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        local = scope.get("server") if scope["type"] in ("http", "websocket") else None
+        app = self.other if local is not None and tuple(local) == self.address else self.main
+        await app(scope, receive, send)
 
 
 async def serve_http(
-    app: ASGIApp, host: str, port: int, where: str, on_listening: Callable[[], object] | None = None
+    app: ASGIApp,
+    host: str,
+    port: int,
+    where: str,
+    on_listening: Callable[[], object] | None = None,
+    *,
+    also: Sequence[socket.socket] = (),
 ) -> None:
-    """Run an ASGI app with uvicorn on host:port until SIGTERM or Ctrl+C. `on_listening` runs once
-    connections are accepted into the backlog (they are answered as soon as uvicorn starts)."""
+    """Run an ASGI app with uvicorn on host:port (and the listening sockets `also`) until SIGTERM or
+    Ctrl+C. `on_listening` runs once connections are accepted into the backlog (they are answered as
+    soon as uvicorn starts)."""
     # Bound here rather than by uvicorn, which logs a busy port and exits 3 after we said "listening".
     listener = listen_socket(host, port)
     log.info("mcp-memory listening on %s", where)
@@ -97,7 +170,7 @@ async def serve_http(
     )
     try:
         with _sigterm_unwinds():
-            await uvicorn.Server(config).serve(sockets=[listener])
+            await uvicorn.Server(config).serve(sockets=[listener, *also])
     finally:
         listener.close()
 

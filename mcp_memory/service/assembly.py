@@ -17,9 +17,11 @@ from threadpoolctl import threadpool_limits
 from mcp_memory.config import Settings, load_tokens
 from mcp_memory.learning import open_learning
 from mcp_memory.llm import open_chat_model, open_embedder
+from mcp_memory.llm.metered import MeteredChat
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import GRAPH_CHANGE
+from mcp_memory.observability.metrics import Metrics
 from mcp_memory.search.when import prepare as prepare_time_words
 from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
@@ -39,9 +41,14 @@ IN_PROCESS_EMBEDDERS = frozenset({"local", "hash"})
 
 @asynccontextmanager
 async def open_service(
-    settings: Settings, on_change: ChangeListener | None = None, sampling: SamplingSessions | None = None
+    settings: Settings,
+    on_change: ChangeListener | None = None,
+    sampling: SamplingSessions | None = None,
+    metrics: Metrics | None = None,
 ) -> AsyncIterator[MemoryService]:
-    """Everything the service needs, opened in order and closed in reverse."""
+    """Everything the service needs, opened in order and closed in reverse; events are counted in
+    `metrics` (the server's), or in a registry of the service's own."""
+    metrics = metrics or Metrics()
     async with AsyncExitStack() as stack:
         # One BLAS thread: a search does one mat-vec, and OpenBLAS waking its sleeping worker threads
         # between requests costs more than the mat-vec itself.
@@ -56,16 +63,19 @@ async def open_service(
         vectors = None
         if settings.embedding.provider in IN_PROCESS_EMBEDDERS and isinstance(stores.long_term, LateVectors):
             # Turns are embedded after they are acknowledged (service/vectors.py); closed before the stores.
-            vectors = await stack.enter_async_context(VectorWriter.running(embedder, stores.long_term))
+            vectors = await stack.enter_async_context(
+                VectorWriter.running(embedder, stores.long_term, metrics=metrics)
+            )
         warmup = None
         if settings.long_term.warm_on_start:
             users = [settings.user_id, *(t.user_id for t in load_tokens(settings.security))]
             warmup = await stack.enter_async_context(Warmup.running(stores.long_term, users))
         chat = await stack.enter_async_context(open_chat_model(settings.llm))
-        summarizer = build_summarizer(chat, tokens.count, settings.prompts_dir)
+        summary_chat = None if chat is None else MeteredChat(chat, metrics, tokens.count, purpose="summary")
+        summarizer = build_summarizer(summary_chat, tokens.count, settings.prompts_dir)
         # Facts, revisions, the profile; its background lane closes before the stores do.
         learning = await stack.enter_async_context(
-            open_learning(settings, stores, embedder, tokens, chat, sampling)
+            open_learning(settings, stores, embedder, tokens, chat, sampling, metrics)
         )
 
         async def graph_changed(owner: str) -> None:
@@ -110,4 +120,5 @@ async def open_service(
             llm_budget=learning.budget if learning is not None else None,
             vectors=vectors,
             graph=graph,
+            metrics=metrics,
         )

@@ -38,6 +38,7 @@ from mcp_memory.models import (
     space_of,
     utcnow,
 )
+from mcp_memory.observability.metrics import Metrics
 from mcp_memory.search.context import TurnContexts, contexts_without, thread_contexts, turn_contexts
 from mcp_memory.service import portability
 from mcp_memory.service.chat_exports import ChatFormat, parse_conversations
@@ -90,6 +91,7 @@ class MemoryService:
     vectors: VectorWriter | None = None
     # The knowledge graph (service/graph.py): its observations are memories here, so forget reaches it.
     graph: KnowledgeGraph | None = None
+    metrics: Metrics = field(default_factory=Metrics)  # the server's (observability/metrics.py)
     threads: ThreadKeeper = field(init=False)
     # Writes to one thread's full-text contexts (add_turn, forgetting a turn) take turns in this
     # process: a forget between an add's read of its neighbours and its rewrite of their contexts would
@@ -104,8 +106,9 @@ class MemoryService:
             self.embedder,
             self.tokens,
             self.summarizer,
-            self.llm_budget or LlmBudget.in_process(self.settings),
+            self.llm_budget or LlmBudget.in_process(self.settings, self.metrics),
             self.learning,
+            self.metrics,
         )
 
     # ---- turns ---------------------------------------------------------------------------------
@@ -186,7 +189,8 @@ class MemoryService:
         except BackendUnavailableError as e:
             raise BackendUnavailableError(
                 f"{e} The turn was saved to long-term memory as {turn.id}, but the thread's working memory "
-                "was not updated; retry later."
+                "was not updated; retry later.",
+                backend=e.backend,
             ) from e
         if self.graph is not None:
             await self.graph.link_memory(turn)  # the entities it names (service/graph.py)

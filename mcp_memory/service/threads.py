@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
@@ -22,6 +22,7 @@ from mcp_memory.learning.budget import BudgetUsedUp, LlmBudget
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Memory, Message, Scope, ThreadTotals, WorkingMemory, summary_id, utcnow
+from mcp_memory.observability.metrics import Metrics
 from mcp_memory.service.extractive import ExtractiveSummarizer
 from mcp_memory.service.summarizer import Summarizer
 from mcp_memory.storage import Stores
@@ -57,6 +58,7 @@ class ThreadKeeper:
     summarizer: Summarizer
     budget: LlmBudget  # the user's hourly model calls, shared with background learning
     learning: LearningHooks | None = None
+    metrics: Metrics = field(default_factory=Metrics)
 
     def threshold(self, window: int) -> int:
         return int(window * self.settings.summary.threshold)
@@ -225,6 +227,10 @@ class ThreadKeeper:
             if not done:
                 log.info("thread %s changed while it was summarized; the next turn retries", thread_id)
                 return None
+            if older:
+                self.metrics.summarized(
+                    "extractive" if isinstance(summarizer, ExtractiveSummarizer) else "model"
+                )
             if progress:
                 await progress(1, 2, "storing the summary in long-term memory")
             await self._store_summary(memory, older, summary, summary_tokens, window)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import Counter, defaultdict
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -30,6 +31,7 @@ import anyio
 
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.models import Memory
+from mcp_memory.observability.metrics import Metrics
 from mcp_memory.storage.base import LateVectors
 
 log = logging.getLogger(__name__)
@@ -42,10 +44,16 @@ RECOVERED_AT_START = 10_000  # turns left without a vector by a crash, embedded 
 
 
 class VectorWriter:
-    def __init__(self, embedder: Embedder, store: LateVectors, backlog: int = BACKLOG) -> None:
+    def __init__(
+        self, embedder: Embedder, store: LateVectors, backlog: int = BACKLOG, metrics: Metrics | None = None
+    ) -> None:
         self._embedder = embedder
         self._store = store
-        self._send, self._receive = anyio.create_memory_object_stream[Memory](max_buffer_size=math.inf)
+        self._metrics = metrics
+        # Each turn with when it was queued (time.monotonic), for the metrics' embedding wait.
+        self._send, self._receive = anyio.create_memory_object_stream[tuple[Memory, float]](
+            max_buffer_size=math.inf
+        )
         self._pending: Counter[str] = Counter()  # user id -> turns queued or being embedded
         self._settled: dict[str, anyio.Event] = {}
         self._backlog = backlog
@@ -54,9 +62,9 @@ class VectorWriter:
     @classmethod
     @asynccontextmanager
     async def running(
-        cls, embedder: Embedder, store: LateVectors, *, backlog: int = BACKLOG
+        cls, embedder: Embedder, store: LateVectors, *, backlog: int = BACKLOG, metrics: Metrics | None = None
     ) -> AsyncIterator[VectorWriter]:
-        writer = cls(embedder, store, backlog)
+        writer = cls(embedder, store, backlog, metrics)
         for turn in await store.unembedded_turns(RECOVERED_AT_START):
             writer._enqueue(turn)  # before the writer runs: the backlog does not hold them back
         async with anyio.create_task_group() as tasks:
@@ -86,7 +94,12 @@ class VectorWriter:
 
     def _enqueue(self, turn: Memory) -> None:
         self._pending[turn.user_id] += 1
-        self._send.send_nowait(turn)
+        self._send.send_nowait((turn, time.monotonic()))
+
+    @property
+    def waiting(self) -> int:
+        """Turns queued or being embedded (the backlog)."""
+        return self._pending.total()
 
     async def settled(self, user_id: str) -> None:
         """Return once none of this user's turns waits for its vector."""
@@ -106,7 +119,8 @@ class VectorWriter:
                 with anyio.CancelScope(shield=True):  # a batch taken off the queue is written whole
                     await self._write(batch)
 
-    async def _write(self, batch: Sequence[Memory]) -> None:
+    async def _write(self, queued: Sequence[tuple[Memory, float]]) -> None:
+        batch = [turn for turn, _ in queued]
         try:
             vectors = await self._embedder.embed([turn.content for turn in batch])
             by_user: dict[str, dict[str, list[float]]] = defaultdict(dict)
@@ -114,6 +128,10 @@ class VectorWriter:
                 by_user[turn.user_id][turn.id] = vector.tolist()
             for user_id, found in by_user.items():
                 await self._store.set_embeddings(user_id, found)
+            if self._metrics is not None:
+                written = time.monotonic()
+                for _, queued_at in queued:
+                    self._metrics.embedded_after(written - queued_at)
         except Exception:
             # Top boundary of a background task: the turns stay stored and found by their words, and
             # are embedded again at the next start (unembedded_turns).

@@ -40,6 +40,7 @@ from mcp_memory.mcp.auth import LEVEL, READ, ToolScopes, principal_of
 from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules, covering
 from mcp_memory.mcp.oauth.issuer import InvalidToken, IssuerUnavailable
 from mcp_memory.mcp.oauth.tokens import TokenVerifier, resource_of
+from mcp_memory.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
 
@@ -123,8 +124,10 @@ class ResourceGuard:
         verifier: TokenVerifier,
         tools: ToolScopes,
         protected: tuple[str, ...],
+        metrics: Metrics | None = None,
     ) -> None:
         self.app = app
+        self.metrics = metrics
         self.settings = settings
         self.verifier = verifier
         self.tools = tools
@@ -170,6 +173,8 @@ class ResourceGuard:
         needed, what = await self._needed(scope["method"], body)
         if not principal.may(needed):
             log.info("refused %s to %s: no %s scope", what, principal.name, needed)
+            if self.metrics is not None:
+                self.metrics.refused("scope")
             await self.challenges.insufficient(needed, what)(scope, receive, send)
             return
         user = AuthenticatedUser(access)

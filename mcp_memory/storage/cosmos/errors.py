@@ -41,7 +41,8 @@ def cosmos_errors(what: str, timeout_seconds: float) -> Iterator[None]:
             yield
     except TimeoutError as e:
         raise BackendUnavailableError(
-            f"Azure Cosmos DB did not answer within {timeout_seconds:g}s while {what}; try again later"
+            f"Azure Cosmos DB did not answer within {timeout_seconds:g}s while {what}; try again later",
+            backend="cosmos",
         ) from e
     except CosmosAccessConditionFailedError as e:
         raise ConflictError(
@@ -59,7 +60,9 @@ def cosmos_errors(what: str, timeout_seconds: float) -> Iterator[None]:
             "managed identity, or set MCP_MEMORY_LONG_TERM__COSMOS__KEY to use the account key"
         ) from e
     except (ServiceRequestError, ServiceResponseError, aiohttp.ClientError, OSError) as e:
-        raise BackendUnavailableError(f"Azure Cosmos DB is unreachable while {what}; try again later") from e
+        raise BackendUnavailableError(
+            f"Azure Cosmos DB is unreachable while {what}; try again later", backend="cosmos"
+        ) from e
 
 
 def translate(e: CosmosHttpResponseError, what: str) -> MemoryServerError:
@@ -78,7 +81,8 @@ def translate(e: CosmosHttpResponseError, what: str) -> MemoryServerError:
     if status == 429:
         return BackendUnavailableError(
             f"Azure Cosmos DB is throttling (429, request rate too large) while {what}, even after "
-            "retrying as the service asked; raise the throughput (RU/s) or try again later"
+            "retrying as the service asked; raise the throughput (RU/s) or try again later",
+            backend="cosmos",
         )
     if status == 400 and _mentions_search_feature(reason):
         return ConfigError(
@@ -87,10 +91,13 @@ def translate(e: CosmosHttpResponseError, what: str) -> MemoryServerError:
     if status in (404, 410):
         return BackendUnavailableError(
             f"the Azure Cosmos DB database or container is gone ({status}) while {what}; restart the server "
-            "to recreate it"
+            "to recreate it",
+            backend="cosmos",
         )
     if status >= 500 or status in (408, 449):
-        return BackendUnavailableError(f"Azure Cosmos DB failed ({status}) while {what}; try again later")
+        return BackendUnavailableError(
+            f"Azure Cosmos DB failed ({status}) while {what}; try again later", backend="cosmos"
+        )
     return MemoryServerError(f"Azure Cosmos DB rejected the request ({status}) while {what}: {reason}")
 
 

@@ -93,13 +93,15 @@ def translated_errors(what: str, location: str, deadline: float, *, plural: bool
             yield
     except redis.exceptions.AuthenticationError as e:
         raise BackendUnavailableError(
-            f"{what} (Redis) at {location} refused our credentials; check working.redis_url"
+            f"{what} (Redis) at {location} refused our credentials; check working.redis_url", backend="redis"
         ) from e
     except redis.exceptions.ConnectionError as e:
-        raise BackendUnavailableError(f"{what} (Redis) {verb} unreachable at {location}; retry later") from e
+        raise BackendUnavailableError(
+            f"{what} (Redis) {verb} unreachable at {location}; retry later", backend="redis"
+        ) from e
     except (redis.exceptions.TimeoutError, TimeoutError) as e:
         raise BackendUnavailableError(
-            f"{what} (Redis) at {location} did not answer in time; retry later"
+            f"{what} (Redis) at {location} did not answer in time; retry later", backend="redis"
         ) from e
     except redis.exceptions.RedisError as e:
-        raise BackendUnavailableError(f"{what} (Redis) at {location} failed: {e}") from e
+        raise BackendUnavailableError(f"{what} (Redis) at {location} failed: {e}", backend="redis") from e

@@ -96,7 +96,7 @@ class RedisEventRelay:
                 pubsub = await relay._subscribe()
             except (redis.exceptions.RedisError, TimeoutError, OSError) as e:
                 raise BackendUnavailableError(
-                    f"resource notifications (Redis) are unreachable at {relay._location}"
+                    f"resource notifications (Redis) are unreachable at {relay._location}", backend="redis"
                 ) from e
             async with anyio.create_task_group() as tg:
                 tg.start_soon(relay._read_forever, pubsub)

@@ -349,16 +349,22 @@ class SqliteDatabase:
         try:
             return await anyio.to_thread.run_sync(guarded)
         except sqlite3.ProgrammingError as e:  # used after close: a call left running at shutdown
-            raise BackendUnavailableError(f"the memory database {self.path} is closed") from e
+            raise BackendUnavailableError(
+                f"the memory database {self.path} is closed", backend="sqlite"
+            ) from e
         except sqlite3.OperationalError as e:
             if _is_lock(e):
                 raise BackendUnavailableError(
-                    f"the memory database {self.path} is locked by another process; try again shortly"
+                    f"the memory database {self.path} is locked by another process; try again shortly",
+                    backend="sqlite",
                 ) from e
-            raise BackendUnavailableError(f"the memory database {self.path} failed: {e}") from e
+            raise BackendUnavailableError(
+                f"the memory database {self.path} failed: {e}", backend="sqlite"
+            ) from e
         except sqlite3.DatabaseError as e:
             raise BackendUnavailableError(
-                f"the memory database {self.path} is damaged ({e}); restore it from a backup"
+                f"the memory database {self.path} is damaged ({e}); restore it from a backup",
+                backend="sqlite",
             ) from e
 
     async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:

@@ -183,6 +183,14 @@ class SearchIndexes:
         """An estimate of what the indexes held in memory take."""
         return sum(index.nbytes() for index in self._users.values())
 
+    def users_held(self) -> int:
+        """Users whose indexes are in memory now."""
+        return len(self._users)
+
+    def memories_held(self) -> int:
+        """Memories in the indexes held in memory (each user's text index counts them)."""
+        return sum(len(index.text) for index in self._users.values())
+
     async def snapshot(self, user_id: str) -> None:
         """Write the user's snapshot now (it is otherwise written after a build and every so many
         changes), if their indexes are in memory."""
