@@ -268,3 +268,22 @@ def test_backup_names_a_missing_store_and_creates_nothing(tmp_path: Path) -> Non
     missing = cli(["backup", str(tmp_path / "b.db")], tmp_path / "no-data", tmp_path)
     assert missing.returncode == 1 and "no memory database at" in missing.stderr, missing.stderr
     assert not (tmp_path / "no-data").exists() and not (tmp_path / "b.db").exists()
+
+
+def test_backup_says_where_memory_is_when_it_is_not_in_the_local_file(tmp_path: Path) -> None:
+    remote = {
+        "MCP_MEMORY_WORKING__REDIS_URL": "redis://127.0.0.1:1/0",
+        "MCP_MEMORY_LONG_TERM__COSMOS__ENDPOINT": "https://example.documents.azure.com:443/",
+    }
+    done = subprocess.run(
+        [mcp_memory_command(), "backup", str(tmp_path / "b.db")],
+        env=server_env(tmp_path / "data", remote),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "working memory is on Redis" in done.stderr and "continuous backup" in done.stderr, done.stderr
+    assert not (tmp_path / "b.db").exists()
