@@ -52,10 +52,9 @@ class StoreFacts:
     size: int
 
     def describe(self) -> str:
-        return (
-            f"{self.memories} memories of {self.users} users and spaces, schema {self.schema}, "
-            f"{self.size:,} bytes"
-        )
+        memories = "1 memory" if self.memories == 1 else f"{self.memories:,} memories"
+        owners = "1 user or space" if self.users == 1 else f"{self.users:,} users and spaces"
+        return f"{memories} of {owners}, schema {self.schema}, {self.size:,} bytes"
 
 
 @dataclass(frozen=True)
