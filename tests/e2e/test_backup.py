@@ -168,6 +168,8 @@ def damaged(kind: str, good: Path, folder: Path) -> Path:
         page = int.from_bytes(data[16:18], "big")
         for start in range(page, len(data), page):  # every page but the first: its contents scrambled
             data[start + 8 : start + page] = bytes((i * 7 + 3) % 256 for i in range(page - 8))
+    elif kind == "live-copy":  # the file and its log copied while a server ran, as `cp` would
+        (folder / f"{kind}.db-wal").write_bytes(b"frames of commits not yet in the file")
     elif kind == "not-sqlite":
         data = bytearray(b"this is a note, not a backup\n" * 100)
     path.write_bytes(bytes(data))
@@ -190,6 +192,7 @@ def damaged(kind: str, good: Path, folder: Path) -> Path:
         ("truncated", "is truncated"),
         ("corrupt", "is damaged"),
         ("not-sqlite", "is not an SQLite database"),
+        ("live-copy", "has a write-ahead log beside it"),
         ("not-mcp-memory", "not an mcp-memory store"),
         ("newer-schema", "written by a newer mcp-memory (schema 99"),
     ],

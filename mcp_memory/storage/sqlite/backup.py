@@ -107,6 +107,13 @@ def inspect(path: Path) -> StoreFacts:
     """Check that `path` is a whole mcp-memory store this version can open, or say what is wrong."""
     if not path.is_file():
         raise BackupError(f"{path} is not a file")
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file() and wal.stat().st_size > 0:
+        # Its latest commits are in the log, which a copy of the file alone would silently leave out.
+        raise BackupError(
+            f"{path} has a write-ahead log beside it ({wal.name}): it is a live database or a copy of one, "
+            "not a backup; make one with `mcp-memory backup`"
+        )
     size = path.stat().st_size
     with path.open("rb") as f:
         header = f.read(100)
@@ -233,12 +240,20 @@ def _copy_backup(source: Path, incoming: Path) -> None:
 
 def _move_aside(present: list[Path], data_file: Path, now: datetime) -> Path:
     folder = data_file.with_name(f"{data_file.name}.before-restore-{now.strftime('%Y%m%dT%H%M%SZ')}")
+    moved: list[Path] = []
     try:
         folder.mkdir()
         for path in present:
             path.rename(folder / path.name)
+            moved.append(path)
     except OSError as e:
-        raise BackupError(f"cannot move the current store aside into {folder}: {e}") from e
+        for path in moved:  # put back what was moved: the store stays as it was
+            (folder / path.name).rename(path)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+        raise BackupError(
+            f"cannot move the current store aside into {folder}: {e}; nothing was changed"
+        ) from e
     return folder
 
 
