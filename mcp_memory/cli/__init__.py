@@ -38,6 +38,8 @@ examples:
   mcp-memory demo                              drive a real server through a real MCP client
   mcp-memory ui                                see your memory in the browser at http://127.0.0.1:8765/ui
   mcp-memory forget-user ann --dry-run         count (then, without --dry-run, delete) all of ann's data
+  mcp-memory backup ~/memory-2026-11-25.db     a consistent copy of the data file, while servers run
+  mcp-memory restore ~/memory-2026-11-25.db    check a backup and put it in an empty data dir
 """
 
 
@@ -92,6 +94,20 @@ def build_parser() -> argparse.ArgumentParser:
     )
     forget_user.add_argument("user", help="the user whose memories are all deleted")
     forget_user.add_argument("--dry-run", action="store_true", help="only count what would be deleted")
+    backup = commands.add_parser(
+        "backup", help="copy the embedded data file consistently, even while servers write to it"
+    )
+    backup.add_argument("file", type=Path, help="the backup file to write (must not exist yet)")
+    restore = commands.add_parser(
+        "restore", help="check a backup file and restore it into the data dir (empty unless --force)"
+    )
+    restore.add_argument("file", type=Path, help="the backup file (made by `mcp-memory backup`)")
+    restore.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a store already in the data dir; the old one is moved aside (named by the time), "
+        "never deleted",
+    )
     token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
     token.add_argument("--user", required=True, help="the user whose memories the token reaches")
     token.add_argument("--name", default="", help="a label for logs, e.g. ann-laptop")
@@ -130,6 +146,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             from mcp_memory.cli.commands import forget_user_command
 
             anyio.run(forget_user_command, settings, args.user, args.dry_run)
+        elif args.command in ("backup", "restore"):
+            from mcp_memory.cli.backup import backup_command, restore_command
+
+            if args.command == "backup":
+                backup_command(settings, args.file)
+            else:
+                restore_command(settings, args.file, args.force)
         elif args.command == "token":
             from mcp_memory.mcp.auth import token_command
 

@@ -35,6 +35,11 @@ def _show(title: str) -> None:
     print(f"\n== {title} ==")
 
 
+def _indented(text: str) -> str:
+    """A memory of several lines, its later lines under its first."""
+    return text.replace("\n", "\n" + " " * 20)
+
+
 def _data(result: Any) -> dict[str, Any]:
     if result.is_error:
         raise SystemExit(f"tool error: {result.content[0].text}")
@@ -88,7 +93,7 @@ async def run_demo(settings: Settings, keep: bool) -> None:
                     await client.call_tool("search_memory", {"query": query, "limit": 3, "mode": mode})
                 )
                 for hit in found["results"]:
-                    print(f"  {hit['score']:.4f} [{hit['type']}] {hit['content'][:90]}")
+                    print(f"  {hit['score']:.4f} [{hit['type']}] {_indented(hit['content'])}")
 
             _show("resource memory://threads")
             listing = await client.read_resource("memory://threads")
@@ -96,8 +101,8 @@ async def run_demo(settings: Settings, keep: bool) -> None:
 
             _show("prompt recall('where are we flying from?')")
             prompt = await client.get_prompt("recall", {"query": "where are we flying from?"})
-            text = prompt.messages[0].content.text  # type: ignore[union-attr]
-            print(text[:700] + ("..." if len(text) > 700 else ""))
+            # In full: the remembered answer is what the recall step is for.
+            print(prompt.messages[0].content.text)  # type: ignore[union-attr]
 
             _show("forget(thread_id, dry_run=True)")
             print(

@@ -10,7 +10,9 @@ per token they cost, so repeats add nothing and short dense facts beat long chat
 Before choosing, each sentence is compressed (interjections and filler words dropped) and its relative
 dates are pinned to the calendar ("yesterday" said on 8 May 2023 becomes "yesterday (7 May 2023)"), so
 the summary stays true after the words that anchored it have been folded away. The result keeps the
-original order, one line per message, readable as it was said.
+original order, one line per message, each sentence written as a line of a note that says who said
+it (notes.py): "The user said they're vegetarian.", "Asked which islands they are considering, the user
+said Maui and Kauai." Its cost is counted as written, so the budget holds the note, not the sentence.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from mcp_memory.llm.tokens import ELLIPSIS, CountTokens, fit_tokens, sentences
 from mcp_memory.models import Message
 from mcp_memory.search.terms import STOPWORDS, date_words
 from mcp_memory.search.when import time_range
+from mcp_memory.service.notes import LABEL, last_question, note, person_of, subject_of
 
 _SPEAKER = re.compile(r"^(user|assistant|tool|system):\s+(.*)$", re.DOTALL)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
@@ -48,7 +51,7 @@ perfect fine works right exactly interesting fun excited exciting beautiful prou
 )
 # Leading words that carry no information ("Wow, ", "Hey Mel! ", "Yeah, so ").
 _OPENER = re.compile(
-    r"^(?:(?:oh|wow|hey|hi|hello|yeah|yes|yep|well|so|haha|hahaha|lol|omg|aww|ah|hmm|um|uh|okay|ok"
+    r"^(?:(?:also|and|oh|wow|hey|hi|hello|yeah|yes|yep|well|so|haha|hahaha|lol|omg|aww|ah|hmm|um|uh|okay|ok"
     r"|thanks|thank you|sure|totally|absolutely|definitely|indeed|awesome|great|cool|nice)"
     r"(?-i:\s+[A-Z][a-z]+)?[\s,!.…-]+)+",  # "Hey Mel!": a capitalised name, whatever the flag
     re.IGNORECASE,
@@ -74,14 +77,13 @@ _COMMITMENT = re.compile(
 )
 _COMMITMENT_FACTOR = 1.5
 _MAX_SENTENCE_WORDS = 60
-_LABEL_TOKENS = 2  # "user: " opening a line
 _NAME_WEIGHT = 9.0  # a capitalised word not starting the sentence: a person, place, title
 _NUMBER_WEIGHT = 9.0  # amounts, ages, counts, years
 _DATE_WEIGHT = 2.0  # month and weekday names
 _SUMMARY_BONUS = 1.15  # a sentence kept before: already judged worth keeping once
 _REFILL_TRIES = 40  # sentences tried against the exact count once the estimate says the budget is spent
 _MIN_GAIN_PER_TOKEN = 0.2  # below this a sentence adds (almost) nothing new: stop
-_QUESTION_FACTOR = 0.6  # the assistant's questions are mostly clarifications it answers itself
+_QUESTION_FACTOR = 0.3  # the assistant's questions are mostly clarifications it answers itself
 _SHORT_FACTOR = 0.3  # "Happy to help.": two words and no name or number say little
 
 
@@ -91,6 +93,7 @@ class _Candidate:
     group: int  # sentences of one message (or one summary line) render on one line
     speaker: str | None
     text: str
+    note: str  # the sentence as the summary writes it: who said it, in a whole clause
     words: frozenset[str]
     cost: int
     bonus: float
@@ -129,8 +132,7 @@ class ExtractiveSummarizer:
         if not chosen:
             # Nothing fits whole: the most informative sentence, cut to the budget.
             best = max(candidates, key=lambda c: sum(worth[w] for w in c.words))
-            label = f"{best.speaker}: " if best.speaker else ""
-            text = fit_tokens(label + best.text, max_tokens, self._count)
+            text = fit_tokens(best.note, max_tokens, self._count)
         return text
 
     def _choose(
@@ -139,12 +141,11 @@ class ExtractiveSummarizer:
         """Lazy greedy weighted coverage: a sentence's gain only falls as the summary grows, so a
         stale gain that still tops the heap is rechecked instead of rescoring every sentence."""
         covered: set[str] = set()
-        labelled: set[int] = set()
         used = 0
         chosen: list[_Candidate] = []
 
         def gain(c: _Candidate) -> float:
-            return _gain(c, worth, covered, _cost(c, labelled))
+            return _gain(c, worth, covered, c.cost)
 
         heap = [(-gain(c), c.order, c) for c in candidates]
         heapq.heapify(heap)
@@ -156,13 +157,11 @@ class ExtractiveSummarizer:
                 continue
             if fresh < _MIN_GAIN_PER_TOKEN:
                 break
-            cost = _cost(candidate, labelled)
-            if used + cost > max_tokens:
+            if used + candidate.cost > max_tokens:
                 continue
             chosen.append(candidate)
             covered.update(candidate.words)
-            labelled.add(candidate.group)
-            used += cost
+            used += candidate.cost
         return chosen
 
     def _refill(
@@ -192,9 +191,20 @@ class ExtractiveSummarizer:
         candidates: list[_Candidate] = []
         seen: set[str] = set()
         group = 0
+        labels = _speaker_labels(prev_summary, messages)
+        ordinary = frozenset(
+            w.casefold() for m in messages for w in _WORD.findall(m.content) if w[:1].islower()
+        )
 
-        def add(text: str, speaker: str | None, said_at: datetime | None, bonus: float) -> None:
-            for sentence in sentences(text):
+        def add(
+            text: str,
+            role: str | None,
+            said_at: datetime | None,
+            bonus: float,
+            label: str | None = None,
+            asked: str | None = None,
+        ) -> None:
+            for i, sentence in enumerate(sentences(text)):
                 compact = _compress(sentence)
                 pinned: frozenset[str] = frozenset()
                 if said_at is not None:
@@ -207,8 +217,18 @@ class ExtractiveSummarizer:
                 if key in seen or not words:
                     continue
                 seen.add(key)
-                cost = self._count(compact) + 1  # + the separator
-                asks = speaker == "assistant" and compact.rstrip().endswith("?")
+                written = compact
+                if role is not None:  # a message's sentence (or an old "user: ..." summary line's)
+                    subject = subject_of(role, label)
+                    written = note(
+                        subject, person_of(role, label), compact, asked if i == 0 else None, ordinary
+                    )
+                    if written.startswith("Asked ") and asked is not None:
+                        words |= _content_words(asked)  # the note holds the question's words too
+                    if label is not None:
+                        words |= _content_words(label)
+                cost = self._count(written) + 1  # + the separator
+                asks = role == "assistant" and compact.rstrip().endswith("?")
                 factor = bonus * (_QUESTION_FACTOR if asks else 1.0)
                 if _COMMITMENT.search(compact):
                     factor *= _COMMITMENT_FACTOR
@@ -216,25 +236,49 @@ class ExtractiveSummarizer:
                     factor *= _SHORT_FACTOR
                 candidates.append(
                     _Candidate(
-                        len(candidates), group, speaker, compact, words, cost, factor, _names(compact), pinned
+                        len(candidates),
+                        group,
+                        role,
+                        compact,
+                        written,
+                        words,
+                        cost,
+                        factor,
+                        _names(compact),
+                        pinned,
                     )
                 )
 
         for line in prev_summary.splitlines():
-            match = _SPEAKER.match(line.strip())
-            speaker, body = (match.group(1), match.group(2)) if match else (None, line)
-            add(body, speaker, None, _SUMMARY_BONUS)
+            match = _SPEAKER.match(line.strip())  # a summary written before notes: "user: ..."
+            if match:
+                add(match.group(2), match.group(1), None, _SUMMARY_BONUS)
+            else:  # notes already, kept as written
+                add(line, None, None, _SUMMARY_BONUS)
             group += 1
+        previous: tuple[str | None, list[str]] | None = None
         for message in messages:
             bonus = 0.4 if message.role == "tool" else 1.0  # tool output is long; the reply restates it
-            add(message.content, message.role, message.created_at, bonus)
+            content, label = message.content, None
+            found = LABEL.match(content)
+            if found and found.group(1) in labels:
+                content, label = content[found.end() :], found.group(1)
+            speaker = label or message.role
+            asked = last_question(previous[1]) if previous and previous[0] != speaker else None
+            add(content, message.role, message.created_at, bonus, label, asked)
+            previous = (speaker, sentences(content))
             group += 1
         return candidates
 
 
-def _cost(candidate: _Candidate, labelled: set[int]) -> int:
-    """Its tokens, plus its speaker's label when it opens a line."""
-    return candidate.cost + (0 if candidate.group in labelled or not candidate.speaker else _LABEL_TOKENS)
+def _speaker_labels(prev_summary: str, messages: Sequence[Message]) -> frozenset[str]:
+    """The "Name: " labels a conversation opens its messages with: a label opening two messages or
+    more, or one a summary already names ("Caroline said"). One "Noted: ..." is not a speaker."""
+    found: Counter[str] = Counter()
+    for message in messages:
+        if match := LABEL.match(message.content):
+            found[match.group(1)] += 1
+    return frozenset(label for label, times in found.items() if times >= 2 or f"{label} said" in prev_summary)
 
 
 def _gain(candidate: _Candidate, worth: dict[str, float], covered: set[str], cost: int) -> float:
@@ -324,8 +368,8 @@ def _render(chosen: list[_Candidate]) -> str:
     current: int | None = None
     for candidate in sorted(chosen, key=lambda c: c.order):
         if candidate.group == current:
-            lines[-1] += " " + candidate.text
+            lines[-1] += " " + candidate.note
             continue
         current = candidate.group
-        lines.append(f"{candidate.speaker}: {candidate.text}" if candidate.speaker else candidate.text)
+        lines.append(candidate.note)
     return "\n".join(lines)

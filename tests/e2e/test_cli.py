@@ -59,3 +59,16 @@ def test_demo_summarizes_and_finds_memories_without_touching_the_data_dir(tmp_pa
     passport_hits = section(demo.stdout, """search_memory '"passport"'""")
     assert re.search(r"^\s+\d+\.\d{4} \[turn\] .*passport", passport_hits, re.MULTILINE), passport_hits
     assert not data_dir.exists(), "the demo must run on a temporary data dir unless --keep is given"
+
+    # The recall step prints what it recalled in full: the remembered answer, not a cut-off preamble.
+    recall = section(demo.stdout, "prompt recall('where are we flying from?')")
+    assert "We decided to fly out of Seattle on March 14 and come back March 24." in recall, recall
+    assert recall.rstrip().endswith(
+        "Use these memories, where relevant, to help with: where are we flying from?"
+    )
+    # The offline summary reads as a note: who said what, in whole clauses, not "user: Maui and Kauai."
+    working = section(demo.stdout, "get_working_memory")
+    summary = working.split("\n  ", 1)[0].removeprefix("summary: ").splitlines()
+    assert summary, working
+    assert all(line.startswith(("The user ", "The assistant ", "Asked ")) for line in summary), summary
+    assert "The user said they decided to fly out of Seattle on March 14 and come back March 24." in summary

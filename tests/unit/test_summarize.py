@@ -58,7 +58,9 @@ PLANNING = conversation(
 
 @pytest.mark.anyio
 async def test_extractive_keeps_names_numbers_dates_decisions_and_questions() -> None:
-    budget = int(count("\n".join(m.content for m in PLANNING)) * 0.6)
+    # 75% of the conversation: each kept sentence now says who said it ("The user said ..."), which
+    # costs a few tokens a sentence that the bare "user: " lines of before did not (was 60%).
+    budget = int(count("\n".join(m.content for m in PLANNING)) * 0.75)
     summary = await ExtractiveSummarizer(count).summarize("", PLANNING, max_tokens=budget)
 
     assert count(summary) <= budget
@@ -72,12 +74,13 @@ async def test_extractive_keeps_names_numbers_dates_decisions_and_questions() ->
 async def test_extractive_attributes_lines_to_speakers_in_original_order() -> None:
     summary = await ExtractiveSummarizer(count).summarize("", PLANNING, max_tokens=200)
 
+    # Each line a note of one message: who said it, then what (reported speech for "I ...").
     lines = summary.splitlines()
-    assert all(line.split(": ", 1)[0] in {"user", "assistant", "tool"} for line in lines)
-    assert lines.index("user: I prefer Postgres over MySQL for the database.") < lines.index(
-        "assistant: We decided to use Postgres 16 and Maria will own the migration."
+    assert all(line.startswith(("The user ", "The assistant ", "A tool ")) for line in lines), lines
+    assert lines.index("The user said they prefer Postgres over MySQL for the database.") < lines.index(
+        "The assistant said: We decided to use Postgres 16 and Maria will own the migration."
     )
-    assert lines[-1] == "user: Should we also hire a contractor for the frontend?"
+    assert lines[-1] == "The user asked: Should we also hire a contractor for the frontend?"
 
 
 @pytest.mark.anyio
@@ -91,11 +94,15 @@ async def test_extractive_folds_in_the_previous_summary() -> None:
 
     summary = await ExtractiveSummarizer(count).summarize(previous, later, max_tokens=60)
 
+    # A summary written before notes ("user: ...") is read as that speaker's words and rewritten.
     assert summary.splitlines() == [
-        "user: My name is Dana and I am allergic to peanuts.",
+        "The user said their name is Dana and they are allergic to peanuts.",
         "The team agreed on a weekly sync.",
-        "user: Let's book the venue on Friday for 30 people.",
+        "The user said: Let's book the venue on Friday for 30 people.",
     ]
+    # A summary of notes is kept as written, never attributed twice.
+    again = await ExtractiveSummarizer(count).summarize(summary, [], max_tokens=60)
+    assert again == summary
 
 
 @pytest.mark.anyio
@@ -103,9 +110,10 @@ async def test_extractive_weighs_tool_output_less() -> None:
     fact = "The invoice total is 1,250 euros due on May 2."
     messages = conversation(("tool", fact.replace("invoice", "tool invoice")), ("user", fact))
 
-    summary = await ExtractiveSummarizer(count).summarize("", messages, max_tokens=count(fact) + 3)
+    note = f"The user said: {fact}"
+    summary = await ExtractiveSummarizer(count).summarize("", messages, max_tokens=count(note) + 3)
 
-    assert summary == f"user: {fact}"
+    assert summary == note
 
 
 @pytest.mark.anyio
@@ -125,7 +133,7 @@ async def test_extractive_cuts_one_giant_sentence_at_a_word_boundary() -> None:
     summary = await ExtractiveSummarizer(count).summarize("", conversation(("user", giant)), max_tokens=12)
 
     assert 0 < count(summary) <= 12
-    assert summary.startswith("user: We must step0")
+    assert summary.startswith("The user said they must step0")
     assert summary.endswith("…")
 
 
