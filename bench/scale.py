@@ -214,9 +214,10 @@ def first_search_elsewhere(
         ],
         capture_output=True,
         text=True,
-        check=True,
         env={**os.environ, "OPENBLAS_NUM_THREADS": "1"},
     )
+    if child.returncode != 0:
+        raise RuntimeError(f"the first-search process failed:\n{child.stderr}")
     return dict(json.loads(child.stdout.strip().splitlines()[-1]))
 
 

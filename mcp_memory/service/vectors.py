@@ -96,11 +96,6 @@ class VectorWriter:
         self._pending[turn.user_id] += 1
         self._send.send_nowait((turn, time.monotonic()))
 
-    @property
-    def waiting(self) -> int:
-        """Turns queued or being embedded (the backlog)."""
-        return self._pending.total()
-
     async def settled(self, user_id: str) -> None:
         """Return once none of this user's turns waits for its vector."""
         while self._pending[user_id] > 0:
