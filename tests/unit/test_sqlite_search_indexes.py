@@ -401,3 +401,108 @@ async def test_a_large_user_s_vectors_get_an_approximate_index_that_snapshots_ke
             assert index.vectors.approximate and len(index.vectors) == 119
         hybrid = SearchQuery(user_id="ann", text=texts[12], mode="hybrid")
         assert (await again.search(hybrid, embed(texts[12])))[0].memory.id == "m12"
+
+
+WORDS = ["kayak", "violin", "garden", "comet", "harbour", "lantern", "meadow", "quartz"]
+
+
+def ann_texts(start: int, count: int) -> list[str]:
+    return [f"{WORDS[i % 8]} note {i} about {WORDS[(i * 3) % 8]}" for i in range(start, start + count)]
+
+
+CRASHING_WRITER = """
+import asyncio, os, sys
+sys.path.insert(0, os.getcwd())
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+from mcp_memory.models import SearchQuery
+from tests.contract.conftest_long_term import EMBEDDING, embed, memory
+from tests.unit.test_sqlite_search_indexes import ann_texts
+
+async def main(path):
+    async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, EMBEDDING, ann_min_memories=100) as store:
+        await store.put([memory("ann", f"m{i}", text) for i, text in enumerate(ann_texts(120, 60), start=120)])
+        await store.search(SearchQuery(user_id="ann", text="kayak", mode="vector"), embed("kayak"))
+        os.fsync = lambda fd: os._exit(9)  # the process dies mid-write: the bytes written, never renamed
+        await store.indexes.snapshot("ann")
+
+from pathlib import Path
+asyncio.run(main(Path(sys.argv[1])))
+"""
+
+
+async def test_a_writer_that_crashes_mid_snapshot_leaves_the_last_whole_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from mcp_memory.search import vector_index
+
+    monkeypatch.setattr(vector_index, "EXACT_AT_MOST", 10)
+    path = tmp_path / "memory.db"
+    async with opened(path, ann_min_memories=100) as store:
+        await store.put([memory("ann", f"m{i}", text) for i, text in enumerate(ann_texts(0, 120))])
+        await vector_ids(store, "ann", "kayak")
+        await store.indexes.snapshot("ann")
+        await snapshots_written(store)
+    folder = SnapshotFolder.beside(path)
+    whole = folder.file_of("ann").read_bytes()
+
+    # Another process adds 60 memories (committed) and dies while writing its snapshot, graph and all.
+    child = subprocess.run([sys.executable, "-c", CRASHING_WRITER, str(path)], capture_output=True, text=True)
+    assert child.returncode == 9, child.stderr
+    [leftover] = folder.path.glob("*.tmp")
+    assert folder.file_of("ann").read_bytes() == whole  # the last whole snapshot, untouched
+
+    async with opened(path, ann_min_memories=100) as again:
+        texts = ann_texts(0, 180)
+        for i in (7, 150, 179):  # from before the snapshot and from the crashed process's writes
+            assert (await vector_ids(again, "ann", texts[i]))[0] == f"m{i}"
+        stats = again.indexes.stats
+        assert (stats.loads, stats.builds, stats.rows_applied) == (1, 0, 60)  # loaded, caught up
+        async with again.indexes.current("ann") as index:
+            assert index.vectors.approximate and len(index.vectors) == 180
+        # The crashed writer's temporary file goes with the next save once it is clearly abandoned.
+        old = time.time() - 2 * 3600
+        os.utime(leftover, (old, old))
+        await again.indexes.snapshot("ann")
+        await snapshots_written(again)
+    assert not leftover.exists() and folder.file_of("ann").exists()
+    async with opened(path, ann_min_memories=100) as third:
+        assert (await vector_ids(third, "ann", texts[150]))[0] == "m150"
+        assert (third.indexes.stats.loads, third.indexes.stats.rows_applied) == (1, 0)
+
+
+async def test_two_processes_cross_the_graph_threshold_together(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_memory.search import vector_index
+
+    monkeypatch.setattr(vector_index, "EXACT_AT_MOST", 10)
+    path = tmp_path / "memory.db"
+    texts = ann_texts(0, 140)
+    async with opened(path, ann_min_memories=100) as a, opened(path, ann_min_memories=100) as b:
+        await a.put([memory("ann", f"m{i}", texts[i]) for i in range(70)])
+        assert (await vector_ids(a, "ann", texts[3]))[0] == "m3"  # 70 rows: exact
+        await b.put([memory("ann", f"m{i}", texts[i]) for i in range(70, 140)])
+        assert (await vector_ids(b, "ann", texts[3]))[0] == "m3"  # b builds: 140 rows, with the graph
+        assert (await vector_ids(a, "ann", texts[100]))[0] == "m100"  # a catches up past the threshold
+        for store in (a, b):
+            async with store.indexes.current("ann") as index:
+                assert index.vectors.approximate and len(index.vectors) == 140
+        await b.forget(Scope(user_id="ann", memory_id="m100"))
+        assert "m100" not in await vector_ids(a, "ann", texts[100])  # a's graph still holds it: filtered
+        await a.put([memory("ann", "m140", "a violin by the harbour")])
+        assert (await vector_ids(b, "ann", "a violin by the harbour"))[0] == "m140"
+        for store in (a, b):  # both write a snapshot of the same point: the last rename wins
+            await store.indexes.snapshot("ann")
+            await snapshots_written(store)
+    async with opened(path, ann_min_memories=100) as c:
+        assert (await vector_ids(c, "ann", texts[120]))[0] == "m120"
+        assert "m100" not in await vector_ids(c, "ann", texts[100])
+        assert (c.indexes.stats.loads, c.indexes.stats.builds) == (1, 0)
+        async with c.indexes.current("ann") as index:
+            assert index.vectors.approximate and len(index.vectors) == 140

@@ -23,6 +23,7 @@ import logging
 import math
 import os
 import struct
+import time
 import uuid
 import zipfile
 from collections.abc import Mapping
@@ -36,6 +37,9 @@ from mcp_memory.search.file_array import Column, FileArray
 log = logging.getLogger(__name__)
 
 OPEN_AT_LEAST = 2**20  # bytes: smaller arrays are read at once
+# A temporary file this old is a crashed writer's (a snapshot takes seconds to write): removed by the
+# next save of the same user's snapshot.
+STALE_AFTER_S = 3600
 FORMAT = 1  # raised whenever the arrays' meaning changes: an older snapshot is then rebuilt
 
 
@@ -83,6 +87,7 @@ class SnapshotFolder:
         temporary = target.with_name(f"{target.stem}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
         try:
             self.path.mkdir(mode=0o700, exist_ok=True)
+            self._remove_leftovers(target)
             with temporary.open("wb") as out:
                 np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stub types allow_pickle here
                 out.flush()
@@ -92,6 +97,16 @@ class SnapshotFolder:
             log.warning("search index snapshot not written to %s: %s", self.path, e)
             with contextlib.suppress(OSError):
                 temporary.unlink()
+
+    def _remove_leftovers(self, target: Path) -> None:
+        """Temporary files of writers that crashed before their rename (never read: only a renamed
+        snapshot is), which would otherwise keep their disk space."""
+        now = time.time()
+        for leftover in self.path.glob(f"{target.stem}.*.tmp"):
+            with contextlib.suppress(OSError):
+                if now - leftover.stat().st_mtime > STALE_AFTER_S:
+                    leftover.unlink()
+                    log.info("search index snapshot left by a crashed writer removed: %s", leftover.name)
 
     def load(self, user_id: str) -> Snapshot | None:
         """The user's snapshot, or None when there is none or it cannot be read (blocking)."""
