@@ -19,7 +19,7 @@ import mmap
 import os
 import threading
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -138,4 +138,34 @@ class FileArray:
                 done += len(chunk)
 
 
-Column = np.ndarray | FileArray  # a snapshot's array: read, or left in its file
+class Blocks:
+    """An array made a block at a time, in order: a snapshot of a large index is written from it without
+    the whole array (1.5 GB of vectors at a million memories) ever being in memory at once."""
+
+    def __init__(
+        self, shape: tuple[int, ...], dtype: type | np.dtype, produce: Callable[[], Iterable[np.ndarray]]
+    ) -> None:
+        self.shape = shape
+        self.dtype = np.dtype(dtype)
+        self._produce = produce
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(start, rows) blocks covering every row, as FileArray.blocks."""
+        start = 0
+        for block in self._produce():
+            rows = np.ascontiguousarray(block, dtype=self.dtype)
+            yield start, rows
+            start += len(rows)
+        if start != self.shape[0]:
+            raise ValueError(f"{start} rows made of {self.shape[0]}")
+
+    def __array__(self, dtype: np.dtype | None = None, copy: bool | None = None) -> np.ndarray:
+        parts = [rows for _, rows in self.blocks()]
+        whole = np.concatenate(parts) if parts else np.zeros(self.shape, dtype=self.dtype)
+        return whole if dtype is None else whole.astype(dtype, copy=False)
+
+
+Column = np.ndarray | FileArray | Blocks  # a snapshot's array: read, left in its file, or to be made

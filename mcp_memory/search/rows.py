@@ -143,9 +143,9 @@ class MemoryRows:
         self._thread_codes = {None if t == NO_THREAD else t: code for code, t in enumerate(threads)}
         self._type_codes = {t: code for code, t in enumerate(unpacked_names(columns["type_names"]))}
 
-    def columns(self) -> dict[str, np.ndarray]:
+    def columns(self) -> dict[str, Column]:
         """The live rows as arrays (a snapshot's content); subclasses add their own."""
-        return self._row_columns(self._live())
+        return dict(self._row_columns(self._live()))
 
     @classmethod
     def from_columns(cls, columns: Mapping[str, Column], **init: int) -> Self:

@@ -24,14 +24,14 @@ import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
 import Stemmer
 
-from mcp_memory.search.file_array import Column, FileArray
+from mcp_memory.search.file_array import Blocks, Column, FileArray
 from mcp_memory.search.rows import MemoryRows, RowFilter, best, packed_names, resized, unpacked_names
 
 K1 = 1.2  # FTS5's bm25() constants
@@ -133,7 +133,7 @@ class TextIndex(MemoryRows):
         super().__init__()
         self._lengths = np.zeros(len(self._rowids), dtype=np.float32)
         self._postings: dict[str, _Postings] = {}
-        self._stored: tuple[Column, Column, Column] = _no_entries()  # entries as built or loaded
+        self._stored: tuple[np.ndarray | FileArray, ...] = _no_entries()  # entries as built or loaded
         self._appended = 0  # entries appended since, dead rows' too (for nbytes)
         self._length_total = 0.0  # of the active rows: their average is BM25's avg|d|
         self._best: dict[str, _Best] = {}
@@ -335,41 +335,50 @@ class TextIndex(MemoryRows):
             + per_term * len(self._postings)
         )
 
-    def columns(self) -> dict[str, np.ndarray]:
-        """The live rows and their postings (as one array each, cut by `offsets`), for a snapshot."""
+    def columns(self) -> dict[str, Column]:
+        """The live rows and their postings (as one array each, cut by `offsets`), for a snapshot: the
+        postings are made term by term as the snapshot is written (Blocks), each pass reading the
+        terms' entries again, so a large index's are never all in memory at once."""
         live = self._live()
         new_position = np.full(self._size, -1, dtype=np.int64)
         new_position[live] = np.arange(live.size)
-        names, offsets = [], [0]
-        positions, content, context = [], [], []
+        names, offsets, terms = [], [0], []
         for term, postings in self._postings.items():
-            old, own, around = self._entries(postings)
-            moved = new_position[old]
-            kept = moved >= 0
-            if not kept.any():
-                continue
-            names.append(term)
-            positions.append(moved[kept].astype(np.int32))
-            content.append(own[kept])
-            context.append(around[kept])
-            offsets.append(offsets[-1] + int(kept.sum()))
+            kept = int((new_position[self._entries(postings)[0]] >= 0).sum())
+            if kept:
+                names.append(term)
+                terms.append(postings)
+                offsets.append(offsets[-1] + kept)
+
+        def made(column: int, dtype: type) -> Blocks:
+            def produce() -> Iterator[np.ndarray]:
+                for postings in terms:
+                    entries = self._entries(postings)
+                    moved = new_position[entries[0]]
+                    kept = moved >= 0
+                    yield (moved if column == 0 else entries[column])[kept]
+
+            return Blocks((offsets[-1],), dtype, produce)
+
         return {
             **self._row_columns(live),
             "lengths": self._lengths[live],
             "terms": packed_names(names),
             "offsets": np.asarray(offsets, dtype=np.int64),
-            "positions": _joined(positions, np.int32),
-            "content": _joined(content, np.float32),
-            "context": _joined(context, np.float32),
+            "positions": made(0, np.int32),
+            "content": made(1, np.float32),
+            "context": made(2, np.float32),
         }
 
     def _load_row_columns(self, columns: Mapping[str, Column]) -> None:
         super()._load_row_columns(columns)
         self._lengths[: self._size] = columns["lengths"]
         offsets = np.asarray(columns["offsets"]).tolist()
-        positions, content, context = columns["positions"], columns["content"], columns["context"]
+        positions, content, context = (
+            _readable(columns[name]) for name in ("positions", "content", "context")
+        )
         if isinstance(positions, FileArray) and positions.nbytes < KEEP_POSTINGS_BELOW:
-            positions, content, context = positions[:], content[:], context[:]
+            positions, content, context = (np.asarray(column) for column in (positions, content, context))
         names = unpacked_names(columns["terms"])
         low, high = _bounds(positions)
         fits = (
@@ -391,7 +400,12 @@ class TextIndex(MemoryRows):
         self._lengths = resized(self._lengths, capacity)
 
 
-def _bounds(positions: Column) -> tuple[int, int]:
+def _readable(column: Column) -> np.ndarray | FileArray:
+    """A column sliced where needed: one still to be made (a compaction's) is made now."""
+    return np.asarray(column) if isinstance(column, Blocks) else column
+
+
+def _bounds(positions: np.ndarray | FileArray) -> tuple[int, int]:
     """The smallest and largest position (a file's read a block at a time)."""
     if len(positions) == 0:
         return 0, 0
@@ -399,7 +413,3 @@ def _bounds(positions: Column) -> tuple[int, int]:
         return int(positions.min()), int(positions.max())
     blocks = [(int(block.min()), int(block.max())) for _, block in positions.blocks()]
     return min(low for low, _ in blocks), max(high for _, high in blocks)
-
-
-def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
-    return np.concatenate(parts).astype(dtype, copy=False) if parts else np.zeros(0, dtype=dtype)

@@ -12,12 +12,12 @@ or superseded memory is never returned.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
 from mcp_memory.search.ann import ApproximateIndex
-from mcp_memory.search.file_array import Column, FileArray
+from mcp_memory.search.file_array import Blocks, Column, FileArray
 from mcp_memory.search.rows import MemoryRows, RowFilter, best, resized
 
 # Gathering a row costs several times streaming it through the mat-vec (bench/latency.py), so the
@@ -187,9 +187,16 @@ class VectorIndex(MemoryRows):
         loaded = 0 if isinstance(self._matrix, FileArray) else self._matrix.nbytes
         return self._rows_nbytes() + loaded + self._tail.nbytes + graph
 
-    def columns(self) -> dict[str, np.ndarray]:
+    def columns(self) -> dict[str, Column]:
         live = self._live()
-        columns = {**self._row_columns(live), "matrix": self._vectors(live)}
+
+        # Made a block at a time as the snapshot is written: never every vector in memory at once.
+        def blocks() -> Iterator[np.ndarray]:
+            for start in range(0, live.size, BUILD_BLOCK):
+                yield self._vectors(live[start : start + BUILD_BLOCK])
+
+        matrix = Blocks((live.size, self.dimension), np.float32, blocks)
+        columns: dict[str, Column] = {**self._row_columns(live), "matrix": matrix}
         graph = self._ann_saved if self._ann_saved is not None else self._graph()
         if graph is not None:
             columns["graph"] = graph

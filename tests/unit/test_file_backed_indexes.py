@@ -5,13 +5,14 @@ it was saved from, before and after changes, and through another save and load."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from mcp_memory.search import file_array, positions, text_index, vector_index
-from mcp_memory.search.file_array import FileArray
+from mcp_memory.search.file_array import Blocks, FileArray
 from mcp_memory.search.positions import RowPositions
 from mcp_memory.search.rows import RowFilter
 from mcp_memory.search.text_index import Document, TextIndex, query_terms
@@ -183,3 +184,26 @@ def test_a_graph_that_cannot_be_read_is_refused(tmp_path: Path, data: tuple[np.n
     columns["graph"] = np.frombuffer(b"not a graph" * 100, dtype=np.uint8)
     with pytest.raises(ValueError):
         VectorIndex.from_columns(columns, dimension=DIM, ann_min_rows=1000, ann_expansion=128)
+
+
+def test_a_snapshot_is_written_a_block_at_a_time(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    made: list[int] = []
+
+    def produce(count: int) -> Iterator[np.ndarray]:
+        for i in range(count):
+            made.append(i)
+            yield np.full((10, 4), i, dtype=np.float32)
+
+    folder = SnapshotFolder(tmp_path / "index")
+    folder.save("u", Snapshot(STAMP, {"x": Blocks((50, 4), np.float32, lambda: produce(5))}, {}))
+    saved = folder.load("u")
+    assert saved is not None and made == [0, 1, 2, 3, 4]
+    np.testing.assert_array_equal(
+        np.asarray(saved.text["x"]), np.repeat(np.arange(5, dtype=np.float32), 10)[:, None] * np.ones(4)
+    )
+    # Fewer rows made than the header promised: the snapshot is not written, the last one stays.
+    folder.save("u", Snapshot(STAMP, {"x": Blocks((60, 4), np.float32, lambda: produce(5))}, {}))
+    assert "50 rows made of 60" in caplog.text
+    again = folder.load("u")
+    assert again is not None and len(again.text["x"]) == 50
+    assert not list(folder.path.glob("*.tmp"))

@@ -29,6 +29,7 @@ import zipfile
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -76,7 +77,7 @@ class SnapshotFolder:
 
     def save(self, user_id: str, snapshot: Snapshot) -> None:
         """Write the snapshot (blocking: call from a worker thread). Failing to write only costs speed."""
-        arrays = {
+        arrays: dict[str, Column] = {
             "stamp": np.frombuffer(
                 json.dumps({"format": FORMAT, **asdict(snapshot.stamp)}).encode(), np.uint8
             ),
@@ -89,11 +90,11 @@ class SnapshotFolder:
             self.path.mkdir(mode=0o700, exist_ok=True)
             self._remove_leftovers(target)
             with temporary.open("wb") as out:
-                np.savez(out, **arrays)  # type: ignore[arg-type]  # numpy's stub types allow_pickle here
+                _write_npz(out, arrays)
                 out.flush()
                 os.fsync(out.fileno())  # on disk before the rename: a crash leaves the old one or this
             os.replace(temporary, target)
-        except OSError as e:
+        except (OSError, ValueError) as e:
             log.warning("search index snapshot not written to %s: %s", self.path, e)
             with contextlib.suppress(OSError):
                 temporary.unlink()
@@ -133,6 +134,22 @@ class SnapshotFolder:
     def remove(self, user_id: str) -> None:
         with contextlib.suppress(FileNotFoundError):
             self.file_of(user_id).unlink()
+
+
+def _write_npz(out: BinaryIO, arrays: Mapping[str, Column]) -> None:
+    """What np.savez writes (an uncompressed zip of .npy files), each array written a block at a time."""
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
+        for name, array in arrays.items():
+            with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                header = {
+                    "descr": np.lib.format.dtype_to_descr(array.dtype),
+                    "fortran_order": False,
+                    "shape": tuple(array.shape),
+                }
+                np.lib.format.write_array_header_2_0(member, header)
+                blocks = array.blocks() if not isinstance(array, np.ndarray) else [(0, array)]
+                for _, rows in blocks:
+                    member.write(np.ascontiguousarray(rows).data.cast("B"))
 
 
 def _opened(path: Path) -> dict[str, np.ndarray | FileArray]:
