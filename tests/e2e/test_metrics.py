@@ -48,6 +48,28 @@ async def scraped(base_url: str, token: str | None = None) -> Samples:
     return parse(response.text)
 
 
+async def raw_tool_call(url: str, token: str, name: str, arguments: dict[str, str]) -> httpx2.Response:
+    """A tools/call POSTed as a 2025 client would, without a session: the HTTP answer itself."""
+    async with httpx2.AsyncClient(timeout=30) as http:
+        return await http.post(
+            url,
+            headers={
+                "Authorization": f"Bearer {token}",
+                "Accept": "application/json, text/event-stream",
+                "Content-Type": "application/json",
+                "MCP-Protocol-Version": "2025-06-18",
+            },
+            content=json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": name, "arguments": arguments},
+                }
+            ),
+        )
+
+
 async def test_metric_values_move_with_calls(start_server: ServerStarter, tmp_path: Path) -> None:
     server = start_server("http", tmp_path / "data")
     thread, secret = "metrics-thread-7f3a", "Kalamazoo-marmalade"
@@ -129,27 +151,9 @@ async def test_refusals_by_rate_and_scope_are_counted(start_server: ServerStarte
             result = await client.call_tool("list_memories", {})
             text = result.content[0].text  # type: ignore[union-attr]
             limited += result.is_error is True and text.startswith("rate limit reached")
-    async with httpx2.AsyncClient(timeout=30) as http:
-        refused = await http.post(
-            server.url,
-            headers={
-                "Authorization": f"Bearer {reader.token}",
-                "Accept": "application/json, text/event-stream",
-                "Content-Type": "application/json",
-                "MCP-Protocol-Version": "2025-06-18",
-            },
-            content=json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "tools/call",
-                    "params": {
-                        "name": "add_turn",
-                        "arguments": {"thread_id": "t", "role": "user", "content": "x"},
-                    },
-                }
-            ),
-        )
+    refused = await raw_tool_call(
+        server.url, reader.token, "add_turn", {"thread_id": "t", "role": "user", "content": "x"}
+    )
     assert refused.status_code == 403
     after = await scraped(server.base_url, scraper.token)
     assert limited >= 1, "the bucket of 4 should have run dry within 8 calls"
@@ -187,24 +191,7 @@ async def test_a_protected_server_wants_a_metrics_or_admin_token(
     for token in (scraper.token, admin.token):
         await scraped(server.base_url, token)
     # The metrics scope reads /metrics and nothing else.
-    async with httpx2.AsyncClient(timeout=30) as http:
-        answer = await http.post(
-            server.url,
-            headers={
-                "Authorization": f"Bearer {scraper.token}",
-                "Accept": "application/json, text/event-stream",
-                "Content-Type": "application/json",
-                "MCP-Protocol-Version": "2025-06-18",
-            },
-            content=json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "tools/call",
-                    "params": {"name": "list_memories", "arguments": {}},
-                }
-            ),
-        )
+    answer = await raw_tool_call(server.url, scraper.token, "list_memories", {})
     assert answer.status_code == 403
 
 

@@ -18,14 +18,11 @@ from mcp_memory.search.rows import RowFilter
 from mcp_memory.search.text_index import Document, TextIndex, query_terms
 from mcp_memory.search.vector_index import VectorIndex
 from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder, Stamp
+from tests.unit.test_vector_index_ann import unit
 
 DIM = 32
 N = 3000
 STAMP = Stamp(file_id="f", seq=1, model="m", dimension=DIM)
-
-
-def unit(rows: np.ndarray) -> np.ndarray:
-    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
 
 
 @pytest.fixture
