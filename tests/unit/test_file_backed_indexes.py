@@ -204,3 +204,24 @@ def test_a_snapshot_is_written_a_block_at_a_time(tmp_path: Path, caplog: pytest.
     again = folder.load("u")
     assert again is not None and len(again.text["x"]) == 50
     assert not list(folder.path.glob("*.tmp"))
+
+
+def test_compaction_of_a_loaded_index_drops_the_dead_rows_and_keeps_the_graph(
+    tmp_path: Path, data: tuple[np.ndarray, np.ndarray]
+) -> None:
+    vectors, queries = data
+    text, loaded = saved_and_loaded(tmp_path, TextIndex.of(documents(N)), vectors_of(vectors))
+    removed = set(range(10, 10 + N, 3))  # a third of the rows: past the compaction threshold
+    for rowid in removed:
+        loaded.remove(rowid)
+        text.remove(rowid)
+    vectors_compacted, text_compacted = loaded.compacted(), text.compacted()
+    assert vectors_compacted.dead == 0 and len(vectors_compacted) == N - len(removed)
+    assert vectors_compacted.approximate
+    for query in queries:
+        assert vectors_compacted.search(query, 10, RowFilter()) == loaded.search(query, 10, RowFilter())
+        assert not removed & {r for r, _ in vectors_compacted.search(query, 10, RowFilter())}
+    terms = query_terms(["kayak", "note"])
+    assert text_compacted.search(terms, 50, RowFilter(), context_weight=0.4) == text.search(
+        terms, 50, RowFilter(), context_weight=0.4
+    )
