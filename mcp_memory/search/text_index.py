@@ -173,6 +173,11 @@ class TextIndex(MemoryRows):
         index._length_total = float(index._lengths[: index._size].sum())
         return index
 
+    @property
+    def file_backed(self) -> bool:
+        """Its loaded postings are read from the snapshot file, not held (a large index)."""
+        return isinstance(self._stored[0], FileArray)
+
     def upsert(self, document: Document) -> None:
         """Index an active memory; one indexed before is replaced (its old postings stay on a dead row)."""
         d = document

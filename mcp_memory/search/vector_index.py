@@ -52,6 +52,11 @@ class VectorIndex(MemoryRows):
     def approximate(self) -> bool:
         return self._ann is not None
 
+    @property
+    def file_backed(self) -> bool:
+        """Its loaded rows are read from the snapshot file, not held (a large index)."""
+        return isinstance(self._matrix, FileArray)
+
     def upsert(
         self, rowid: int, vector: np.ndarray, *, thread_id: str | None, type: str, created: float
     ) -> None:

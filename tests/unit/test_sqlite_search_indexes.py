@@ -505,3 +505,43 @@ async def test_two_processes_cross_the_graph_threshold_together(
         assert (c.indexes.stats.loads, c.indexes.stats.builds) == (1, 0)
         async with c.indexes.current("ann") as index:
             assert index.vectors.approximate and len(index.vectors) == 140
+
+
+async def test_a_large_index_read_from_its_file_is_compacted_by_its_next_snapshot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from mcp_memory.search import text_index, vector_index
+    from mcp_memory.storage.sqlite import indexes, snapshots
+
+    # At this test's size, the paths a million memories take: bulk left in the file, compaction due early.
+    monkeypatch.setattr(vector_index, "EXACT_AT_MOST", 10)
+    monkeypatch.setattr(text_index, "KEEP_POSTINGS_BELOW", 0)
+    monkeypatch.setattr(snapshots, "OPEN_AT_LEAST", 1)
+    monkeypatch.setattr(indexes, "SAVE_AFTER_CHANGES", 10**6)  # snapshots only when the test asks
+    monkeypatch.setattr(indexes, "COMPACT_AT_LEAST", 1)  # a quarter of the rows dead is enough
+    path = tmp_path / "memory.db"
+    texts = ann_texts(0, 150)
+    async with opened(path, ann_min_memories=100) as first:
+        await first.put([memory("ann", f"m{i}", text) for i, text in enumerate(texts)])
+        await vector_ids(first, "ann", texts[0])
+        await first.indexes.snapshot("ann")
+        await snapshots_written(first)
+    forgotten = {f"m{i}" for i in range(0, 150, 2)}  # half: past the compaction threshold
+    async with opened(path, ann_min_memories=100) as second:
+        await vector_ids(second, "ann", texts[1])
+        async with second.indexes.current("ann") as index:
+            assert index.vectors.file_backed and index.text.file_backed
+        for memory_id in sorted(forgotten):
+            await second.forget(Scope(user_id="ann", memory_id=memory_id))
+        for i in (1, 3, 149):
+            assert (await vector_ids(second, "ann", texts[i]))[0] == f"m{i}"
+        assert not forgotten & set(await ids(second, text_query("ann", "note", limit=50)))
+        async with second.indexes.current("ann") as index:
+            # Not read into memory to be compacted: the dead rows stay flagged.
+            assert index.vectors.file_backed and index.text.file_backed and index.vectors.dead == 75
+        await second.indexes.snapshot("ann")
+        await snapshots_written(second)
+    async with opened(path, ann_min_memories=100) as third:  # loads the snapshot: live rows only
+        assert (await vector_ids(third, "ann", texts[149]))[0] == "m149"
+        async with third.indexes.current("ann") as index:
+            assert index.vectors.dead == 0 and len(index.vectors) == 75 and index.vectors.file_backed

@@ -47,6 +47,7 @@ log = logging.getLogger(__name__)
 # content, context.
 INDEXED_COLUMNS = "rowid, thread_id, type, created_at, embedding, superseded_by, content, index_context"
 SAVE_AFTER_CHANGES = 1000  # a snapshot is rewritten once this many changes (or 5% of rows) were applied
+COMPACT_AT_LEAST = 1000  # dead rows before an index is compacted (and a quarter of its rows)
 TOMBSTONE_DAYS = 30  # an index idle for longer than this is rebuilt, not caught up
 
 
@@ -98,9 +99,12 @@ class UserIndex:
                 self.vectors.upsert(document.rowid, vector, **_columns(document))
         self.seq = changes.seq
         self.unsaved += len(changes.rows) + len(changes.removed)
-        if self.text.dead > max(1000, len(self.text) // 4):
+        # Reclaimed in memory, unless the index's bulk is read from its snapshot file: compacting would
+        # read it all in (1.5 GB of vectors at a million memories). Its dead rows cost a flag each here;
+        # its next snapshot holds live rows only, and the next process loads that.
+        if self.text.dead > max(COMPACT_AT_LEAST, len(self.text) // 4) and not self.text.file_backed:
             self.text = self.text.compacted()
-        if self.vectors.dead > max(1000, len(self.vectors) // 4):
+        if self.vectors.dead > max(COMPACT_AT_LEAST, len(self.vectors) // 4) and not self.vectors.file_backed:
             self.vectors = self.vectors.compacted()
         self.vectors.settle()  # grown past the approximate index's threshold: build it now
 
