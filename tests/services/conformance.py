@@ -3,8 +3,7 @@ installed once into <repo>/.cache/conformance-<version> (or $CONFORMANCE_DIR) an
 server scenario per call, against a server URL.
 
 Node.js missing (or older than 20.6, which lacks the loader hooks the Node 20 shim needs) fails the test
-on CI (the CI environment variable set, as CI services do) and skips it elsewhere, with the reason: a
-developer without Node still runs the rest of the suite, and CI never passes by not running it.
+with the reason, as every Node service of the suite does (node_service.py): never a skip.
 """
 
 from __future__ import annotations
@@ -12,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.services.node_service import cache_dir, npm_install
+from tests.services.node_service import cache_dir, node, npm_install
 
 VERSION = "0.1.16"
 PACKAGE = f"@modelcontextprotocol/conformance@{VERSION}"
@@ -31,26 +29,15 @@ MIN_NODE = (20, 6)  # module.register, which the shim uses
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")  # the CLI colours its report whatever NO_COLOR says
 
 
-def on_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
-
-
-def _unavailable(problem: str) -> None:
-    if on_ci():
-        pytest.fail(f"the MCP conformance suite cannot run on CI: {problem}")
-    pytest.skip(f"{problem}: the MCP conformance suite is skipped here (with CI=true this fails)")
-
-
 def _node() -> str:
-    node = shutil.which("node")
-    if node is None or shutil.which("npm") is None:
-        _unavailable("Node.js is missing (node and npm on PATH)")
-    assert node is not None
-    found = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=False)
+    found_node = node("the MCP conformance suite")
+    found = subprocess.run([found_node, "--version"], capture_output=True, text=True, timeout=30, check=False)
     match = re.match(r"v(\d+)\.(\d+)", found.stdout.strip())
     if match is None or (int(match[1]), int(match[2])) < MIN_NODE:
-        _unavailable(f"Node.js {found.stdout.strip() or '(unknown version)'} is too old (20.6 or newer)")
-    return node
+        pytest.fail(
+            f"the MCP conformance suite needs Node.js 20.6 or newer, not {found.stdout.strip() or '(unknown)'}"
+        )
+    return found_node
 
 
 @dataclass(frozen=True)
