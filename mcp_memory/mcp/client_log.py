@@ -21,10 +21,8 @@ identifiers, from the request it just made.
 
 from __future__ import annotations
 
-import contextvars
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Final, get_args
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -45,28 +43,12 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_memory.errors import BackendUnavailableError, LimitExceededError, MemoryServerError
 from mcp_memory.mcp.connections import connection_of
+from mcp_memory.observability.metrics import current_call
 from mcp_memory.service.vectors import VectorWriter
 
 LOGGER_NAME = "mcp-memory"
 LEVELS: Final[tuple[LoggingLevel, ...]] = get_args(LoggingLevel)  # least to most severe (RFC 5424)
 _LEVEL_KEY = "mcp_memory.client_log_level"  # in the connection's state
-
-
-@dataclass
-class _Outcome:
-    """What the tool handler tells the middleware about a failure it turned into a tool error."""
-
-    failure: MemoryServerError | None = None
-
-
-_outcome: contextvars.ContextVar[_Outcome | None] = contextvars.ContextVar("mcp_memory_outcome", default=None)
-
-
-def note_failure(error: MemoryServerError) -> None:
-    """Called where a product error becomes a tool error, so the log can say what kind it was."""
-    outcome = _outcome.get()
-    if outcome is not None:
-        outcome.failure = error
 
 
 def _state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
@@ -97,15 +79,14 @@ class ClientLog:
         level = _state(ctx).get(_LEVEL_KEY)
         if level not in LEVELS:  # this session never asked for the log
             return await call_next(ctx)
-        outcome = _Outcome()
-        token = _outcome.set(outcome)
         started = time.perf_counter()
-        try:
-            result = await call_next(ctx)
-        finally:
-            _outcome.reset(token)
+        result = await call_next(ctx)
+        # The product error the call failed with, as the layers below noted it for the metrics middleware
+        # around this one (observability/metrics.py): one note of each call's outcome.
+        note = current_call()
+        error = note.error if note is not None else None
         tool = str((ctx.params or {}).get("name"))[:100]  # a name the client sent; capped all the same
-        messages = self._messages(tool, result, outcome, (time.perf_counter() - started) * 1000)
+        messages = self._messages(tool, result, error, (time.perf_counter() - started) * 1000)
         for message_level, data in messages:
             if LEVELS.index(message_level) >= LEVELS.index(level):
                 notification = LoggingMessageNotification(
@@ -118,7 +99,7 @@ class ClientLog:
         return result
 
     def _messages(
-        self, tool: str, result: HandlerResult, outcome: _Outcome, ms: float
+        self, tool: str, result: HandlerResult, error: MemoryServerError | None, ms: float
     ) -> list[tuple[LoggingLevel, dict[str, Any]]]:
         failed = _is_error(result)
         found: list[tuple[LoggingLevel, dict[str, Any]]] = [
@@ -132,7 +113,6 @@ class ClientLog:
                 },
             )
         ]
-        error = outcome.failure
         if isinstance(error, BackendUnavailableError):
             found.append(("error", {"event": "backend_unavailable", "tool": tool, "message": str(error)}))
         elif isinstance(error, LimitExceededError):

@@ -26,7 +26,6 @@ from mcp_types import CallToolResult, TextContent
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError, LimitExceededError
 from mcp_memory.mcp.auth import current_principal
-from mcp_memory.mcp.client_log import note_failure
 from mcp_memory.observability.metrics import RATE_LIMITED as LIMITED_OUTCOME
 from mcp_memory.observability.metrics import note_outcome
 
@@ -125,8 +124,7 @@ class RateLimit:
             f"(bursts of {security.request_burst}) for this user; retry in {math.ceil(wait * 10) / 10:g} s"
         )
         log.info("rate-limited %s (%s)", principal.name, ctx.method)
-        note_outcome(LIMITED_OUTCOME)
+        note_outcome(LIMITED_OUTCOME, LimitExceededError(message))  # a 2025 client's log warns of it too
         if ctx.method == "tools/call":
-            note_failure(LimitExceededError(message))  # a warning for a 2025 client's log (client_log.py)
             return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
         raise MCPError(code=RATE_LIMITED, message=message)

@@ -27,7 +27,7 @@ from mcp_memory.errors import MemoryServerError
 from mcp_memory.llm.prompts import load_prompt
 from mcp_memory.mcp.access import SPACES_FILE, current_access
 from mcp_memory.mcp.auth import ScopeGuard, ToolScopes, current_principal
-from mcp_memory.mcp.client_log import install_client_log, note_failure
+from mcp_memory.mcp.client_log import install_client_log
 from mcp_memory.mcp.errors import resource_errors
 from mcp_memory.mcp.graph_tools import graph_change_uri, register_graph
 from mcp_memory.mcp.host import ServiceHost
@@ -100,7 +100,6 @@ def _tool_errors() -> Iterator[None]:
     try:
         yield
     except MemoryServerError as e:
-        note_failure(e)  # for the log of a 2025 client that asked for one (client_log.py)
         note_error(e)
         raise ToolError(str(e)) from e
 

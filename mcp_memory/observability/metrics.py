@@ -61,6 +61,7 @@ class CallNote:
     outcome: str = OK
     limit: str | None = None  # the limit that refused it (LimitExceededError.limit)
     backend: str | None = None  # the backend that failed it (BackendUnavailableError.backend)
+    error: MemoryServerError | None = None  # the product error it failed with, if any (a 2025 client's log)
 
 
 _call: contextvars.ContextVar[CallNote | None] = contextvars.ContextVar("mcp_memory_call", default=None)
@@ -261,11 +262,17 @@ def end_call(token: contextvars.Token[CallNote | None]) -> None:
     _call.reset(token)
 
 
-def note_outcome(outcome: str) -> None:
-    """Say why the call under way did not succeed (refused, rate_limited, ...); the first word stands."""
+def current_call() -> CallNote | None:
+    """The note of the call under way (read by the middleware inside the metrics one: client_log.py)."""
+    return _call.get()
+
+
+def note_outcome(outcome: str, error: MemoryServerError | None = None) -> None:
+    """Say why the call under way did not succeed (refused, rate_limited, ...), and with which error;
+    the first word stands."""
     note = _call.get()
     if note is not None and note.outcome == OK:
-        note.outcome = outcome
+        note.outcome, note.error = outcome, error
 
 
 def note_error(error: MemoryServerError) -> None:
@@ -273,6 +280,7 @@ def note_error(error: MemoryServerError) -> None:
     note = _call.get()
     if note is None or note.outcome != OK:
         return
+    note.error = error
     if isinstance(error, LimitExceededError):
         note.outcome, note.limit = LIMIT, error.limit
     elif isinstance(error, BackendUnavailableError):
