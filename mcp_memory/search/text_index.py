@@ -349,7 +349,10 @@ class TextIndex(MemoryRows):
         new_position[live] = np.arange(live.size)
         names, offsets, terms = [], [0], []
         for term, postings in self._postings.items():
-            kept = int((new_position[self._entries(postings)[0]] >= 0).sum())
+            # Without dead rows every entry is kept: no need to read them to count.
+            kept = (
+                len(postings) if not self.dead else int((new_position[self._entries(postings)[0]] >= 0).sum())
+            )
             if kept:
                 names.append(term)
                 terms.append(postings)

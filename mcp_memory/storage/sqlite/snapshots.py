@@ -177,12 +177,17 @@ def _opened(path: Path) -> dict[str, np.ndarray | FileArray]:
             name = member.filename.removesuffix(".npy")
             if dtype.hasobject:
                 raise ValueError(f"{name} holds Python objects")
-            if math.prod(shape) == 0:
+            count = math.prod(shape)
+            if count == 0:
                 arrays[name] = np.zeros(shape, dtype=dtype)
                 continue
             if fortran and len(shape) > 1:
                 raise ValueError(f"{name} is in Fortran order")
-            array = FileArray(path, file.tell(), dtype, shape)
-            # Only the large arrays stay open: each holds a file descriptor.
-            arrays[name] = array if array.nbytes >= OPEN_AT_LEAST else array[:]
+            if count * dtype.itemsize < OPEN_AT_LEAST:  # read now, from this open file
+                small = np.fromfile(file, dtype=dtype, count=count)
+                if small.size != count:
+                    raise ValueError(f"{name} ends early")
+                arrays[name] = small.reshape(shape)
+            else:  # left where it lies: each holds a file descriptor
+                arrays[name] = FileArray(path, file.tell(), dtype, shape)
     return arrays
