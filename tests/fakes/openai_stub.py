@@ -29,11 +29,13 @@ from typing import Any, Literal, get_args
 
 import anyio
 import uvicorn
+from pydantic import SecretStr
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from mcp_memory.config import EmbeddingSettings
 from mcp_memory.llm.hash_embedder import HashingEmbedder
 
 Mode = Literal["ok", "timeout", "500", "429", "401", "404", "malformed", "no_choices", "empty"]
@@ -83,6 +85,18 @@ class OpenAIStub:
         self.app = Starlette(routes=self._routes())
 
     # ---- control, from the test thread ----
+    def embedding_settings(self) -> EmbeddingSettings:
+        """Embeddings from this stub (so a test can make the provider fail), failing fast: no retries."""
+        return EmbeddingSettings(
+            provider="openai",
+            model="stub-embed",
+            dimension=384,
+            base_url=self.base_url,
+            api_key=SecretStr("sk-test"),
+            timeout_seconds=2.0,
+            max_retries=0,
+        )
+
     @property
     def base_url(self) -> str:
         return f"http://{self.host}:{self.port}/v1"

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
-from pydantic import SecretStr
 
-from mcp_memory.config import EmbeddingSettings, Settings
+from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
@@ -21,15 +20,7 @@ pytestmark = pytest.mark.anyio
 async def remote_embedding_service(
     settings: Settings, openai_stub: OpenAIStub
 ) -> AsyncIterator[MemoryService]:
-    embedding = EmbeddingSettings(
-        provider="openai",
-        model="stub-embed",
-        dimension=384,
-        base_url=openai_stub.base_url,
-        api_key=SecretStr("sk-test"),
-        timeout_seconds=2.0,
-        max_retries=0,
-    )
+    embedding = openai_stub.embedding_settings()
     async with open_service(settings.model_copy(update={"embedding": embedding})) as service:
         yield service
 

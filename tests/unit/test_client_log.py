@@ -12,9 +12,8 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from pydantic import SecretStr
 
-from mcp_memory.config import EmbeddingSettings, Settings
+from mcp_memory.config import Settings
 from mcp_memory.mcp.client_log import LEVELS
 from mcp_memory.mcp.server import MemoryServer, build_server
 from mcp_memory.service.vectors import VectorWriter
@@ -68,15 +67,7 @@ def legacy(server: MemoryServer, received: Received) -> Client:
 def remote_settings(fast_settings: Settings, openai_stub: OpenAIStub) -> Settings:
     """Embeddings from the OpenAI-compatible stub (so the test can make the provider fail) and a small
     stored-bytes quota (so a long turn is refused)."""
-    embedding = EmbeddingSettings(
-        provider="openai",
-        model="stub-embed",
-        dimension=384,
-        base_url=openai_stub.base_url,
-        api_key=SecretStr("sk-test"),
-        timeout_seconds=2.0,
-        max_retries=0,
-    )
+    embedding = openai_stub.embedding_settings()
     security = fast_settings.security.model_copy(update={"max_stored_bytes": 2_000})
     return fast_settings.model_copy(update={"embedding": embedding, "security": security})
 
