@@ -116,6 +116,9 @@ class Memory(BaseModel):
     type: MemoryType = "turn"
     content: str
     embedding: list[float] | None = Field(default=None, repr=False)
+    # A memory longer than one passage (search/passages.py) has a vector for each passage, in order, and
+    # is ranked by its best; `embedding` is then its first passage's. None: one passage (`embedding`).
+    passage_embeddings: list[list[float]] | None = Field(default=None, repr=False)
     # Text full-text search indexes beside the content, at a lower weight: the turns before it in its
     # thread and its date (what a later question may use to find it). Never shown to clients.
     index_context: str | None = Field(default=None, repr=False)
@@ -148,7 +151,9 @@ class Memory(BaseModel):
     def public(self) -> dict[str, Any]:
         """The JSON a client sees: everything but the vector, with the space (null: personal memory)
         and who wrote it."""
-        shown = self.model_dump(mode="json", exclude={"embedding", "index_context", "author"})
+        shown = self.model_dump(
+            mode="json", exclude={"embedding", "passage_embeddings", "index_context", "author"}
+        )
         return {**shown, "space": self.space, "author": self.written_by}
 
 
@@ -225,6 +230,12 @@ class SearchQuery(BaseModel):
 class Hit(BaseModel):
     memory: Memory
     score: float
+    # The memory's passage that matched best, (start, end) character offsets into its content; None for a
+    # memory of one passage (the whole matched).
+    passage: tuple[int, int] | None = None
+    # The query's cosine with that passage (the memory's best), when the store computed it; None: not known
+    # (the service then computes it from the memory's vectors).
+    cosine: float | None = None
 
 
 class Scope(BaseModel):

@@ -9,6 +9,7 @@ from typing import Protocol
 import numpy as np
 
 from mcp_memory.models import EmbeddingSpec
+from mcp_memory.search.passages import passages
 
 
 class Embedder(Protocol):
@@ -30,3 +31,22 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     normalized: np.ndarray = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
     return normalized
+
+
+async def embed_passages(embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
+    """Each text's passage vectors (search/passages.py), shape (passages, dimension), in one call to the
+    embedder: a text of one passage gets one row, the vector of its whole content."""
+    spans = [passages(text) for text in texts]
+    pieces = [text[start:end] for text, cut in zip(texts, spans, strict=True) for start, end in cut]
+    vectors = await embedder.embed(pieces)
+    out, at = [], 0
+    for cut in spans:
+        out.append(vectors[at : at + len(cut)])
+        at += len(cut)
+    return out
+
+
+def memory_vectors(vectors: np.ndarray) -> tuple[list[float], list[list[float]] | None]:
+    """A memory's `embedding` and `passage_embeddings` from its passage vectors."""
+    first: list[float] = vectors[0].tolist()
+    return first, (vectors.tolist() if len(vectors) > 1 else None)

@@ -1,0 +1,113 @@
+"""A long memory as passages: the parts a reader would name, each short enough for the embedder's window.
+
+The local embedder reads the first 256 word pieces of a text (about 1,000 characters of prose, fewer of
+code), so a long answer, a pasted file or a log would have a vector for its opening only. A memory
+longer than one passage is embedded passage by passage and ranked by its best passage, on the vector
+side and the text side alike (search/vector_index.py, search/text_index.py).
+
+Passages are cut where a reader would cut: around fenced code blocks, then at blank lines (paragraphs),
+then at list items and lines, then at sentence ends, and only as a last resort inside a sentence (at a
+space when there is one). Neighbouring small pieces are packed together up to the passage size, so a
+list of short items is one passage, not twenty. Each passage is a span of the memory's content
+(`start`, `end`: character offsets), so a hit can show the part that matched and nothing is copied.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import NamedTuple
+
+# About 190 word pieces of English prose, 240 of dense code: within the local model's 256.
+PASSAGE_CHARS = 800
+# A memory up to this long is one passage (its whole content): most chat turns.
+ONE_PASSAGE_CHARS = 1000
+# Passages of one memory at most: 1,000,000 characters are ~1,250 passages; the rest of a longer text
+# joins the last passage (found by its words, not its meaning).
+MAX_PASSAGES = 4096
+
+_FENCE = re.compile(r"^[ \t]*(```|~~~)[^\n]*\n.*?(?:^[ \t]*\1[ \t]*$|\Z)", re.MULTILINE | re.DOTALL)
+_BLANK_LINES = re.compile(r"\n[ \t]*\n+")
+_LINE = re.compile(r"\n")
+_SENTENCE = re.compile(r"(?<=[.!?;:])\s+(?=\S)")
+_SPACE = re.compile(r"\s+")
+
+
+class Span(NamedTuple):
+    start: int
+    end: int
+
+
+def passages(text: str, size: int = PASSAGE_CHARS) -> list[Span]:
+    """The text's passages, in order, covering it (blank runs between them excluded); one span for a
+    text no longer than ONE_PASSAGE_CHARS."""
+    stripped_end = len(text.rstrip())
+    if stripped_end <= ONE_PASSAGE_CHARS:
+        return [Span(0, len(text))]
+    packed = list(_packed(_pieces(text, 0, len(text), size), size))
+    if len(packed) > MAX_PASSAGES:
+        packed = [*packed[: MAX_PASSAGES - 1], Span(packed[MAX_PASSAGES - 1].start, packed[-1].end)]
+    return packed
+
+
+def _pieces(text: str, start: int, end: int, size: int) -> Iterator[Span]:
+    """Spans no longer than `size` (but unsplittable runs), cut at the strongest boundary available:
+    code fences first, then blank lines, lines, sentences, spaces."""
+    at = start
+    for fence in _FENCE.finditer(text, start, end):
+        yield from _cut(text, at, fence.start(), size, _BLANK_LINES)
+        yield from _cut(text, fence.start(), fence.end(), size, _LINE)  # a code block: by lines
+        at = fence.end()
+    yield from _cut(text, at, end, size, _BLANK_LINES)
+
+
+_WEAKER = {_BLANK_LINES: _LINE, _LINE: _SENTENCE, _SENTENCE: _SPACE}
+
+
+def _cut(text: str, start: int, end: int, size: int, boundary: re.Pattern[str]) -> Iterator[Span]:
+    """[start, end) split at `boundary`, each part longer than `size` split again at a weaker one."""
+    if start >= end:
+        return
+    if end - start <= size:
+        if text[start:end].strip():
+            yield _trimmed(text, start, end)
+        return
+    at = start
+    for separator in boundary.finditer(text, start, end):
+        yield from _part(text, at, separator.start(), size, boundary)
+        at = separator.end()
+    yield from _part(text, at, end, size, boundary)
+
+
+def _part(text: str, start: int, end: int, size: int, boundary: re.Pattern[str]) -> Iterator[Span]:
+    if not text[start:end].strip():
+        return
+    if end - start <= size:
+        yield _trimmed(text, start, end)
+    elif boundary in _WEAKER:
+        yield from _cut(text, start, end, size, _WEAKER[boundary])
+    else:  # one unbroken run (a minified line, a base64 blob): fixed-size pieces
+        for at in range(start, end, size):
+            yield Span(at, min(end, at + size))
+
+
+def _trimmed(text: str, start: int, end: int) -> Span:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return Span(start, end)
+
+
+def _packed(pieces: Iterator[Span], size: int) -> Iterator[Span]:
+    """Consecutive pieces joined while the joined span stays within `size`."""
+    current: Span | None = None
+    for piece in pieces:
+        if current is not None and piece.end - current.start <= size:
+            current = Span(current.start, piece.end)
+            continue
+        if current is not None:
+            yield current
+        current = piece
+    if current is not None:
+        yield current
