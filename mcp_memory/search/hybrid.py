@@ -13,12 +13,14 @@ import numpy as np
 
 from mcp_memory.models import SearchQuery
 from mcp_memory.search.fusion import rrf, score_fusion
+from mcp_memory.search.passages import ROWID_MASK, best_hits, best_per_memory
 from mcp_memory.search.rows import RowFilter
 from mcp_memory.search.terms import keywords
 from mcp_memory.search.text_index import TextIndex, query_terms, terms
 from mcp_memory.search.vector_index import VectorIndex
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
+PASSAGE_ROWS = 4  # rows taken per memory wanted when some memories have several passages
 
 
 def candidate_pool(query: SearchQuery) -> int:
@@ -29,7 +31,8 @@ def candidate_pool(query: SearchQuery) -> int:
 def text_candidates(
     index: TextIndex, query: SearchQuery, pool: int, where: RowFilter
 ) -> list[tuple[int, float]] | None:
-    """BM25's best `pool` (rowid, score), or None when the query has no words to match (blocking)."""
+    """BM25's best passages (key, score) of the best `pool` memories, or None when the query has no words
+    to match (blocking)."""
     # A quoted phrase's words count too (they may all be stopwords: "to be"), and the rows must hold
     # them all; the phrase itself is checked verbatim on the rows the store returns.
     required = query_terms(query.phrases)
@@ -37,7 +40,10 @@ def text_candidates(
     if not wanted:
         return None
     # Context weight: a memory's own words count fully, its context (earlier turns, date) less.
-    return index.search(wanted, pool, where, context_weight=query.context_weight, required=required)
+    # A long memory's passages are rows of their own: more rows than memories are asked for.
+    rows = pool * PASSAGE_ROWS if len(index) > index.memories() else pool
+    hits = index.search(wanted, rows, where, context_weight=query.context_weight, required=required)
+    return hits if rows == pool else best_hits(hits)[:pool]
 
 
 def fuse(
@@ -48,27 +54,44 @@ def fuse(
     pool: int,
     where: RowFilter,
 ) -> list[tuple[int, float]]:
-    """The vector side, fused with the text hits as the query asks (blocking: the mat-vec is long)."""
+    """The vector side, fused with the text hits as the query asks (blocking: the mat-vec is long).
+
+    Hits are (key, score) of each memory's best passage (search/passages.py): score fusion adds a
+    passage's BM25 and its cosine, and a memory ranks by its best passage; RRF ranks memories by their
+    best passage on each side."""
     if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
         return vectors.search(vector, pool, where)
     if query.fusion == "score":
         # With an approximate index: its nearest rows, and the text hits' own cosines (exact).
-        named = np.fromiter((rowid for rowid, _ in text_hits), dtype=np.int64, count=len(text_hits))
+        named = np.fromiter((key for key, _ in text_hits), dtype=np.int64, count=len(text_hits))
         keys, cosines = vectors.scores(vector, where, pool=pool, also=named)
-        return score_fusion(
+        rows = pool * PASSAGE_ROWS if len(vectors) > vectors.memories() else pool
+        fused = score_fusion(
             text_hits,
             keys,
             cosines,
-            limit=pool,
+            limit=rows,
             text_weight=query.text_weight,
             vector_weight=query.vector_weight,
         )
-    vector_hits = vectors.search(vector, pool, where)
-    return rrf(
-        [[r for r, _ in text_hits], [r for r, _ in vector_hits]],
+        return fused if rows == pool else best_hits(fused)[:pool]
+    return memory_rrf(query, text_hits, vectors.search(vector, pool, where))
+
+
+def memory_rrf(
+    query: SearchQuery, text_hits: Sequence[tuple[int, float]], vector_hits: Sequence[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """RRF of the two sides' memories (each side's best passage of a memory may differ): each memory is
+    reported by the key of its best passage on the side that ranked it first."""
+    first: dict[int, int] = {}
+    for key, _ in [*text_hits, *vector_hits]:
+        first.setdefault(key & ROWID_MASK, key)
+    fused = rrf(
+        [[key & ROWID_MASK for key, _ in text_hits], [key & ROWID_MASK for key, _ in vector_hits]],
         weights=[query.text_weight, query.vector_weight],
         k=query.rrf_k,
     )
+    return [(first[rowid], score) for rowid, score in fused]
 
 
 def row_filter(query: SearchQuery) -> RowFilter:
@@ -111,10 +134,10 @@ def fuse_as_of(
     )
     if query.mode != "vector" and query.fusion == "score":
         weights = {"text_weight": query.text_weight, "vector_weight": query.vector_weight}
-        return score_fusion(text_hits, keys, cosines, limit=pool, **weights)
-    order = np.argsort(-cosines, kind="stable")[:pool]
+        return best_hits(score_fusion(text_hits, keys, cosines, limit=pool * PASSAGE_ROWS, **weights))[:pool]
+    kept = best_per_memory(keys, cosines)
+    order = kept[np.argsort(-cosines[kept], kind="stable")[:pool]]
     vector_hits = [(int(keys[i]), float(cosines[i])) for i in order]
     if query.mode == "vector" or not text_hits:
         return vector_hits
-    rankings = [[r for r, _ in text_hits], [r for r, _ in vector_hits]]
-    return rrf(rankings, weights=[query.text_weight, query.vector_weight], k=query.rrf_k)
+    return memory_rrf(query, text_hits, vector_hits)

@@ -15,8 +15,10 @@ list of short items is one passage, not twenty. Each passage is a span of the me
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
+
+import numpy as np
 
 # About 190 word pieces of English prose, 240 of dense code: within the local model's 256.
 PASSAGE_CHARS = 800
@@ -111,3 +113,44 @@ def _packed(pieces: Iterator[Span], size: int) -> Iterator[Span]:
         current = piece
     if current is not None:
         yield current
+
+
+# ---- passages as index rows: one key a passage --------------------------------------------------------
+# An index row is keyed by the memory's rowid for its first passage, and by the rowid with the passage's
+# number in the bits above ROWID_BITS for the others: a memory of one passage has the key it always had.
+ROWID_BITS = 48
+ROWID_MASK = (1 << ROWID_BITS) - 1
+
+
+def passage_key(rowid: int, number: int) -> int:
+    return rowid | (number << ROWID_BITS)
+
+
+def memory_of(key: int) -> tuple[int, int]:
+    """(rowid, passage number) of an index key."""
+    return key & ROWID_MASK, key >> ROWID_BITS
+
+
+def best_per_memory(keys: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """Indices into keys/scores of each memory's best-scoring passage (ties: the first), in key order."""
+    if keys.size == 0 or int(keys.max()) <= ROWID_MASK:
+        return np.arange(keys.size)
+    memories = keys & ROWID_MASK
+    order = np.lexsort((-scores, memories))
+    ordered = memories[order]
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    kept: np.ndarray = order[first]
+    return kept
+
+
+def best_hits(hits: Sequence[tuple[int, float]]) -> list[tuple[int, float]]:
+    """Ranked (key, score) hits with each memory's best passage only, in the same order."""
+    seen: set[int] = set()
+    out = []
+    for key, score in hits:
+        rowid = key & ROWID_MASK
+        if rowid not in seen:
+            seen.add(rowid)
+            out.append((key, score))
+    return out

@@ -1,7 +1,8 @@
 """The rows of one user's in-memory search index, with the filters search needs.
 
-The vector index and the text index each keep one row per active memory: its SQLite rowid, thread,
-type and time. Filters become one boolean mask over those columns. Rows grow by doubling capacity, so
+The vector index and the text index each keep one row per passage of an active memory (one row for most
+memories: search/passages.py), keyed by the memory's SQLite rowid (with the passage's number above its
+bits for a long memory's later passages), with the memory's thread, type and time. Filters become one boolean mask over those columns. Rows grow by doubling capacity, so
 an append is O(1) amortized. A removed or rewritten memory leaves its old position dead (never
 matched); `compacted` copies the live rows into a fresh index, which is how dead rows are reclaimed.
 """
@@ -15,6 +16,7 @@ from typing import Self
 import numpy as np
 
 from mcp_memory.search.file_array import Column
+from mcp_memory.search.passages import ROWID_MASK, passage_key
 from mcp_memory.search.positions import RowPositions
 
 NO_THREAD = " "  # a memory without a thread, in a snapshot's thread list (no thread id has a space)
@@ -39,9 +41,15 @@ class MemoryRows:
         self._position = RowPositions()
         self._thread_codes: dict[str | None, int] = {}
         self._type_codes: dict[str, int] = {}
+        self._passages: dict[int, int] = {}  # rowid -> passages, of the memories with more than one
 
     def __len__(self) -> int:
+        """Rows: passages of active memories."""
         return len(self._position)
+
+    def memories(self) -> int:
+        """Active memories (a long memory has several rows)."""
+        return len(self._position) - sum(self._passages.values()) + len(self._passages)
 
     def __contains__(self, rowid: int) -> bool:
         return rowid in self._position
@@ -57,10 +65,23 @@ class MemoryRows:
             self._grow(rows)
 
     def remove(self, rowid: int) -> None:
-        """Leave the row's position for good (never matched, no longer found by rowid)."""
-        position = self._position.pop(rowid)
+        """Leave the memory's rows for good (never matched, no longer found by key)."""
+        for number in range(self._passages.pop(rowid, 1)):
+            self._remove_key(passage_key(rowid, number))
+
+    def _remove_key(self, key: int) -> None:
+        position = self._position.pop(key)
         if position is not None:
             self._active[position] = False
+
+    def _trim(self, rowid: int, passages: int) -> None:
+        """The memory now has `passages` rows: rows past them (of a longer earlier version) go."""
+        for number in range(passages, self._passages.get(rowid, 1)):
+            self._remove_key(passage_key(rowid, number))
+        if passages > 1:
+            self._passages[rowid] = passages
+        else:
+            self._passages.pop(rowid, None)
 
     def _place(self, rowid: int, *, thread_id: str | None, type: str, created: float) -> int:
         """The row's position (a new one for a new rowid), with its columns set."""
@@ -139,6 +160,7 @@ class MemoryRows:
         self._created[:n] = columns["created"]
         self._active[:n] = True
         self._position = RowPositions.of(rowids)
+        self._passages = passage_counts(rowids)
         threads = unpacked_names(columns["thread_names"])
         self._thread_codes = {None if t == NO_THREAD else t: code for code, t in enumerate(threads)}
         self._type_codes = {t: code for code, t in enumerate(unpacked_names(columns["type_names"]))}
@@ -170,10 +192,20 @@ class MemoryRows:
         copy._position = self._position.copy()
         copy._thread_codes = dict(self._thread_codes)
         copy._type_codes = dict(self._type_codes)
+        copy._passages = dict(self._passages)
         return copy
 
     def _init_args(self) -> dict[str, int]:
         return {}
+
+
+def passage_counts(keys: np.ndarray) -> dict[int, int]:
+    """rowid -> passages of the memories with more than one, from their rows' keys."""
+    later = keys[keys > ROWID_MASK]
+    if later.size == 0:
+        return {}
+    rowids, counts = np.unique(later & ROWID_MASK, return_counts=True)
+    return dict(zip(rowids.tolist(), (counts + 1).tolist(), strict=True))
 
 
 def packed_names(names: Iterable[str]) -> np.ndarray:

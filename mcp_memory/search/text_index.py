@@ -32,7 +32,16 @@ import numpy as np
 import Stemmer
 
 from mcp_memory.search.file_array import Blocks, Column, FileArray
-from mcp_memory.search.rows import MemoryRows, RowFilter, best, packed_names, resized, unpacked_names
+from mcp_memory.search.passages import passage_key, passages
+from mcp_memory.search.rows import (
+    MemoryRows,
+    RowFilter,
+    best,
+    packed_names,
+    passage_counts,
+    resized,
+    unpacked_names,
+)
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
@@ -73,6 +82,19 @@ class Document(NamedTuple):
     thread_id: str | None
     type: str
     created: float
+
+
+def as_passages(document: Document) -> list[Document]:
+    """The memory's rows: itself when it is one passage, else one a passage (search/passages.py), each
+    keyed by passage_key and scored on its own words, so a long memory's matching part counts, not its
+    length; each passage carries the memory's context."""
+    spans = passages(document.content)
+    if len(spans) == 1:
+        return [document]
+    return [
+        document._replace(rowid=passage_key(document.rowid, number), content=document.content[start:end])
+        for number, (start, end) in enumerate(spans)
+    ]
 
 
 Entries = tuple[np.ndarray, np.ndarray, np.ndarray]  # positions (int32), content and context counts
@@ -142,8 +164,10 @@ class TextIndex(MemoryRows):
     def of(cls, documents: Sequence[Document]) -> TextIndex:
         """An index of many documents at once: grouped with numpy rather than appended one by one."""
         index = cls()
+        documents = [p for d in documents for p in as_passages(d)]
         if not documents:
             return index
+        index._passages = passage_counts(np.fromiter((d.rowid for d in documents), dtype=np.int64))
         index._grow(max(16, len(documents)))
         vocabulary: dict[str, int] = {}
         term_ids: list[int] = []
@@ -179,25 +203,28 @@ class TextIndex(MemoryRows):
         return isinstance(self._stored[0], FileArray)
 
     def upsert(self, document: Document) -> None:
-        """Index an active memory; one indexed before is replaced (its old postings stay on a dead row)."""
-        d = document
-        self.remove(d.rowid)
-        position = self._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
-        own, around = Counter(terms(d.content)), Counter(terms(d.context))
-        self._lengths[position] = own.total() + around.total()
-        self._length_total += float(self._lengths[position])
-        for term in own.keys() | around.keys():
-            postings = self._postings.get(term)
-            if postings is None:
-                postings = self._postings[term] = _Postings()
-            postings.append(position, own[term], around[term])
-            self._appended += 1
+        """Index an active memory, a row a passage; one indexed before is replaced (its old postings stay
+        on dead rows)."""
+        self.remove(document.rowid)
+        rows = as_passages(document)
+        self._trim(document.rowid, len(rows))
+        for d in rows:
+            position = self._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
+            own, around = Counter(terms(d.content)), Counter(terms(d.context))
+            self._lengths[position] = own.total() + around.total()
+            self._length_total += float(self._lengths[position])
+            for term in own.keys() | around.keys():
+                postings = self._postings.get(term)
+                if postings is None:
+                    postings = self._postings[term] = _Postings()
+                postings.append(position, own[term], around[term])
+                self._appended += 1
 
-    def remove(self, rowid: int) -> None:
-        position = self._position.get(rowid)
+    def _remove_key(self, key: int) -> None:
+        position = self._position.get(key)
         if position is not None:
             self._length_total -= float(self._lengths[position])
-        super().remove(rowid)
+        super()._remove_key(key)
 
     def search(
         self,
@@ -208,7 +235,7 @@ class TextIndex(MemoryRows):
         context_weight: float,
         required: Sequence[str] = (),
     ) -> list[tuple[int, float]]:
-        """(rowid, BM25) of the best `limit` active rows passing the filter that hold a query term.
+        """(key, BM25) of the best `limit` active rows (passages) passing the filter that hold a query term.
 
         `query` is already terms (query_terms); rows must also hold every `required` term in their own
         text (a quoted phrase's words: the phrase itself is checked on the rows returned).

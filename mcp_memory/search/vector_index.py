@@ -18,6 +18,7 @@ import numpy as np
 
 from mcp_memory.search.ann import ApproximateIndex
 from mcp_memory.search.file_array import Blocks, Column, FileArray
+from mcp_memory.search.passages import best_per_memory, passage_key
 from mcp_memory.search.rows import MemoryRows, RowFilter, best, resized
 
 # Gathering a row costs several times streaming it through the mat-vec (bench/latency.py), so the
@@ -58,25 +59,30 @@ class VectorIndex(MemoryRows):
         return isinstance(self._matrix, FileArray)
 
     def upsert(
-        self, rowid: int, vector: np.ndarray, *, thread_id: str | None, type: str, created: float
+        self, rowid: int, vectors: np.ndarray, *, thread_id: str | None, type: str, created: float
     ) -> None:
-        """Add or rewrite an active memory's row (in place: a vector leaves no dead row behind)."""
-        position = self._place(rowid, thread_id=thread_id, type=type, created=created)
-        base, matrix = len(self._matrix), self._matrix
-        if position < base:
-            if isinstance(matrix, FileArray):
-                self._rewritten[position] = np.asarray(vector, dtype=np.float32).copy()
+        """Add or rewrite an active memory's rows: one a passage (`vectors`: one row a passage, or one
+        vector), rewritten in place: a vector leaves no dead row behind."""
+        vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
+        self._trim(rowid, len(vectors))
+        for number, vector in enumerate(vectors):
+            key = passage_key(rowid, number)
+            position = self._place(key, thread_id=thread_id, type=type, created=created)
+            base, matrix = len(self._matrix), self._matrix
+            if position < base:
+                if isinstance(matrix, FileArray):
+                    self._rewritten[position] = vector.copy()
+                else:
+                    matrix[position] = vector
             else:
-                matrix[position] = vector
-        else:
-            self._tail[position - base] = vector
-        if self._ann is not None:
-            self._ann.add(np.asarray([rowid]), self._vectors(np.asarray([position])))
+                self._tail[position - base] = vector
+            if self._ann is not None:
+                self._ann.add(np.asarray([key]), self._vectors(np.asarray([position])))
 
-    def remove(self, rowid: int) -> None:
-        super().remove(rowid)
+    def _remove_key(self, key: int) -> None:
+        super()._remove_key(key)
         if self._ann is not None:
-            self._ann.remove(rowid)
+            self._ann.remove(key)
 
     def settle(self, *, threads: int = 2) -> None:
         """Build the graph once the index has grown to `ann_min_rows` (blocking; after a build or a
@@ -117,10 +123,12 @@ class VectorIndex(MemoryRows):
         return self._rowids[candidates], cosines
 
     def search(self, query: np.ndarray, limit: int, where: RowFilter) -> list[tuple[int, float]]:
-        """(rowid, cosine) of the best `limit` active rows passing the filter, best first."""
-        rowids, cosines = self.scores(query, where, pool=limit)
-        top = best(cosines, np.arange(rowids.size), limit)
-        return [(int(rowids[i]), float(cosines[i])) for i in top]
+        """(key, cosine) of the best passage of each of the best `limit` memories passing the filter,
+        best first."""
+        keys, cosines = self.scores(query, where, pool=limit)
+        kept = best_per_memory(keys, cosines)
+        top = kept[best(cosines[kept], np.arange(kept.size), limit)]
+        return [(int(keys[i]), float(cosines[i])) for i in top]
 
     def _approximate(
         self, q: np.ndarray, mask: np.ndarray, candidates: np.ndarray, pool: int, also: np.ndarray | None

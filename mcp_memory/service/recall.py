@@ -105,7 +105,9 @@ class SimilarityFloor:
                 continue
             if memory.embedding is None:
                 continue
-            if float(np.dot(query, np.asarray(memory.embedding, dtype=np.float32))) >= self.floor:
+            # A long memory is as similar as its best passage.
+            vectors = np.asarray(memory.passage_embeddings or [memory.embedding], dtype=np.float32)
+            if float((vectors @ query).max()) >= self.floor:
                 kept.append(hit)
         return kept
 

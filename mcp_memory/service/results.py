@@ -36,11 +36,14 @@ async def signals_of(
     query_vector = None if vector is None else np.asarray(vector, dtype=np.float32)
     found = []
     for rank, hit in enumerate(hits, start=1):
-        cosine = None
-        if query_vector is not None:
+        cosine = hit.cosine  # the store's, of the memory's best passage, when it has it
+        if query_vector is not None and cosine is None:
             embedding = await _embedding(store, user_id, hit.memory)
             cosine = 0.0 if embedding is None else float(np.dot(query_vector, embedding))
-        found.append(HitSignals(rank, term_overlap(wanted, hit.memory.content), cosine))
+        elif query_vector is None:
+            cosine = None
+        text = hit.memory.content if hit.passage is None else hit.memory.content[slice(*hit.passage)]
+        found.append(HitSignals(rank, term_overlap(wanted, text), cosine))
     return found
 
 

@@ -29,7 +29,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.embedder import Embedder, embed_passages
 from mcp_memory.models import Memory
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.storage.base import LateVectors
@@ -117,10 +117,10 @@ class VectorWriter:
     async def _write(self, queued: Sequence[tuple[Memory, float]]) -> None:
         batch = [turn for turn, _ in queued]
         try:
-            vectors = await self._embedder.embed([turn.content for turn in batch])
-            by_user: dict[str, dict[str, list[float]]] = defaultdict(dict)
-            for turn, vector in zip(batch, vectors, strict=True):
-                by_user[turn.user_id][turn.id] = vector.tolist()
+            vectors = await embed_passages(self._embedder, [turn.content for turn in batch])
+            by_user: dict[str, dict[str, list[list[float]]]] = defaultdict(dict)
+            for turn, passage_vectors in zip(batch, vectors, strict=True):
+                by_user[turn.user_id][turn.id] = passage_vectors.tolist()
             for user_id, found in by_user.items():
                 await self._store.set_embeddings(user_id, found)
             if self._metrics is not None:

@@ -103,9 +103,10 @@ class LateVectors(Protocol):
     """A long-term store that accepts a memory's vector after the memory itself (the SQLite store): a
     turn is acknowledged, and found by its words, before it is embedded (service/vectors.py)."""
 
-    async def set_embeddings(self, user_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
-        """Give these existing memories their vectors; a memory forgotten meanwhile stays forgotten.
-        Returns how many were updated."""
+    async def set_embeddings(self, user_id: str, vectors: Mapping[str, Sequence[Sequence[float]]]) -> int:
+        """Give these existing memories their vectors, one a passage in the order of
+        search.passages.passages(content) (one for most memories); a memory forgotten meanwhile stays
+        forgotten. Returns how many were updated."""
         ...
 
     async def unembedded_turns(self, limit: int) -> list[Memory]:

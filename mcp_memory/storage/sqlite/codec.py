@@ -25,3 +25,18 @@ def pack_vector(vector: list[float] | None) -> bytes | None:
 
 def unpack_vector(blob: bytes | None) -> np.ndarray | None:
     return None if blob is None else np.frombuffer(blob, dtype=np.float32)
+
+
+def pack_vectors(vectors: list[list[float]] | None) -> bytes | None:
+    """A long memory's passage vectors: rows of float32, one after another."""
+    return None if vectors is None else np.asarray(vectors, dtype=np.float32).tobytes()
+
+
+def unpack_passages(embedding: bytes | None, passages: bytes | None) -> np.ndarray | None:
+    """A memory's vectors as rows, one a passage: its passages' if it has several, else its one."""
+    first = unpack_vector(embedding)
+    if first is None:
+        return None
+    if passages is None:
+        return first.reshape(1, -1)
+    return np.frombuffer(passages, dtype=np.float32).reshape(-1, first.size)

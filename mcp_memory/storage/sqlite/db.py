@@ -280,6 +280,11 @@ MIGRATIONS: list[str] = [
     CREATE INDEX graph_links_by_memory ON graph_links (user_id, memory_id);
     CREATE INDEX graph_links_by_thread ON graph_links (user_id, thread_id);
     """,
+    # 10: a long memory's passage vectors (search/passages.py), float32 rows of the embedding's dimension,
+    # one a passage in order; NULL for a memory of one passage (its vector is `embedding`).
+    """
+    ALTER TABLE memories ADD COLUMN passage_embeddings BLOB;
+    """,
 ]
 
 

@@ -37,15 +37,17 @@ from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.models import EmbeddingSpec
 from mcp_memory.search.text_index import Document, TextIndex
 from mcp_memory.search.vector_index import VectorIndex
-from mcp_memory.storage.sqlite.codec import parse_ts, unpack_vector
+from mcp_memory.storage.sqlite.codec import parse_ts, unpack_passages
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder, Stamp, user_key
 
 log = logging.getLogger(__name__)
 
 # What an index reads of a memory. Row order: rowid, thread, type, created, vector, superseded_by,
-# content, context.
-INDEXED_COLUMNS = "rowid, thread_id, type, created_at, embedding, superseded_by, content, index_context"
+# content, context, passage vectors (a long memory's).
+INDEXED_COLUMNS = (
+    "rowid, thread_id, type, created_at, embedding, superseded_by, content, index_context, passage_embeddings"
+)
 SAVE_AFTER_CHANGES = 1000  # a snapshot is rewritten once this many changes (or 5% of rows) were applied
 COMPACT_AT_LEAST = 1000  # dead rows before an index is compacted (and a quarter of its rows)
 TOMBSTONE_DAYS = 30  # an index idle for longer than this is rebuilt, not caught up
@@ -193,7 +195,7 @@ class SearchIndexes:
 
     def memories_held(self) -> int:
         """Memories in the indexes held in memory (each user's text index counts them)."""
-        return sum(len(index.text) for index in self._users.values())
+        return sum(index.text.memories() for index in self._users.values())
 
     async def snapshot(self, user_id: str) -> None:
         """Write the user's snapshot now (it is otherwise written after a build and every so many
@@ -215,7 +217,7 @@ class SearchIndexes:
                 index = self._users.get(user_id)
                 if index is None:
                     index = self._users[user_id] = await self._open_index(user_id)
-                    self._log_memory(f"search indexes of {user_id} ready: {len(index.text)} memories")
+                    self._log_memory(f"search indexes of {user_id} ready: {index.text.memories()} memories")
         self._users.move_to_end(user_id)
         return index
 
@@ -259,7 +261,7 @@ class SearchIndexes:
         log.info(
             "search indexes of %s built from the file: %d memories in %.2f s",
             user_id,
-            len(index.text),
+            index.text.memories(),
             time.perf_counter() - started,
         )
         index.unsaved = max(SAVE_AFTER_CHANGES, len(index.text))  # worth a snapshot right away
@@ -358,12 +360,13 @@ class SearchIndexes:
 
 
 def _decoded(row: tuple[Any, ...]) -> tuple[Document | None, np.ndarray | None]:
-    """An INDEXED_COLUMNS row as its text document and vector; no document for a superseded memory."""
-    rowid, thread_id, kind, created, blob, superseded, content, context = row
+    """An INDEXED_COLUMNS row as its text document and vectors (one a passage); no document for a
+    superseded memory."""
+    rowid, thread_id, kind, created, blob, superseded, content, context, passages = row
     if superseded is not None:
         return None, None
     moment = parse_ts(created).timestamp()  # type: ignore[union-attr]
-    return Document(rowid, content, context or "", thread_id, kind, moment), unpack_vector(blob)
+    return Document(rowid, content, context or "", thread_id, kind, moment), unpack_passages(blob, passages)
 
 
 def _columns(document: Document) -> dict[str, Any]:

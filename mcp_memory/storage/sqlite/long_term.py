@@ -29,9 +29,17 @@ from mcp_memory.search.hybrid import (
     row_filter,
     text_candidates,
 )
+from mcp_memory.search.passages import ROWID_BITS, ROWID_MASK, passages
 from mcp_memory.storage.base import QueryVector, resolve_vector
 from mcp_memory.storage.sqlite import usage as sqlite_usage
-from mcp_memory.storage.sqlite.codec import pack_vector, parse_ts, ts, unpack_vector
+from mcp_memory.storage.sqlite.codec import (
+    pack_vector,
+    pack_vectors,
+    parse_ts,
+    ts,
+    unpack_passages,
+    unpack_vector,
+)
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.indexes import TOMBSTONE_DAYS, SearchIndexes
 from mcp_memory.storage.sqlite.snapshots import user_key
@@ -106,11 +114,12 @@ class SqliteLongTermStore:
             conn.executemany(
                 "INSERT INTO memories (id, user_id, thread_id, role, type, content, index_context, embedding,"
                 " metadata, created_at, updated_at, token_count, content_hash, superseded_by,"
-                " supersede_reason, superseded_at, author, change_seq)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " supersede_reason, superseded_at, author, passage_embeddings, change_seq)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (user_id, id) DO UPDATE SET thread_id = excluded.thread_id,"
                 " role = excluded.role, type = excluded.type, content = excluded.content,"
                 " index_context = excluded.index_context, embedding = excluded.embedding,"
+                " passage_embeddings = excluded.passage_embeddings,"
                 " metadata = excluded.metadata, updated_at = excluded.updated_at,"
                 " token_count = excluded.token_count, content_hash = excluded.content_hash,"
                 " superseded_by = excluded.superseded_by, supersede_reason = excluded.supersede_reason,"
@@ -130,7 +139,7 @@ class SqliteLongTermStore:
     async def get(self, user_id: str, memory_id: str) -> Memory:
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS}, embedding FROM memories WHERE user_id = ? AND id = ?",
+                f"SELECT {_COLUMNS}, embedding, passage_embeddings FROM memories WHERE user_id = ? AND id = ?",
                 (user_id, memory_id),
             ).fetchall()
         )
@@ -216,7 +225,7 @@ class SqliteLongTermStore:
                 scored = await anyio.to_thread.run_sync(
                     fuse, index.vectors, query, query_vector, text_hits or [], pool, where
                 )
-        return await self._hits(scored, query)
+        return await self._hits(scored, query, query_vector)
 
     async def warm(self, user_id: str) -> None:
         await self.indexes.warm(user_id)
@@ -225,36 +234,41 @@ class SqliteLongTermStore:
         """What the in-memory search indexes of this process hold (an estimate), for operations."""
         return self.indexes.memory_bytes()
 
-    async def _hits(self, scored: Sequence[tuple[int, float]], query: SearchQuery) -> list[Hit]:
+    async def _hits(
+        self, scored: Sequence[tuple[int, float]], query: SearchQuery, query_vector: np.ndarray | None
+    ) -> list[Hit]:
+        """The memories of the ranked (key, score) hits (search/passages.py keys: a memory's best passage),
+        each with that passage's span and cosine."""
         if not scored:
             return []
         if not query.phrases:
             # Candidates were already filtered (superseded, thread, type, time): read only what is returned.
             scored = scored[: query.limit]
-        scores = dict(scored)
-        rowids = list(scores)
+        best = {key & ROWID_MASK: (key >> ROWID_BITS, score) for key, score in scored}
+        rowids = list(best)
         marks = ",".join("?" * len(rowids))
         args: list[Any] = [*rowids, query.user_id]
         current = _current_at(query.as_of, args)
         rows = await self._db.read(
             lambda conn: conn.execute(
                 # `+user_id`: a check on the rows found by rowid, not an index to scan the user's rows by.
-                f"SELECT {_COLUMNS}, embedding FROM memories WHERE rowid IN ({marks}) AND +user_id = ?"
-                f" AND {current}",
+                f"SELECT {_COLUMNS}, embedding, passage_embeddings FROM memories"
+                f" WHERE rowid IN ({marks}) AND +user_id = ? AND {current}",
                 args,
             ).fetchall()
         )
-        # With their vectors: the service scores each hit by its cosine to the query.
-        by_rowid = {r[0]: _memory(r, with_embedding=True) for r in rows}
+        by_rowid = {r[0]: r for r in rows}
         phrases = [p.casefold() for p in query.phrases]
         hits = []
         for rowid in rowids:
-            memory = by_rowid.get(rowid)
-            if memory is None:
+            row = by_rowid.get(rowid)
+            if row is None:
                 continue
+            memory = _memory(row)
             if phrases and not all(p in memory.content.casefold() for p in phrases):
                 continue
-            hits.append(Hit(memory=memory, score=scores[rowid]))
+            number, score = best[rowid]
+            hits.append(_hit(memory, score, number, unpack_passages(row[16], row[17]), query_vector))
             if len(hits) == query.limit:
                 break
         return hits
@@ -316,7 +330,8 @@ class SqliteLongTermStore:
             ranked = await anyio.to_thread.run_sync(
                 index.vectors.search, np.asarray(vector, dtype=np.float32), limit, row_filter(query)
             )
-        return await self._hits([(r, s) for r, s in ranked if s >= min_similarity], query)
+        found = [(r, s) for r, s in ranked if s >= min_similarity]
+        return await self._hits(found, query, np.asarray(vector, dtype=np.float32))
 
     async def list_active(
         self, user_id: str, *, types: Sequence[str], limit: int, changed_since: datetime | None = None
@@ -342,18 +357,26 @@ class SqliteLongTermStore:
         )
         return [_memory(r) for r in rows]
 
-    async def set_embeddings(self, user_id: str, vectors: Mapping[str, Sequence[float]]) -> int:
+    async def set_embeddings(self, user_id: str, vectors: Mapping[str, Sequence[Sequence[float]]]) -> int:
+        """Each memory's passage vectors (one row a passage; search/passages.py), written late."""
         # An UPDATE, never an upsert: a turn forgotten while its vector was computing stays forgotten.
         # The change clock ticks, so every process's vector index picks the vectors up.
+        rows = {
+            memory_id: [list(v) for v in passage_vectors] for memory_id, passage_vectors in vectors.items()
+        }
         self._spec.check_vectors(
-            [Memory(id=i, user_id=user_id, content=".", embedding=list(v)) for i, v in vectors.items()]
+            [Memory(id=i, user_id=user_id, content=".", embedding=v[0]) for i, v in rows.items()]
         )
 
         def work(conn: sqlite3.Connection) -> int:
             seq = _tick(conn)
             cursor = conn.executemany(
-                "UPDATE memories SET embedding = ?, change_seq = ? WHERE user_id = ? AND id = ?",
-                [(pack_vector(list(v)), seq, user_id, memory_id) for memory_id, v in vectors.items()],
+                "UPDATE memories SET embedding = ?, passage_embeddings = ?, change_seq = ?"
+                " WHERE user_id = ? AND id = ?",
+                [
+                    (pack_vector(v[0]), pack_vectors(v if len(v) > 1 else None), seq, user_id, memory_id)
+                    for memory_id, v in rows.items()
+                ],
             )
             return cursor.rowcount
 
@@ -487,11 +510,26 @@ def _row(m: Memory) -> tuple[Any, ...]:
         m.supersede_reason,
         ts(m.superseded_at) if m.superseded_at else None,
         m.author,
+        pack_vectors(m.passage_embeddings),
     )
+
+
+def _hit(
+    memory: Memory, score: float, number: int, vectors: np.ndarray | None, query_vector: np.ndarray | None
+) -> Hit:
+    """A hit with its best passage's span (a long memory) and the query's cosine with it."""
+    spans = passages(memory.content)
+    number = min(number, len(spans) - 1)  # a passage split differently since: its last
+    cosine = None
+    if vectors is not None and query_vector is not None:
+        cosine = float(vectors[min(number, len(vectors) - 1)] @ query_vector)
+    passage = tuple(spans[number]) if len(spans) > 1 else None
+    return Hit(memory=memory, score=score, passage=passage, cosine=cosine)
 
 
 def _memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
     embedding = unpack_vector(r[16]) if with_embedding and len(r) > 16 else None
+    passages = unpack_passages(r[16], r[17]) if embedding is not None and len(r) > 17 and r[17] else None
     return Memory(
         id=r[1],
         user_id=r[2],
@@ -509,4 +547,5 @@ def _memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
         superseded_at=r[14],
         author=r[15],
         embedding=embedding.tolist() if embedding is not None else None,
+        passage_embeddings=passages.tolist() if passages is not None else None,
     )

@@ -41,7 +41,9 @@ OPEN_AT_LEAST = 2**20  # bytes: smaller arrays are read at once
 # A temporary file this old is a crashed writer's (a snapshot takes seconds to write): removed by the
 # next save of the same user's snapshot.
 STALE_AFTER_S = 3600
-FORMAT = 1  # raised whenever the arrays' meaning changes: an older snapshot is then rebuilt
+# Raised whenever the arrays' meaning changes: an older snapshot is then rebuilt. 2: a long memory's rows
+# are its passages (search/passages.py).
+FORMAT = 2
 
 
 @dataclass(frozen=True)
