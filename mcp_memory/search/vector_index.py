@@ -18,7 +18,7 @@ import numpy as np
 
 from mcp_memory.search.ann import ApproximateIndex
 from mcp_memory.search.file_array import Blocks, Column, FileArray
-from mcp_memory.search.passages import best_per_memory, passage_key
+from mcp_memory.search.passages import best_per_memory, passage_key, passage_prior, rows_passages
 from mcp_memory.search.rows import MemoryRows, RowFilter, best, resized
 
 # Gathering a row costs several times streaming it through the mat-vec (bench/latency.py), so the
@@ -48,6 +48,8 @@ class VectorIndex(MemoryRows):
         self._rewritten: dict[int, np.ndarray] = {}
         self._ann: ApproximateIndex | None = None
         self._ann_saved: np.ndarray | None = None  # a frozen copy's graph, serialized when frozen
+        # Per row: what its memory's score gives up for having several passages (0 for one).
+        self._prior = np.zeros(len(self._rowids), dtype=np.float32)
 
     @property
     def approximate(self) -> bool:
@@ -65,9 +67,11 @@ class VectorIndex(MemoryRows):
         vector), rewritten in place: a vector leaves no dead row behind."""
         vectors = np.atleast_2d(np.asarray(vectors, dtype=np.float32))
         self._trim(rowid, len(vectors))
+        prior = passage_prior(len(vectors))
         for number, vector in enumerate(vectors):
             key = passage_key(rowid, number)
             position = self._place(key, thread_id=thread_id, type=type, created=created)
+            self._prior[position] = prior
             base, matrix = len(self._matrix), self._matrix
             if position < base:
                 if isinstance(matrix, FileArray):
@@ -103,14 +107,24 @@ class VectorIndex(MemoryRows):
         pool: int | None = None,
         also: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """(rowids, cosines) of every active row passing the filter, in index order; with the graph and
-        a `pool`, of the graph's nearest rows passing it, the rows `also` names and a spread of rows for
-        the cosines' scale (every cosine exact)."""
+        """(keys, scores) of every active row passing the filter, in index order; with the graph and a
+        `pool`, of the graph's nearest rows passing it, the rows `also` names and a spread of rows for the
+        cosines' scale (every cosine exact). A row's score is its cosine, less the prior of a memory of
+        several passages (search/passages.py PASSAGE_PRIOR)."""
+        positions, cosines = self._scores(query, where, pool, also)
+        if self._passages:
+            cosines = cosines - self._prior[positions]
+        return self._rowids[positions], cosines
+
+    def _scores(
+        self, query: np.ndarray, where: RowFilter, pool: int | None, also: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(positions, cosines), as `scores` describes."""
         n = self._size
         mask = self._mask(where)
         candidates = np.flatnonzero(mask)
         if candidates.size == 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+            return candidates, np.zeros(0, dtype=np.float32)
         q = query.astype(np.float32, copy=False)
         if self._ann is not None and pool is not None and candidates.size > EXACT_AT_MOST:
             return self._approximate(q, mask, candidates, pool, also)
@@ -120,7 +134,7 @@ class VectorIndex(MemoryRows):
             cosines = self._vectors(candidates) @ q
         else:  # most rows: streaming the whole matrix through one mat-vec beats copying most of it
             cosines = self._all_cosines(q, n)[candidates]
-        return self._rowids[candidates], cosines
+        return candidates, cosines
 
     def search(self, query: np.ndarray, limit: int, where: RowFilter) -> list[tuple[int, float]]:
         """(key, cosine) of the best passage of each of the best `limit` memories passing the filter,
@@ -142,7 +156,7 @@ class VectorIndex(MemoryRows):
         found = found[found >= 0]
         found = found[mask[found]]
         if found.size < min(pool, candidates.size):  # the filters left too few: exact over them all
-            return self._rowids[candidates], self._all_cosines(q, self._size)[candidates]
+            return candidates, self._all_cosines(q, self._size)[candidates]
         spread = candidates[
             np.linspace(0, candidates.size - 1, min(SCALE_SAMPLE, candidates.size)).astype(np.int64)
         ]
@@ -152,7 +166,7 @@ class VectorIndex(MemoryRows):
             named = named[named >= 0]
             named = named[mask[named]]
         positions = np.unique(np.concatenate([found, spread, named]))
-        return self._rowids[positions], self._vectors(positions) @ q
+        return positions, self._vectors(positions) @ q
 
     def _vectors(self, positions: np.ndarray) -> np.ndarray:
         """The rows' vectors, from the loaded block and the grown one."""
@@ -254,6 +268,8 @@ class VectorIndex(MemoryRows):
         self._tail = np.zeros((0, self.dimension), dtype=np.float32)
         self._rewritten = {}
         super()._load_row_columns(columns)
+        if self._passages:
+            self._prior[: self._size] = passage_prior(rows_passages(self._rowids[: self._size]))
         if graph is not None and self.ann_min_rows:
             # Viewed where it lies in the snapshot (a FileArray's map), not copied in.
             data = graph.mapped() if isinstance(graph, FileArray) else np.ascontiguousarray(graph).data
@@ -271,5 +287,6 @@ class VectorIndex(MemoryRows):
 
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)
+        self._prior = resized(self._prior, capacity)
         # The mapped block stays as it is (a load sets capacity to its rows); only the tail grows.
         self._tail = resized(self._tail, max(0, capacity - len(self._matrix)))

@@ -16,6 +16,7 @@ from mcp_memory.config import Settings
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Hit, SearchQuery, utcnow
+from mcp_memory.search import intent
 from mcp_memory.search.relevance import HitSignals
 from mcp_memory.search.terms import quoted_phrases
 from mcp_memory.search.when import time_range
@@ -71,6 +72,8 @@ class Searching:
                 # The words that named the time filter; they are not what the memory is about.
                 query = " ".join(query.replace(named.phrase, " ").split()) or query
 
+        asked = query
+        query = intent.focus(query)  # a question for an account over time: what it is about
         keys = [owners] if isinstance(owners, str) else list(owners)
         if thread_id is not None:
             keys = keys[:1]  # a thread is one owner's: the same id in a space is another thread
@@ -88,7 +91,7 @@ class Searching:
             context_weight=self.settings.search.context_weight,
             text_weight=self.settings.search.text_weight,
             vector_weight=self.settings.search.vector_weight,
-            phrases=quoted_phrases(query),
+            phrases=quoted_phrases(asked),
             as_of=as_of_,
         )
         if search.mode != "text" and self.vectors is not None:
@@ -102,6 +105,8 @@ class Searching:
             unbounded = [s.model_copy(update={"since": None, "until": None}) for s in searches]
             hits, signals = await self._found(unbounded, query)
             time_filter = time_filter.model_copy(update={"applied": False})
+        if time_filter is None and as_of_ is None and not intent.about_the_past(asked):
+            hits, signals = current_first(hits, signals)
         found = results.search_hits(
             hits, signals, self.tokens.count, query, min_score=min_score, max_tokens=max_tokens, mode=mode_
         )
@@ -150,3 +155,23 @@ class Searching:
     async def _embed_query(self, query: str) -> list[float]:
         vector: list[float] = (await self.embedder.embed([query]))[0].tolist()
         return vector
+
+
+def current_first(hits: Sequence[Hit], signals: Sequence[HitSignals]) -> tuple[list[Hit], list[HitSignals]]:
+    """The hits with what is current first (search/intent.py newer_first), ranks renumbered."""
+    order = intent.newer_first(
+        [
+            intent.Ranked(
+                score=hit.score,
+                when=hit.memory.created_at.timestamp(),
+                order=0,
+                text=hit.memory.content if hit.passage is None else hit.memory.content[slice(*hit.passage)],
+            )
+            for hit in hits
+        ]
+    )
+    if order == list(range(len(hits))):
+        return list(hits), list(signals)
+    return [hits[i] for i in order], [
+        HitSignals(rank, signals[i].overlap, signals[i].cosine) for rank, i in enumerate(order, start=1)
+    ]
