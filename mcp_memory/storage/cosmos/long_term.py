@@ -14,6 +14,7 @@ import logging
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Self
 
@@ -49,6 +50,14 @@ from mcp_memory.storage.cosmos.documents import (
     from_document,
 )
 from mcp_memory.storage.cosmos.errors import cosmos_errors
+from mcp_memory.storage.cosmos.passages import (
+    PASSAGE_TYPE,
+    best_passages,
+    first_span,
+    passage_by_terms,
+    vector_ranking,
+    with_passages,
+)
 from mcp_memory.storage.cosmos.setup import (
     check_settings,
     make_client,
@@ -67,6 +76,24 @@ log = logging.getLogger(__name__)
 _CONCURRENCY = 16
 # Creating a database and containers on Azure takes seconds, far longer than one item operation.
 _SETUP_SECONDS = 120.0
+
+
+_SEARCHING = "searching long-term memory"
+# The constant of Cosmos DB's own RRF, used where the store fuses a container's two sides itself.
+COSMOS_RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Found:
+    """A memory a container's search found: its item, its best passage (None: one passage, or not
+    known) and the query's cosine with it (None: not known)."""
+
+    doc: dict[str, Any]
+    passage: tuple[int, int] | None
+    cosine: float | None
+
+    def hit(self, score: float) -> Hit:
+        return Hit(memory=from_document(self.doc), score=score, passage=self.passage, cosine=self.cosine)
 
 
 def _order(doc: dict[str, Any]) -> tuple[str, str]:
@@ -171,8 +198,18 @@ class CosmosLongTermStore:
         for container, types in self._containers(MEMORY_TYPES):
             docs = await self._query(container, sql.by_id(user_id, memory_id, types), "reading a memory")
             if docs:
-                return from_document(docs[0])
+                return await self._with_passages(container, docs[0])
         raise NotFoundError(f"no memory with id {memory_id!r}")
+
+    async def _with_passages(self, container: ContainerProxy, doc: dict[str, Any]) -> Memory:
+        """The memory with its passage vectors, when it has more than one passage: what put() needs to
+        write it back whole (a supersession reads it, changes it and puts it)."""
+        memory = from_document(doc)
+        if not doc.get("passage_spans"):
+            return memory
+        query = sql.passages_of(doc["user_id"], doc["thread_id"], doc["id"], doc["passage_version"])
+        items = await self._query(container, query, "reading a memory's passages")
+        return with_passages(memory, doc["passage_spans"], items)
 
     async def recent(
         self, user_id: str, thread_id: str, *, limit: int, types: Sequence[str] = ("turn",)
@@ -263,23 +300,82 @@ class CosmosLongTermStore:
         plan = sql.search_plan(query, vector)
         if plan == "none":
             return []
-        rankings: list[list[dict[str, Any]]] = []
+        rankings: list[list[Found]] = []
         for container, types in self._containers(query.types or MEMORY_TYPES):
-            rankings.append(
-                await self._query(
-                    container, sql.search(query, vector, types, plan), "searching long-term memory"
-                )
-            )
+            rankings.append(await self._search_container(container, query, vector, types, plan))
         if plan == "vector":  # cosine similarities are comparable across containers: merge by them
-            merged = sorted((d for r in rankings for d in r), key=lambda d: d["score"], reverse=True)
-            return [Hit(memory=from_document(d), score=d["score"]) for d in merged[: query.limit]]
+            merged = sorted((f for r in rankings for f in r), key=lambda f: f.cosine or 0.0, reverse=True)
+            return [f.hit(f.cosine or 0.0) for f in merged[: query.limit]]
         if plan == "phrases":  # no relevance to fuse: newest first, as each container returned them
-            merged = sorted((d for r in rankings for d in r), key=lambda d: d["created_at"], reverse=True)
+            merged = sorted((f for r in rankings for f in r), key=lambda f: f.doc["created_at"], reverse=True)
             rankings = [merged]
         # RRF scores are not projectable in Cosmos DB; each list's rank is what we know, so fuse by rank.
-        by_key = {(i, d["id"]): d for i, ranking in enumerate(rankings) for d in ranking}
-        fused = rrf([[(i, d["id"]) for d in ranking] for i, ranking in enumerate(rankings)], k=query.rrf_k)
-        return [Hit(memory=from_document(by_key[key]), score=score) for key, score in fused[: query.limit]]
+        by_key = {(i, f.doc["id"]): f for i, ranking in enumerate(rankings) for f in ranking}
+        fused = rrf(
+            [[(i, f.doc["id"]) for f in ranking] for i, ranking in enumerate(rankings)], k=query.rrf_k
+        )
+        return [by_key[key].hit(score) for key, score in fused[: query.limit]]
+
+    async def _search_container(
+        self,
+        container: ContainerProxy,
+        query: SearchQuery,
+        vector: list[float] | None,
+        types: list[str],
+        plan: sql.SearchPlan,
+    ) -> list[Found]:
+        """One container's ranking of memories. With a query vector, the nearest passage items are read
+        beside the usual query; when there are some (the user has long memories in scope), the memories
+        are ranked by their best passage (_rank_by_passages); else the usual query's answer stands."""
+        if vector is None or plan not in ("vector", "hybrid"):
+            docs = await self._query(container, sql.search(query, vector, types, plan), _SEARCHING)
+            return [Found(d, passage_by_terms(d, query.text), None) for d in docs]
+        rows, docs = await self._queries(
+            container, [sql.passage_search(query, vector, types), sql.search(query, vector, types, plan)]
+        )
+        if rows:
+            return await self._rank_by_passages(container, query, vector, types, plan, rows, docs)
+        if plan == "vector":
+            return [Found(d, first_span(d), float(d["score"])) for d in docs]
+        return [Found(d, passage_by_terms(d, query.text), None) for d in docs]
+
+    async def _rank_by_passages(
+        self,
+        container: ContainerProxy,
+        query: SearchQuery,
+        vector: list[float],
+        types: list[str],
+        plan: sql.SearchPlan,
+        rows: list[dict[str, Any]],
+        docs: list[dict[str, Any]],
+    ) -> list[Found]:
+        """Memories ranked by their best passage: by cosine (vector), or by RRF of that ranking and the
+        full-text ranking of the memories (hybrid; Cosmos DB's RRF cannot group passages by memory),
+        with the query's weights and Cosmos DB's constant (60). The memories the passages name are read
+        with every filter of the search, and only passages of their current content count."""
+        ids = list(dict.fromkeys(r["memory_id"] for r in rows))
+        queries = [sql.search_memories(query, ids, types)]
+        if plan == "hybrid":
+            queries += [sql.search(query, vector, types, "vector"), sql.search(query, vector, types, "text")]
+        found = await self._queries(container, queries)
+        vector_docs = docs if plan == "vector" else found[1]
+        memories = {d["id"]: d for d in [*found[0], *vector_docs]}
+        by_vector = vector_ranking(vector_docs, best_passages(rows, memories), memories)
+        if plan == "vector":
+            return [Found(d, span, cosine) for d, span, cosine in by_vector[: query.limit]]
+        text_docs = {d["id"]: d for d in found[2]}
+        near = {d["id"]: (d, span, cosine) for d, span, cosine in by_vector}
+        fused = rrf(
+            [list(near), list(text_docs)], weights=[query.vector_weight, query.text_weight], k=COSMOS_RRF_K
+        )
+        ranked: list[Found] = []
+        for memory_id, _ in fused[: query.limit]:
+            if memory_id in near:
+                ranked.append(Found(*near[memory_id]))
+            else:
+                doc = text_docs[memory_id]
+                ranked.append(Found(doc, passage_by_terms(doc, query.text), None))
+        return ranked
 
     # -- learning ----------------------------------------------------------------------------------
 
@@ -346,7 +442,7 @@ class CosmosLongTermStore:
                 (container, d) for d in await self._query(container, query, "finding memories to forget")
             ]
         if scope.memory_id is not None:  # a memory id never names the store's own thread entries
-            docs = [(c, d) for c, d in docs if d["type"] in MEMORY_TYPES]
+            docs = [(c, d) for c, d in docs if d["type"] in (*MEMORY_TYPES, PASSAGE_TYPE)]
         docs = [(c, d) for c, d in docs if d["thread_id"] != USAGE_GROUP]  # the count goes last, below
         counts = Counter(d["type"] for _, d in docs if d["type"] in MEMORY_TYPES)
         if not dry_run:
@@ -356,7 +452,11 @@ class CosmosLongTermStore:
                 if await self._delete(scope.user_id, container, doc):
                     deleted.append(bytes_of(doc))
 
-            await self._each([lambda c=c, d=d: delete(c, d) for c, d in docs])  # type: ignore[misc]
+            # Passage items before the memories: an interrupted forget never leaves passages that no
+            # memory item names (a search would skip them anyway) and is finished by running it again.
+            for passes in (True, False):
+                batch = [(c, d) for c, d in docs if (d["type"] == PASSAGE_TYPE) == passes]
+                await self._each([lambda c=c, d=d: delete(c, d) for c, d in batch])  # type: ignore[misc]
             if scope.everything:
                 await self._usage.remove(scope.user_id)
             else:
@@ -401,6 +501,18 @@ class CosmosLongTermStore:
         self, container: ContainerProxy, query: sql.CosmosQuery, what: str
     ) -> list[dict[str, Any]]:
         return await query_all(container, query, what, self._timeout)
+
+    async def _queries(
+        self, container: ContainerProxy, queries: Sequence[sql.CosmosQuery]
+    ) -> list[list[dict[str, Any]]]:
+        """Several search queries of one container at once, answers in their order."""
+        answers: list[list[dict[str, Any]]] = [[] for _ in queries]
+
+        async def run(i: int) -> None:
+            answers[i] = await self._query(container, queries[i], _SEARCHING)
+
+        await self._each([lambda i=i: run(i) for i in range(len(queries))])  # type: ignore[misc]
+        return answers
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
         await each_concurrently(calls, self._limiter)
