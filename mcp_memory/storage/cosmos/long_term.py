@@ -54,6 +54,7 @@ from mcp_memory.storage.cosmos.passages import (
     PASSAGE_TYPE,
     best_passages,
     first_span,
+    fuse_sides,
     passage_by_terms,
     vector_ranking,
     with_passages,
@@ -79,8 +80,6 @@ _SETUP_SECONDS = 120.0
 
 
 _SEARCHING = "searching long-term memory"
-# The constant of Cosmos DB's own RRF, used where the store fuses a container's two sides itself.
-COSMOS_RRF_K = 60
 
 
 @dataclass(frozen=True)
@@ -350,9 +349,9 @@ class CosmosLongTermStore:
         docs: list[dict[str, Any]],
     ) -> list[Found]:
         """Memories ranked by their best passage: by cosine (vector), or by RRF of that ranking and the
-        full-text ranking of the memories (hybrid; Cosmos DB's RRF cannot group passages by memory),
-        with the query's weights and Cosmos DB's constant (60). The memories the passages name are read
-        with every filter of the search, and only passages of their current content count."""
+        full-text ranking of the memories (hybrid, fuse_sides: Cosmos DB's RRF cannot group passages by
+        memory). The memories the passages name are read with every filter of the search, and only
+        passages of their current content count."""
         ids = list(dict.fromkeys(r["memory_id"] for r in rows))
         queries = [sql.search_memories(query, ids, types)]
         if plan == "hybrid":
@@ -363,19 +362,7 @@ class CosmosLongTermStore:
         by_vector = vector_ranking(vector_docs, best_passages(rows, memories), memories)
         if plan == "vector":
             return [Found(d, span, cosine) for d, span, cosine in by_vector[: query.limit]]
-        text_docs = {d["id"]: d for d in found[2]}
-        near = {d["id"]: (d, span, cosine) for d, span, cosine in by_vector}
-        fused = rrf(
-            [list(near), list(text_docs)], weights=[query.vector_weight, query.text_weight], k=COSMOS_RRF_K
-        )
-        ranked: list[Found] = []
-        for memory_id, _ in fused[: query.limit]:
-            if memory_id in near:
-                ranked.append(Found(*near[memory_id]))
-            else:
-                doc = text_docs[memory_id]
-                ranked.append(Found(doc, passage_by_terms(doc, query.text), None))
-        return ranked
+        return [Found(*f) for f in fuse_sides(by_vector, found[2], query)]
 
     # -- learning ----------------------------------------------------------------------------------
 

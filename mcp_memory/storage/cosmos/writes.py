@@ -167,7 +167,7 @@ class CosmosWrites:
         if items and not (old is not None and old.get("doc_hash") == doc["doc_hash"]):
             await self._passages("upsert", [(item["id"], item) for item in items], doc["thread_id"], memory)
         if memory.type == "turn":
-            await self._write_turn(memory, old, doc)
+            old = await self._write_turn(memory, old, doc)
         else:
             await self._write_derived(memory, old, doc)
         kept = set(stored_passage_ids(doc))
@@ -217,18 +217,21 @@ class CosmosWrites:
     def turns_or_memories(self, memory: Memory) -> ContainerProxy:
         return self.turns if memory.type == "turn" else self.memories
 
-    async def _write_turn(self, memory: Memory, old: dict[str, Any] | None, doc: dict[str, Any]) -> None:
+    async def _write_turn(
+        self, memory: Memory, old: dict[str, Any] | None, doc: dict[str, Any]
+    ) -> dict[str, Any] | None:
         """Turns are append-only and keyed by id: a create costs no read; a turn stored already (a retry,
-        a re-import) is replaced under its ETag, and the bytes reserved for it as new are given back."""
+        a re-import) is replaced under its ETag, and the bytes reserved for it as new are given back.
+        Returns the stored turn it replaced, if it read one."""
         if old is not None:  # read while reserving: its bytes are counted already
             if old.get("doc_hash") != doc["doc_hash"]:
                 await self._write_derived(memory, old, doc, container=self.turns)
-            return
+            return old
         reserved = content_bytes(memory.content)
         try:
             with cosmos_errors("saving a turn to long-term memory", self.settings.timeout_seconds):
                 await self.turns.create_item(doc)
-            return
+            return None
         except ConflictError:
             pass
         except Exception:
@@ -242,7 +245,7 @@ class CosmosWrites:
             with cosmos_errors("saving a turn to long-term memory", self.settings.timeout_seconds):
                 if old is None:  # forgotten since the create: create again
                     await self.turns.create_item(doc)
-                    return
+                    return None
                 if old.get("doc_hash") != doc["doc_hash"]:
                     await self.turns.replace_item(
                         memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
@@ -251,6 +254,7 @@ class CosmosWrites:
             await self._give_back(memory.user_id, reserved)
             raise
         await self._give_back(memory.user_id, bytes_of(old))
+        return old
 
     async def _write_derived(
         self,
