@@ -7,7 +7,8 @@ Runs only when COSMOS_ENDPOINT is set; skipped (saying so) otherwise: it needs a
                    COSMOS_DATABASE. With a key and no COSMOS_DATABASE, a database is created for the
                    session and deleted at its end.
 The account needs the 'Vector Search for NoSQL API' and 'Full Text & Hybrid Search for NoSQL API' features.
-Every contract test below is the one in test_long_term_contract.py, with both store fixtures pointed here.
+Every contract test below is the one in test_long_term_contract.py or test_passages_contract.py, with
+both store fixtures pointed here.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from mcp_memory.config import CosmosSettings
 from mcp_memory.models import Memory
 from mcp_memory.storage.base import LongTermStore
 from tests.contract import test_long_term_contract as contract
+from tests.contract import test_passages_contract as passages_contract
 from tests.contract.conftest_long_term import embed, open_cosmos
 
 pytestmark = [
@@ -36,8 +38,9 @@ pytestmark = [
     ),
 ]
 
-# The contract's tests, collected again here with this module's fixtures.
-globals().update({name: test for name, test in vars(contract).items() if name.startswith("test_")})
+# The contracts' tests (passages too), collected again here with this module's fixtures.
+for _module in (contract, passages_contract):
+    globals().update({name: test for name, test in vars(_module).items() if name.startswith("test_")})
 
 
 @pytest.fixture(scope="session")

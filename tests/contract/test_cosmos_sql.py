@@ -263,3 +263,77 @@ def test_a_space_search_stays_inside_the_spaces_partition_key_prefix() -> None:
     assert "c.user_id = @user_id" in across.sql and across.partition_key is None
     assert in_thread.partition_key == ["@team", "t1"]
     assert_parameters_match(across)
+
+
+# -- passages (issue 36): a long memory's passages after its first are items of type "passage" ------------
+
+
+def test_passage_search_is_a_vector_query_over_passage_items_with_the_searchs_filters() -> None:
+    since = datetime(2024, 1, 2, tzinfo=UTC)
+    built = sql.passage_search(query(thread_id="t1", limit=7, since=since, phrases=["chain"]), VECTOR, ALL)
+
+    assert re.fullmatch(
+        r"SELECT TOP @limit c\.memory_id, c\.passage_version, c\.span, VectorDistance\(c\.embedding, @vector\)"
+        r" AS score FROM c WHERE .+ ORDER BY VectorDistance\(c\.embedding, @vector\)",
+        built.sql,
+    ), built.sql
+    where = built.sql.split(" WHERE ")[1].split(" ORDER BY ")[0]
+    assert "c.type = @passage AND ARRAY_CONTAINS(@types, c.memory_type)" in where
+    assert sql.LIVE in where and "c.created_at >= @since" in where
+    assert "@phrase" not in built.sql  # passage items hold no text: phrases are checked on the memories
+    assert params(built)["@passage"] == "passage"
+    assert params(built)["@limit"] == 7 * 3  # one memory may hold several of the nearest passages
+    assert built.partition_key == ["alice", "t1"]
+    assert_parameters_match(built)
+
+
+def test_passage_search_as_of_reads_the_copied_supersession() -> None:
+    as_of = datetime(2024, 2, 1, tzinfo=UTC)
+    built = sql.passage_search(query(as_of=as_of), VECTOR, ALL)
+
+    assert f"({sql.LIVE} OR c.superseded_at > @as_of)" in built.sql
+    assert "c.created_at <= @as_of" in built.sql
+    assert_parameters_match(built)
+
+
+def test_the_memories_passages_name_are_read_with_every_filter_phrases_included() -> None:
+    built = sql.search_memories(query(phrases=["New Chain"], types=["turn"]), ["m1", "m2"], ["turn"])
+
+    where = built.sql.split(" WHERE ")[1]
+    assert "ARRAY_CONTAINS(@types, c.type)" in where and sql.LIVE in where
+    assert "CONTAINS(LOWER(c.content), @phrase0)" in where
+    assert "ARRAY_CONTAINS(@ids, c.id)" in where
+    assert params(built)["@ids"] == ["m1", "m2"] and params(built)["@phrase0"] == "new chain"
+    assert ", c.embedding FROM c" in built.sql
+    assert_parameters_match(built)
+
+
+def test_the_hybrid_query_of_memory_items_is_unchanged_by_passages() -> None:
+    # The RANK RRF query still runs over memory items only: passage items have another type and no
+    # index_text, so a store without long memories ranks exactly as before.
+    built = build(query())
+
+    assert "ARRAY_CONTAINS(@types, c.type)" in built.sql and params(built)["@types"] == ALL
+    assert "c.passage_spans, c.passage_version" in built.sql.split(" FROM ")[0]
+
+
+def test_forgetting_a_memory_takes_its_passage_items_and_export_leaves_them_out() -> None:
+    assert "(c.id = @id OR c.memory_id = @id)" in sql.scope("alice", memory_id="m1").sql
+    exported = sql.user_documents("alice")
+    assert "c.type != @passage" in exported.sql and params(exported)["@passage"] == "passage"
+    assert_parameters_match(exported)
+
+
+def test_get_reads_a_memorys_passages_in_its_own_partition() -> None:
+    built = sql.passages_of("alice", "t1", "m1", "abc")
+
+    assert built.partition_key == ["alice", "t1"]
+    assert "c.memory_id = @memory_id AND c.passage_version = @version AND c.type = @passage" in built.sql
+    assert_parameters_match(built)
+
+
+def test_passage_embeddings_share_the_containers_vector_policy() -> None:
+    # Passage items keep their vector at /embedding: the one vector policy and index serve both kinds.
+    policy = indexing_policy(CosmosSettings())
+    assert [v["path"] for v in vector_embedding_policy(SPEC)["vectorEmbeddings"]] == ["/embedding"]
+    assert {"path": "/passage_spans/*"} in policy["excludedPaths"]

@@ -8,6 +8,7 @@ Layout (both containers share it):
 - `doc_hash`: a hash of the whole document, so re-writing an unchanged memory can be skipped;
 - `changed_at`: updated_at, else created_at (same format), so "most recently changed first" is one
   indexed ORDER BY (Cosmos DB cannot order by an expression);
+- `passage_spans` and `passage_version` only on a memory of 2+ passages (cosmos/passages.py);
 - `ttl` only on turns when a turn TTL is configured (containers run with defaultTtl -1: TTL on,
   nothing expires unless the item says so).
 """
@@ -21,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from mcp_memory.models import Memory, MemoryType
+from mcp_memory.storage.cosmos.passages import passage_version
 
 # Outside THREAD_ID_PATTERN ([A-Za-z0-9._:-]) on purpose: no real thread can collide with it.
 USER_THREAD = "~user"
@@ -51,6 +53,8 @@ MEMORY_FIELDS = (
     "supersede_reason",
     "superseded_at",
     "author",
+    "passage_spans",
+    "passage_version",
 )
 
 
@@ -65,7 +69,11 @@ def partition_thread(thread_id: str | None) -> str:
     return USER_THREAD if thread_id is None else thread_id
 
 
-def to_document(memory: Memory, *, turn_ttl_seconds: int | None) -> dict[str, Any]:
+def to_document(
+    memory: Memory, *, turn_ttl_seconds: int | None, passage_spans: list[list[int]] | None = None
+) -> dict[str, Any]:
+    """The memory item. `passage_spans`: the spans of a memory of 2+ passages, whose further passages
+    are items of their own (cosmos/passages.py); its `embedding` is then the first passage's."""
     doc: dict[str, Any] = {
         "id": memory.id,
         "user_id": memory.user_id,
@@ -92,6 +100,9 @@ def to_document(memory: Memory, *, turn_ttl_seconds: int | None) -> dict[str, An
         doc["embedding"] = memory.embedding
     if memory.type == "turn" and turn_ttl_seconds is not None:
         doc["ttl"] = turn_ttl_seconds
+    if passage_spans:
+        doc["passage_spans"] = passage_spans
+        doc["passage_version"] = passage_version(memory.content_hash)
     doc["doc_hash"] = document_hash(doc)
     return doc
 

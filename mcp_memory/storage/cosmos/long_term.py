@@ -37,8 +37,7 @@ from mcp_memory.models import (
     SearchQuery,
     ThreadInfo,
 )
-from mcp_memory.search.fusion import rrf
-from mcp_memory.storage.base import QueryVector, resolve_vector
+from mcp_memory.storage.base import QueryVector
 from mcp_memory.storage.cosmos import queries as sql
 from mcp_memory.storage.cosmos.calls import each_concurrently, query_all
 from mcp_memory.storage.cosmos.documents import (
@@ -49,6 +48,8 @@ from mcp_memory.storage.cosmos.documents import (
     from_document,
 )
 from mcp_memory.storage.cosmos.errors import cosmos_errors
+from mcp_memory.storage.cosmos.passages import PASSAGE_TYPE, with_passages
+from mcp_memory.storage.cosmos.search import CosmosSearch
 from mcp_memory.storage.cosmos.setup import (
     check_settings,
     make_client,
@@ -96,6 +97,7 @@ class CosmosLongTermStore:
             memories, [turns, memories], timeout_seconds=self._timeout, limit=max_stored_bytes
         )
         self._writes = CosmosWrites(settings, embedding, turns, memories, self._usage, self._limiter)
+        self._search = CosmosSearch(self._containers, self._queries)
 
     @classmethod
     @asynccontextmanager
@@ -171,8 +173,18 @@ class CosmosLongTermStore:
         for container, types in self._containers(MEMORY_TYPES):
             docs = await self._query(container, sql.by_id(user_id, memory_id, types), "reading a memory")
             if docs:
-                return from_document(docs[0])
+                return await self._with_passages(container, docs[0])
         raise NotFoundError(f"no memory with id {memory_id!r}")
+
+    async def _with_passages(self, container: ContainerProxy, doc: dict[str, Any]) -> Memory:
+        """The memory with its passage vectors, when it has more than one passage: what put() needs to
+        write it back whole (a supersession reads it, changes it and puts it)."""
+        memory = from_document(doc)
+        if not doc.get("passage_spans"):
+            return memory
+        query = sql.passages_of(doc["user_id"], doc["thread_id"], doc["id"], doc["passage_version"])
+        items = await self._query(container, query, "reading a memory's passages")
+        return with_passages(memory, doc["passage_spans"], items)
 
     async def recent(
         self, user_id: str, thread_id: str, *, limit: int, types: Sequence[str] = ("turn",)
@@ -259,27 +271,7 @@ class CosmosLongTermStore:
         return infos
 
     async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
-        vector = await resolve_vector(vector)
-        plan = sql.search_plan(query, vector)
-        if plan == "none":
-            return []
-        rankings: list[list[dict[str, Any]]] = []
-        for container, types in self._containers(query.types or MEMORY_TYPES):
-            rankings.append(
-                await self._query(
-                    container, sql.search(query, vector, types, plan), "searching long-term memory"
-                )
-            )
-        if plan == "vector":  # cosine similarities are comparable across containers: merge by them
-            merged = sorted((d for r in rankings for d in r), key=lambda d: d["score"], reverse=True)
-            return [Hit(memory=from_document(d), score=d["score"]) for d in merged[: query.limit]]
-        if plan == "phrases":  # no relevance to fuse: newest first, as each container returned them
-            merged = sorted((d for r in rankings for d in r), key=lambda d: d["created_at"], reverse=True)
-            rankings = [merged]
-        # RRF scores are not projectable in Cosmos DB; each list's rank is what we know, so fuse by rank.
-        by_key = {(i, d["id"]): d for i, ranking in enumerate(rankings) for d in ranking}
-        fused = rrf([[(i, d["id"]) for d in ranking] for i, ranking in enumerate(rankings)], k=query.rrf_k)
-        return [Hit(memory=from_document(by_key[key]), score=score) for key, score in fused[: query.limit]]
+        return await self._search.search(query, vector)
 
     # -- learning ----------------------------------------------------------------------------------
 
@@ -346,7 +338,7 @@ class CosmosLongTermStore:
                 (container, d) for d in await self._query(container, query, "finding memories to forget")
             ]
         if scope.memory_id is not None:  # a memory id never names the store's own thread entries
-            docs = [(c, d) for c, d in docs if d["type"] in MEMORY_TYPES]
+            docs = [(c, d) for c, d in docs if d["type"] in (*MEMORY_TYPES, PASSAGE_TYPE)]
         docs = [(c, d) for c, d in docs if d["thread_id"] != USAGE_GROUP]  # the count goes last, below
         counts = Counter(d["type"] for _, d in docs if d["type"] in MEMORY_TYPES)
         if not dry_run:
@@ -356,7 +348,11 @@ class CosmosLongTermStore:
                 if await self._delete(scope.user_id, container, doc):
                     deleted.append(bytes_of(doc))
 
-            await self._each([lambda c=c, d=d: delete(c, d) for c, d in docs])  # type: ignore[misc]
+            # Passage items before the memories: an interrupted forget never leaves passages that no
+            # memory item names (a search would skip them anyway) and is finished by running it again.
+            for passes in (True, False):
+                batch = [(c, d) for c, d in docs if (d["type"] == PASSAGE_TYPE) == passes]
+                await self._each([lambda c=c, d=d: delete(c, d) for c, d in batch])  # type: ignore[misc]
             if scope.everything:
                 await self._usage.remove(scope.user_id)
             else:
@@ -401,6 +397,18 @@ class CosmosLongTermStore:
         self, container: ContainerProxy, query: sql.CosmosQuery, what: str
     ) -> list[dict[str, Any]]:
         return await query_all(container, query, what, self._timeout)
+
+    async def _queries(
+        self, container: ContainerProxy, queries: Sequence[sql.CosmosQuery]
+    ) -> list[list[dict[str, Any]]]:
+        """Several search queries of one container at once, answers in their order."""
+        answers: list[list[dict[str, Any]]] = [[] for _ in queries]
+
+        async def run(i: int) -> None:
+            answers[i] = await self._query(container, queries[i], "searching long-term memory")
+
+        await self._each([lambda i=i: run(i) for i in range(len(queries))])  # type: ignore[misc]
+        return answers
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
         await each_concurrently(calls, self._limiter)

@@ -31,6 +31,7 @@ from typing import Any, Literal
 from mcp_memory.models import ListQuery, SearchQuery
 from mcp_memory.search.terms import keywords
 from mcp_memory.storage.cosmos.documents import MEMORY_FIELDS, SYSTEM_USER, THREAD_ENTRY_TYPE, timestamp
+from mcp_memory.storage.cosmos.passages import PASSAGE_TYPE, PASSAGES_PER_HIT
 
 # FullTextScore rejects 31 or more terms.
 MAX_TERMS = 30
@@ -101,9 +102,9 @@ def existing(user_id: str, ids: Sequence[str]) -> CosmosQuery:
     """What put() needs to skip unchanged documents and replace changed ones under their ETag."""
     w = _Where(user_id, None)
     w.add("ARRAY_CONTAINS(@ids, c.id)", "@ids", list(ids))
-    return CosmosQuery(
-        f"SELECT c.id, c.thread_id, c.doc_hash, c._etag, c.content FROM c WHERE {w.sql}", w.parameters
-    )
+    fields = "c.id, c.thread_id, c.type, c.doc_hash, c._etag, c.content, c.content_hash, c.created_at"
+    fields += ", c.superseded_by, c.superseded_at, c.passage_spans, c.passage_version"
+    return CosmosQuery(f"SELECT {fields} FROM c WHERE {w.sql}", w.parameters)
 
 
 def documents(user_id: str, ids: Sequence[str], types: Sequence[str]) -> CosmosQuery:
@@ -147,19 +148,21 @@ def thread_turns(
 
 
 def scope(user_id: str, *, thread_id: str | None = None, memory_id: str | None = None) -> CosmosQuery:
-    """forget(): every document the scope names (superseded ones too), with what a delete needs and the
-    content whose bytes it gives back to the user's stored-bytes count."""
+    """forget(): every document the scope names (superseded ones too), a memory's passage items with it,
+    with what a delete needs and the content whose bytes it gives back to the user's stored-bytes count."""
     w = _Where(user_id, thread_id)
     if memory_id is not None:
-        w.add("c.id = @id", "@id", memory_id)
+        w.add("(c.id = @id OR c.memory_id = @id)", "@id", memory_id)
     return CosmosQuery(
         f"SELECT c.id, c.thread_id, c.type, c.content FROM c WHERE {w.sql}", w.parameters, w.partition_key
     )
 
 
 def user_documents(user_id: str) -> CosmosQuery:
-    """memories_of(): every document of the user (the store's own thread entries are filtered after)."""
+    """memories_of(): every document of the user but passage items (the store's own thread entries are
+    filtered after)."""
     w = _Where(user_id, None)
+    w.add("c.type != @passage", "@passage", PASSAGE_TYPE)
     return CosmosQuery(f"SELECT * FROM c WHERE {w.sql}", w.parameters)
 
 
@@ -264,22 +267,28 @@ def search_plan(query: SearchQuery, vector: Sequence[float] | None) -> SearchPla
     return "none"
 
 
-def search(
-    query: SearchQuery, vector: Sequence[float] | None, types: Sequence[str], plan: SearchPlan
-) -> CosmosQuery:
-    """One container's search for `plan` (never "none"), restricted to `types`."""
+def _search_where(query: SearchQuery, type_clause: str, types: Sequence[str], *, phrases: bool) -> _Where:
+    """A search's filters: thread, `type_clause` on `types`, current at as_of, time range and, with
+    `phrases`, the quoted phrases (on the content, which only memory items hold)."""
     w = _Where(query.user_id, query.thread_id)
-    w.add("ARRAY_CONTAINS(@types, c.type)", "@types", list(types))
+    w.add(type_clause, "@types", list(types))
     _current(w, query.as_of)
     if query.since is not None:
         w.add("c.created_at >= @since", "@since", timestamp(query.since))
     if query.until is not None:
         w.add("c.created_at <= @until", "@until", timestamp(query.until))
-    for i, phrase in enumerate(query.phrases):
+    for i, phrase in enumerate(query.phrases if phrases else ()):
         # LOWER on both sides: the phrase is matched case-insensitively and verbatim (no stemming).
         w.add(f"CONTAINS(LOWER(c.content), @phrase{i})", f"@phrase{i}", phrase.lower())
-    w.param("@limit", query.limit)
+    return w
 
+
+def search(
+    query: SearchQuery, vector: Sequence[float] | None, types: Sequence[str], plan: SearchPlan
+) -> CosmosQuery:
+    """One container's search for `plan` (never "none"), restricted to `types`."""
+    w = _search_where(query, "ARRAY_CONTAINS(@types, c.type)", types, phrases=True)
+    w.param("@limit", query.limit)
     names: list[str] = []
     if plan in ("hybrid", "text"):
         names = [w.param(f"@term{i}", term) for i, term in enumerate(search_terms(query))]
@@ -309,6 +318,40 @@ def search(
         case _:
             raise ValueError(f"no query for search plan {plan!r}")
     return CosmosQuery(sql, w.parameters, w.partition_key)
+
+
+def passage_search(query: SearchQuery, vector: Sequence[float], types: Sequence[str]) -> CosmosQuery:
+    """The vector side over passage items (a long memory's passages after its first): the nearest
+    PASSAGES_PER_HIT x limit, by the copies of their memory's type, time and supersession. Phrases are
+    checked on the memories these passages name (search_memories), which hold the content."""
+    w = _search_where(
+        query, "c.type = @passage AND ARRAY_CONTAINS(@types, c.memory_type)", types, phrases=False
+    )
+    w.parameters.append({"name": "@passage", "value": PASSAGE_TYPE})
+    w.param("@limit", query.limit * PASSAGES_PER_HIT)
+    w.param("@vector", list(vector))
+    sql = (
+        "SELECT TOP @limit c.memory_id, c.passage_version, c.span,"
+        f" VectorDistance(c.embedding, @vector) AS score FROM c WHERE {w.sql}"
+        " ORDER BY VectorDistance(c.embedding, @vector)"
+    )
+    return CosmosQuery(sql, w.parameters, w.partition_key)
+
+
+def passages_of(user_id: str, thread_id: str, memory_id: str, version: str) -> CosmosQuery:
+    """get(): a memory's passage items of its current content, in its own logical partition."""
+    w = _Where(user_id, thread_id)
+    w.add("c.memory_id = @memory_id", "@memory_id", memory_id)
+    w.add("c.passage_version = @version", "@version", version)
+    w.add("c.type = @passage", "@passage", PASSAGE_TYPE)
+    return CosmosQuery(f"SELECT c.position, c.embedding FROM c WHERE {w.sql}", w.parameters, w.partition_key)
+
+
+def search_memories(query: SearchQuery, ids: Sequence[str], types: Sequence[str]) -> CosmosQuery:
+    """The memories passages were found for, if they pass every filter of the search (phrases too)."""
+    w = _search_where(query, "ARRAY_CONTAINS(@types, c.type)", types, phrases=True)
+    w.add("ARRAY_CONTAINS(@ids, c.id)", "@ids", list(ids))
+    return CosmosQuery(f"SELECT {FIELDS}, c.embedding FROM c WHERE {w.sql}", w.parameters, w.partition_key)
 
 
 def listing(query: ListQuery, types: Sequence[str], *, created_at: str | None = None) -> CosmosQuery:

@@ -97,6 +97,8 @@ def indexing_policy(settings: CosmosSettings) -> dict[str, Any]:
             {"path": "/content/?"},
             {"path": f"{FULL_TEXT_PATH}/?"},
             {"path": "/metadata/*"},
+            # A long memory's passage offsets (cosmos/passages.py): read back, never filtered on.
+            {"path": "/passage_spans/*"},
         ],
         "vectorIndexes": [vector_index],
         "fullTextIndexes": [{"path": FULL_TEXT_PATH}],

@@ -11,8 +11,9 @@ import logging
 import time
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 from azure.core import MatchConditions
@@ -22,14 +23,51 @@ from azure.cosmos.exceptions import CosmosAccessConditionFailedError, CosmosReso
 from mcp_memory.config import CosmosSettings
 from mcp_memory.errors import ConflictError, LimitExceededError, MemoryServerError
 from mcp_memory.models import EmbeddingSpec, Memory
+from mcp_memory.search.passages import passages
 from mcp_memory.storage.cosmos import queries as sql
 from mcp_memory.storage.cosmos.calls import each_concurrently, query_all
-from mcp_memory.storage.cosmos.documents import TURN_TYPES, context_patch, thread_entry, to_document
+from mcp_memory.storage.cosmos.documents import (
+    TURN_TYPES,
+    context_patch,
+    partition_thread,
+    thread_entry,
+    to_document,
+)
 from mcp_memory.storage.cosmos.errors import cosmos_errors
+from mcp_memory.storage.cosmos.passages import (
+    copies_differ,
+    copies_patch,
+    passage_documents,
+    passage_spans,
+    stored_passage_ids,
+)
 from mcp_memory.storage.cosmos.usage import USAGE_GROUP, CosmosUsage
 from mcp_memory.storage.usage import content_bytes
 
 log = logging.getLogger(__name__)
+
+
+def is_long(content: str) -> bool:
+    return len(passages(content)) > 1
+
+
+def _spans(
+    memory: Memory, old: dict[str, Any] | None, given: list[list[int]] | None
+) -> list[list[int]] | None:
+    """The passage spans a memory item is written with: those of the passage vectors it comes with;
+    without them, the stored ones while its content is unchanged (a memory read back without its
+    passage vectors and rewritten: a supersession, a metadata change), else none (one passage, or a
+    new content not embedded by passage: searched by its `embedding` alone)."""
+    if memory.passage_embeddings is not None:
+        return given
+    if (
+        old is not None
+        and old.get("passage_spans")
+        and old.get("content_hash") == memory.content_hash
+        and old["thread_id"] == partition_thread(memory.thread_id)  # passages never move partitions
+    ):
+        return [list(span) for span in old["passage_spans"]]
+    return None
 
 
 def bytes_of(doc: dict[str, Any] | None) -> int:
@@ -48,27 +86,32 @@ class CosmosWrites:
     limiter: anyio.CapacityLimiter
     # Threads whose entry this process has written: the entry is idempotent, this only saves RU.
     known_threads: set[tuple[str, str]] = field(default_factory=set)
+    # Passage writes run inside a memory's write, which holds a slot of `limiter`: their own limiter,
+    # so nested calls never wait on slots their callers hold.
+    passage_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(8))
 
     async def put(self, memories: Sequence[Memory]) -> None:
         self.spec.check_vectors(memories)
+        given = {(m.user_id, m.id): passage_spans(m, self.spec.dimension) for m in memories}
         derived: dict[str, list[Memory]] = defaultdict(list)
         for memory in memories:
-            if memory.type != "turn":
+            # A long turn without its passage vectors is read first too: its stored passages are kept
+            # when its content is unchanged (see _spans).
+            if memory.type != "turn" or (memory.passage_embeddings is None and is_long(memory.content)):
                 derived[memory.user_id].append(memory)
         stored: dict[tuple[str, str], dict[str, Any]] = {}
         for user_id, group in derived.items():
-            query = sql.existing(user_id, [m.id for m in group])
-            for doc in await self._query(self.memories, query, "reading memories"):
-                if doc["thread_id"] != USAGE_GROUP:
-                    stored[(user_id, doc["id"])] = doc
+            for container in {self.turns if m.type == "turn" else self.memories for m in group}:
+                query = sql.existing(user_id, [m.id for m in group])
+                for doc in await self._query(container, query, "reading memories"):
+                    if doc["thread_id"] != USAGE_GROUP:
+                        stored[(user_id, doc["id"])] = doc
         await self._reserve(memories, stored)
         calls: list[Callable[[], Awaitable[None]]] = []
         for memory in memories:
             old = stored.get((memory.user_id, memory.id))
-            if memory.type == "turn":
-                calls.append(lambda m=memory, o=old: self._write_turn(m, o))  # type: ignore[misc]
-            else:
-                calls.append(lambda m=memory, o=old: self._write_derived(m, o))  # type: ignore[misc]
+            spans = _spans(memory, old, given[(memory.user_id, memory.id)])
+            calls.append(lambda m=memory, o=old, s=spans: self._write_memory(m, o, s))  # type: ignore[misc]
         threads = {(m.user_id, m.thread_id) for m in memories if m.thread_id is not None}
         for user_id, thread_id in threads - self.known_threads:
             calls.append(lambda u=user_id, t=thread_id: self._enter_thread(u, t))  # type: ignore[misc]
@@ -111,19 +154,84 @@ class CosmosWrites:
                 await self._give_back(user_id, growth[user_id])
             raise
 
-    async def _write_turn(self, memory: Memory, old: dict[str, Any] | None) -> None:
+    async def _write_memory(
+        self, memory: Memory, old: dict[str, Any] | None, spans: list[list[int]] | None
+    ) -> None:
+        """A memory and its passage items (cosmos/passages.py), in the order that never shows a memory
+        with half its passages: the passages of its new content first (under ids of that content), then
+        the memory item, then the passages of its old content. A crash leaves at most passages no
+        memory item names yet (a search never uses them, forget removes them)."""
+        ttl = self.settings.turn_ttl_seconds if memory.type == "turn" else None
+        doc = to_document(memory, turn_ttl_seconds=ttl, passage_spans=spans)
+        items = passage_documents(memory, doc)
+        if items and not (old is not None and old.get("doc_hash") == doc["doc_hash"]):
+            await self._passages("upsert", [(item["id"], item) for item in items], doc["thread_id"], memory)
+        if memory.type == "turn":
+            old = await self._write_turn(memory, old, doc)
+        else:
+            await self._write_derived(memory, old, doc)
+        kept = set(stored_passage_ids(doc))
+        moved = old is not None and old["thread_id"] != doc["thread_id"]
+        stale: list[tuple[str, dict[str, Any] | None]] = [
+            (i, None) for i in stored_passage_ids(old) if moved or i not in kept
+        ]
+        if stale and old is not None:
+            await self._passages("delete", stale, old["thread_id"], memory)
+        if kept and not items and old is not None and copies_differ(doc, old):
+            await self._passages("patch", [(i, doc) for i in sorted(kept)], doc["thread_id"], memory)
+
+    async def _passages(
+        self,
+        action: Literal["upsert", "delete", "patch"],
+        items: Sequence[tuple[str, dict[str, Any] | None]],
+        thread_id: str,
+        memory: Memory,
+    ) -> None:
+        """Write, delete or re-copy (from the memory item) passage items of one memory's partition.
+        Deleting stale ones is housekeeping: a failure is logged (a search ignores them, forget
+        removes them), never the write's error."""
+        key = [memory.user_id, thread_id]
+        what = f"saving the passages of {memory.type} {memory.id} to long-term memory"
+
+        async def one(item_id: str, body: dict[str, Any] | None) -> None:
+            with cosmos_errors(what, self.settings.timeout_seconds):
+                if action == "upsert" and body is not None:
+                    await self.turns_or_memories(memory).upsert_item(body)
+                elif action == "patch" and body is not None:
+                    with suppress(CosmosResourceNotFoundError):
+                        await self.turns_or_memories(memory).patch_item(
+                            item_id, partition_key=key, patch_operations=copies_patch(body)
+                        )
+                else:
+                    with suppress(CosmosResourceNotFoundError):
+                        await self.turns_or_memories(memory).delete_item(item_id, partition_key=key)
+
+        calls = [lambda i=i, b=b: one(i, b) for i, b in items]
+        try:
+            await each_concurrently(calls, self.passage_limiter)
+        except MemoryServerError as e:
+            if action != "delete":
+                raise
+            log.warning("left %d stale passage items of memory %s: %s", len(items), memory.id, e)
+
+    def turns_or_memories(self, memory: Memory) -> ContainerProxy:
+        return self.turns if memory.type == "turn" else self.memories
+
+    async def _write_turn(
+        self, memory: Memory, old: dict[str, Any] | None, doc: dict[str, Any]
+    ) -> dict[str, Any] | None:
         """Turns are append-only and keyed by id: a create costs no read; a turn stored already (a retry,
-        a re-import) is replaced under its ETag, and the bytes reserved for it as new are given back."""
-        doc = to_document(memory, turn_ttl_seconds=self.settings.turn_ttl_seconds)
+        a re-import) is replaced under its ETag, and the bytes reserved for it as new are given back.
+        Returns the stored turn it replaced, if it read one."""
         if old is not None:  # read while reserving: its bytes are counted already
             if old.get("doc_hash") != doc["doc_hash"]:
-                await self._write_derived(memory, old, container=self.turns)
-            return
+                await self._write_derived(memory, old, doc, container=self.turns)
+            return old
         reserved = content_bytes(memory.content)
         try:
             with cosmos_errors("saving a turn to long-term memory", self.settings.timeout_seconds):
                 await self.turns.create_item(doc)
-            return
+            return None
         except ConflictError:
             pass
         except Exception:
@@ -137,7 +245,7 @@ class CosmosWrites:
             with cosmos_errors("saving a turn to long-term memory", self.settings.timeout_seconds):
                 if old is None:  # forgotten since the create: create again
                     await self.turns.create_item(doc)
-                    return
+                    return None
                 if old.get("doc_hash") != doc["doc_hash"]:
                     await self.turns.replace_item(
                         memory.id, doc, etag=old["_etag"], match_condition=MatchConditions.IfNotModified
@@ -146,16 +254,20 @@ class CosmosWrites:
             await self._give_back(memory.user_id, reserved)
             raise
         await self._give_back(memory.user_id, bytes_of(old))
+        return old
 
     async def _write_derived(
-        self, memory: Memory, old: dict[str, Any] | None, *, container: ContainerProxy | None = None
+        self,
+        memory: Memory,
+        old: dict[str, Any] | None,
+        doc: dict[str, Any],
+        *,
+        container: ContainerProxy | None = None,
     ) -> None:
         """Summaries and facts (or a turn read back): skip an exact duplicate of what is stored, replace a
         changed one only if nobody else changed it since we read (ETag), create a new one. A failed write
         gives back the bytes it reserved and did not use."""
         target = container or self.memories
-        ttl = self.settings.turn_ttl_seconds if memory.type == "turn" else None
-        doc = to_document(memory, turn_ttl_seconds=ttl)
         reserved = content_bytes(memory.content) - bytes_of(old)
         if old is not None and old.get("doc_hash") == doc["doc_hash"]:
             return  # the same document is already stored: writing it again only costs RU
