@@ -26,8 +26,20 @@ class TurnContexts:
     rewritten: dict[str, str] = field(default_factory=dict)  # earlier turn id -> its new context
 
 
+# Each neighbouring turn lends at most this many of its first characters: a chat turn whole (LoCoMo's
+# longest is 447), a long answer or pasted file only its opening, so its words do not swamp the turn's.
+NEIGHBOUR_CHARS = 500
+
+
 def context_of(before: Sequence[str], after: Sequence[str], moment: datetime) -> str:
-    return " ".join([*before, *after, date_words(moment)])
+    return " ".join([*(_opening(t) for t in (*before, *after)), date_words(moment)])
+
+
+def _opening(text: str) -> str:
+    if len(text) <= NEIGHBOUR_CHARS:
+        return text
+    cut = text.rfind(" ", 0, NEIGHBOUR_CHARS)
+    return text[: cut if cut > 0 else NEIGHBOUR_CHARS]
 
 
 def _windows(

@@ -61,6 +61,7 @@ def fuse(
     best passage on each side."""
     if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
         return vectors.search(vector, pool, where)
+    text_weight = query.text_weight * words_share(vectors)
     if query.fusion == "score":
         # With an approximate index: its nearest rows, and the text hits' own cosines (exact).
         named = np.fromiter((key for key, _ in text_hits), dtype=np.int64, count=len(text_hits))
@@ -71,15 +72,27 @@ def fuse(
             keys,
             cosines,
             limit=rows,
-            text_weight=query.text_weight,
+            text_weight=text_weight,
             vector_weight=query.vector_weight,
         )
         return fused if rows == pool else best_hits(fused)[:pool]
-    return memory_rrf(query, text_hits, vectors.search(vector, pool, where))
+    return memory_rrf(query, text_hits, vectors.search(vector, pool, where), text_weight)
+
+
+def words_share(vectors: VectorIndex) -> float:
+    """How much a word match counts, relative to the text weight: memories per passage of the user's
+    memory. Chat turns (one passage each) keep the full weight; where memories are long answers and
+    files of many passages, their words match a question by accident more often (measured on BEAM,
+    bench/beam.py: the text side at full weight cost more than it added there)."""
+    rows = len(vectors)
+    return 1.0 if rows == 0 else vectors.memories() / rows
 
 
 def memory_rrf(
-    query: SearchQuery, text_hits: Sequence[tuple[int, float]], vector_hits: Sequence[tuple[int, float]]
+    query: SearchQuery,
+    text_hits: Sequence[tuple[int, float]],
+    vector_hits: Sequence[tuple[int, float]],
+    text_weight: float | None = None,
 ) -> list[tuple[int, float]]:
     """RRF of the two sides' memories (each side's best passage of a memory may differ): each memory is
     reported by the key of its best passage on the side that ranked it first."""
@@ -88,7 +101,7 @@ def memory_rrf(
         first.setdefault(key & ROWID_MASK, key)
     fused = rrf(
         [[key & ROWID_MASK for key, _ in text_hits], [key & ROWID_MASK for key, _ in vector_hits]],
-        weights=[query.text_weight, query.vector_weight],
+        weights=[query.text_weight if text_weight is None else text_weight, query.vector_weight],
         k=query.rrf_k,
     )
     return [(first[rowid], score) for rowid, score in fused]

@@ -123,10 +123,10 @@ ROWID_MASK = (1 << ROWID_BITS) - 1
 
 
 # A memory of n passages has n chances to match a query by accident, so its best passage's cosine is
-# lowered by PASSAGE_PRIOR * ln(n) before it is ranked (0.14 for a 3,000-character answer of 4 passages):
+# lowered by PASSAGE_PRIOR * ln(n) before it is ranked (0.21 for a 3,000-character answer of 4 passages):
 # measured on BEAM (bench/beam.py), ranking by the plain best passage let long answers crowd out the short
 # messages that held the answer; chat turns (one passage) are untouched.
-PASSAGE_PRIOR = 0.1
+PASSAGE_PRIOR = 0.15
 
 
 def passage_prior(passages: int | np.ndarray) -> np.ndarray:

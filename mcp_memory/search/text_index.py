@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
+import zlib
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from itertools import pairwise
@@ -82,6 +83,13 @@ class Document(NamedTuple):
     thread_id: str | None
     type: str
     created: float
+
+
+def _digest(document: Document) -> int:
+    """A checksum of a memory's indexed text (never 0: 0 means none)."""
+    content = zlib.crc32(document.content.encode("utf-8", "surrogatepass"))
+    context = zlib.crc32(document.context.encode("utf-8", "surrogatepass"))
+    return (content << 32 | context) or 1
 
 
 def as_passages(document: Document) -> list[Document]:
@@ -154,6 +162,9 @@ class TextIndex(MemoryRows):
     def __init__(self) -> None:
         super().__init__()
         self._lengths = np.zeros(len(self._rowids), dtype=np.float32)
+        # Per row: a checksum of its memory's content and context (on its first passage's row), so a
+        # memory rewritten with the same text (a vector written late) is not tokenized again.
+        self._digests = np.zeros(len(self._rowids), dtype=np.uint64)
         self._postings: dict[str, _Postings] = {}
         self._stored: tuple[np.ndarray | FileArray, ...] = _no_entries()  # entries as built or loaded
         self._appended = 0  # entries appended since, dead rows' too (for nbytes)
@@ -164,6 +175,7 @@ class TextIndex(MemoryRows):
     def of(cls, documents: Sequence[Document]) -> TextIndex:
         """An index of many documents at once: grouped with numpy rather than appended one by one."""
         index = cls()
+        digests = {d.rowid: _digest(d) for d in documents}
         documents = [p for d in documents for p in as_passages(d)]
         if not documents:
             return index
@@ -175,6 +187,7 @@ class TextIndex(MemoryRows):
         per_row: list[int] = []
         for d in documents:
             position = index._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
+            index._digests[position] = digests.get(d.rowid, 0)
             own, around = terms(d.content), terms(d.context)
             index._lengths[position] = len(own) + len(around)
             term_ids += [vocabulary.setdefault(t, len(vocabulary)) for t in own + around]
@@ -208,8 +221,10 @@ class TextIndex(MemoryRows):
         self.remove(document.rowid)
         rows = as_passages(document)
         self._trim(document.rowid, len(rows))
+        digest = _digest(document)
         for d in rows:
             position = self._place(d.rowid, thread_id=d.thread_id, type=d.type, created=d.created)
+            self._digests[position] = digest if d.rowid == document.rowid else 0
             own, around = Counter(terms(d.content)), Counter(terms(d.context))
             self._lengths[position] = own.total() + around.total()
             self._length_total += float(self._lengths[position])
@@ -219,6 +234,18 @@ class TextIndex(MemoryRows):
                     postings = self._postings[term] = _Postings()
                 postings.append(position, own[term], around[term])
                 self._appended += 1
+
+    def holds(self, document: Document) -> bool:
+        """Whether the memory is indexed with this very content and context (and place)."""
+        position = self._position.get(document.rowid)
+        if position is None or self._digests[position] == 0 or self._digests[position] != _digest(document):
+            return False
+        thread = self._thread_codes.get(document.thread_id)
+        return bool(
+            thread == self._threads[position]
+            and self._type_codes.get(document.type) == self._types[position]
+            and self._created[position] == document.created
+        )
 
     def _remove_key(self, key: int) -> None:
         position = self._position.get(key)
@@ -398,6 +425,7 @@ class TextIndex(MemoryRows):
         return {
             **self._row_columns(live),
             "lengths": self._lengths[live],
+            "digests": self._digests[live],
             "terms": packed_names(names),
             "offsets": np.asarray(offsets, dtype=np.int64),
             "positions": made(0, np.int32),
@@ -408,6 +436,7 @@ class TextIndex(MemoryRows):
     def _load_row_columns(self, columns: Mapping[str, Column]) -> None:
         super()._load_row_columns(columns)
         self._lengths[: self._size] = columns["lengths"]
+        self._digests[: self._size] = columns["digests"]
         offsets = np.asarray(columns["offsets"]).tolist()
         positions, content, context = (
             _readable(columns[name]) for name in ("positions", "content", "context")
@@ -433,6 +462,7 @@ class TextIndex(MemoryRows):
     def _grow(self, capacity: int) -> None:
         super()._grow(capacity)
         self._lengths = resized(self._lengths, capacity)
+        self._digests = resized(self._digests, capacity)
 
 
 def _readable(column: Column) -> np.ndarray | FileArray:

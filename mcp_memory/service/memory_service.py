@@ -25,7 +25,7 @@ from mcp_memory import validation as check
 from mcp_memory.config import Settings, load_spaces
 from mcp_memory.errors import BackendUnavailableError, InvalidInputError, NotFoundError, PermissionDeniedError
 from mcp_memory.learning.budget import LlmBudget
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.embedder import Embedder, embed_passages, memory_vectors
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import (
     Memory,
@@ -147,7 +147,9 @@ class MemoryService:
 
         tokens = self.tokens.count(content)
         # With a vector writer the turn is embedded after it is acknowledged (service/vectors.py).
-        vector = None if self.vectors is not None else (await self.embedder.embed([content]))[0].tolist()
+        vector, passage_vectors = None, None
+        if self.vectors is None:  # one vector a passage for a long turn (search/passages.py)
+            vector, passage_vectors = memory_vectors((await embed_passages(self.embedder, [content]))[0])
         moment = said_at or utcnow()
         async with self._context_lock(user_id, thread_id):
             contexts = await self._index_contexts(user_id, thread_id, content, moment)
@@ -159,6 +161,7 @@ class MemoryService:
                 type="turn",
                 content=content,
                 embedding=vector,
+                passage_embeddings=passage_vectors,
                 index_context=contexts.own,
                 metadata=metadata,
                 created_at=moment,
@@ -471,9 +474,9 @@ class MemoryService:
             turn.index_context = contexts[turn.id]
         for start in range(0, len(memories), 64):
             batch = memories[start : start + 64]
-            vectors = await self.embedder.embed([m.content for m in batch])
-            for memory, vector in zip(batch, vectors, strict=True):
-                memory.embedding = vector.tolist()
+            vectors = await embed_passages(self.embedder, [m.content for m in batch])
+            for memory, passage_vectors in zip(batch, vectors, strict=True):
+                memory.embedding, memory.passage_embeddings = memory_vectors(passage_vectors)
                 memory.token_count = self.tokens.count(memory.content)
         await self._store_import(user_id, parsed, memories)
         for thread in parsed.threads:

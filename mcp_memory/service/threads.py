@@ -19,7 +19,7 @@ import anyio
 from mcp_memory.config import Settings
 from mcp_memory.errors import LimitExceededError, NotFoundError
 from mcp_memory.learning.budget import BudgetUsedUp, LlmBudget
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.embedder import Embedder, embed_passages, memory_vectors
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Memory, Message, Scope, ThreadTotals, WorkingMemory, summary_id, utcnow
 from mcp_memory.observability.metrics import Metrics
@@ -284,7 +284,7 @@ class ThreadKeeper:
     async def _store_summary(
         self, before: WorkingMemory, older: list[Message], summary: str, tokens: int, window: int
     ) -> None:
-        vector = (await self.embedder.embed([summary]))[0].tolist()
+        vector, passage_vectors = memory_vectors((await embed_passages(self.embedder, [summary]))[0])
         last = older[-1] if older else None
         stored = [
             Memory(
@@ -295,6 +295,7 @@ class ThreadKeeper:
                 type="summary",
                 content=summary,
                 embedding=vector,
+                passage_embeddings=passage_vectors,
                 token_count=tokens,
                 updated_at=utcnow(),
                 metadata={

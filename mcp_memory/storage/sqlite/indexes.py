@@ -51,6 +51,7 @@ INDEXED_COLUMNS = (
 SAVE_AFTER_CHANGES = 1000  # a snapshot is rewritten once this many changes (or 5% of rows) were applied
 COMPACT_AT_LEAST = 1000  # dead rows before an index is compacted (and a quarter of its rows)
 TOMBSTONE_DAYS = 30  # an index idle for longer than this is rebuilt, not caught up
+REFRESH_AFTER = 0.05  # seconds after a write before its user's indexes catch up in the background
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,8 @@ class UserIndex:
                 self.text.remove(row[0])
                 self.vectors.remove(row[0])
                 continue
-            self.text.upsert(document)
+            if not self.text.holds(document):  # a row whose vector alone was written: its text stands
+                self.text.upsert(document)
             if vector is None:
                 self.vectors.remove(document.rowid)
             else:
@@ -138,6 +140,8 @@ class SearchIndexes:
         self._users: OrderedDict[str, UserIndex] = OrderedDict()  # least recently used first
         self._open_lane = anyio.Lock()  # one load or build at a time: two first searches open once
         self._saving: set[asyncio.Task[None]] = set()
+        self._refreshing: dict[str, asyncio.Task[None]] = {}  # user id -> its catch-up under way
+        self._refresh_again: set[str] = set()  # written to again while catching up
         self.stats = IndexStats()
 
     @classmethod
@@ -158,6 +162,8 @@ class SearchIndexes:
         try:
             yield indexes
         finally:
+            for task in list(indexes._refreshing.values()):
+                task.cancel()
             with anyio.CancelScope(shield=True):  # a snapshot being written finishes, never half-renamed
                 await indexes.saved()
 
@@ -176,6 +182,39 @@ class SearchIndexes:
             yield index
         self._save_if_due(index)
         self._evict(keep=index)
+
+    def refresh_soon(self, user_id: str) -> None:
+        """This process just wrote the user's memories: if their indexes are in memory, catch up in the
+        background, shortly (a burst of writes is applied together), so the next search finds nothing
+        left to apply: a conversation's long messages are indexed as they come, not at its first search."""
+        if user_id not in self._users:
+            return
+        if user_id in self._refreshing:
+            self._refresh_again.add(user_id)
+            return
+        task = asyncio.get_running_loop().create_task(self._refresh(user_id))
+        self._refreshing[user_id] = task
+        task.add_done_callback(lambda done: self._refreshed(user_id, done))
+
+    async def _refresh(self, user_id: str) -> None:
+        while True:
+            await anyio.sleep(REFRESH_AFTER)
+            self._refresh_again.discard(user_id)
+            index = self._users.get(user_id)
+            if index is None:
+                return
+            async with index.lock:
+                await self._catch_up(index)
+            self._save_if_due(index)
+            if user_id not in self._refresh_again:
+                return
+
+    def _refreshed(self, user_id: str, task: asyncio.Task[None]) -> None:
+        self._refreshing.pop(user_id, None)
+        self._refresh_again.discard(user_id)
+        if not task.cancelled() and task.exception() is not None:
+            # A cache kept ahead of time: the next search catches up itself.
+            log.warning("search indexes of %s not caught up in the background: %s", user_id, task.exception())
 
     async def warm(self, user_id: str) -> None:
         """Load or build the user's indexes now, if they fit the budget beside those already held."""

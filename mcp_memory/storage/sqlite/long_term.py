@@ -129,9 +129,11 @@ class SqliteLongTermStore:
             )
             sqlite_usage.refuse_over_quota(conn, before, self._max_stored_bytes)  # the usage triggers counted
 
-        # The indexes are not touched here: the next search of this process, or of any other, catches
-        # up on this write through the change clock, like on every other.
+        # The indexes are not touched here: they catch up on this write through the change clock, like
+        # on every other, in the background in this process (soon) and at the next search in any other.
         await self._db.write(work)
+        for user_id in {m.user_id for m in memories}:
+            self.indexes.refresh_soon(user_id)
 
     async def stored_bytes(self, user_id: str) -> int:
         return (await self._db.run(lambda conn: sqlite_usage.stored_bytes(conn, [user_id])))[user_id]
@@ -380,7 +382,9 @@ class SqliteLongTermStore:
             )
             return cursor.rowcount
 
-        return int(await self._db.write(work))
+        written = int(await self._db.write(work))
+        self.indexes.refresh_soon(user_id)
+        return written
 
     async def set_index_contexts(self, user_id: str, contexts: Mapping[str, str]) -> int:
         # An UPDATE, as set_embeddings: a turn forgotten meanwhile stays forgotten. The change clock
@@ -393,7 +397,11 @@ class SqliteLongTermStore:
             )
             return cursor.rowcount
 
-        return int(await self._db.write(work)) if contexts else 0
+        if not contexts:
+            return 0
+        written = int(await self._db.write(work))
+        self.indexes.refresh_soon(user_id)
+        return written
 
     async def turns_around(self, user_id: str, memory_id: str, *, reach: int) -> list[Memory]:
         def read(conn: sqlite3.Connection) -> list[Any]:
