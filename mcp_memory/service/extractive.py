@@ -9,10 +9,12 @@ per token they cost, so repeats add nothing and short dense facts beat long chat
 
 Before choosing, each sentence is compressed (interjections and filler words dropped) and its relative
 dates are pinned to the calendar ("yesterday" said on 8 May 2023 becomes "yesterday (7 May 2023)"), so
-the summary stays true after the words that anchored it have been folded away. The result keeps the
-original order, one line per message, each sentence written as a line of a note that says who said
-it (notes.py): "The user said they're vegetarian.", "Asked which islands they are considering, the user
-said Maui and Kauai." Its cost is counted as written, so the budget holds the note, not the sentence.
+the summary stays true after the words that anchored it have been folded away. Each sentence is written
+as a note (notes.py): without the speaker's own "I", articles and possessives, and in as short a reading
+as still holds its facts ("Vegetarian.", "Budget is $10,000."). The result keeps the original order, one
+line per run of one speaker's messages; a line opens with the speaker's name ("Caroline: ...",
+"Assistant: ...") unless the user said it, so no word the writer adds ("The user said") makes a summary
+match a query it cannot answer. Its cost is counted as written, labels included.
 """
 
 from __future__ import annotations
@@ -49,10 +51,11 @@ noted bye goodbye welcome sorry please congrats congratulations cheers
 perfect fine works right exactly interesting fun excited exciting beautiful proud inspiring agreed
 """.split()
 )
-# Leading words that carry no information ("Wow, ", "Hey Mel! ", "Yeah, so ").
+# Leading words that carry no information ("Wow, ", "Hey Mel! ", "Yeah, so "); "Thanks for ..." stays
+# whole, as the chatter it is, rather than become "For helping out".
 _OPENER = re.compile(
     r"^(?:(?:also|and|oh|wow|hey|hi|hello|yeah|yes|yep|well|so|haha|hahaha|lol|omg|aww|ah|hmm|um|uh|okay|ok"
-    r"|thanks|thank you|sure|totally|absolutely|definitely|indeed|awesome|great|cool|nice)"
+    r"|thanks(?! for\b)|thank you(?! for\b)|sure|totally|absolutely|definitely|indeed|awesome|great|cool|nice)"
     r"(?-i:\s+[A-Z][a-z]+)?[\s,!.…-]+)+",  # "Hey Mel!": a capitalised name, whatever the flag
     re.IGNORECASE,
 )
@@ -101,7 +104,6 @@ _SHORT_FACTOR = 0.3  # "Happy to help.": two words and no name or number say lit
 @dataclass
 class _Candidate:
     order: int  # position in the source: output keeps the original order
-    group: int  # sentences of one message (or one summary line) render on one line
     sentence: int  # the sentence it reads: a sentence's readings (notes.leads) replace one another
     speaker: str | None  # the name its line opens with ("Caroline", "Assistant"); None for the user
     note: str  # the sentence as the summary writes it (notes.py), or one of its shorter readings
@@ -203,10 +205,7 @@ class ExtractiveSummarizer:
 
     def _candidates(self, prev_summary: str, messages: Sequence[Message]) -> list[_Candidate]:
         labels = _speaker_labels(prev_summary, messages)
-        ordinary = frozenset(
-            w.casefold() for m in messages for w in _WORD.findall(m.content) if w[:1].islower()
-        )
-        found = _Collector(self._count, ordinary)
+        found = _Collector(self._count)
         for line in prev_summary.splitlines():
             if match := _SPEAKER.match(line.strip()):  # a summary written before notes: "user: ..."
                 found.add(match.group(2), match.group(1), None, _SUMMARY_BONUS)
@@ -229,13 +228,11 @@ class ExtractiveSummarizer:
 
 @dataclass
 class _Collector:
-    """The candidate sentences of a summary and of the messages folded in, one group per line."""
+    """The candidate sentences of a summary and of the messages folded in, in their order."""
 
     count: CountTokens
-    ordinary: frozenset[str]  # words the conversation writes in lower case (notes.line_of)
     candidates: list[_Candidate] = field(default_factory=list)
     seen: set[str] = field(default_factory=set)
-    group: int = 0
     sentence: int = 0
 
     def add(
@@ -286,7 +283,6 @@ class _Collector:
                 self.candidates.append(
                     _Candidate(
                         len(self.candidates),
-                        self.group,
                         sentence_id,
                         speaker,
                         lead,
@@ -298,7 +294,6 @@ class _Collector:
                         answer,
                     )
                 )
-        self.group += 1
 
 
 def _speaker_labels(prev_summary: str, messages: Sequence[Message]) -> frozenset[str]:
@@ -341,10 +336,12 @@ def _word_worth(candidates: list[_Candidate]) -> dict[str, float]:
     chosen = {w for c in candidates if c.answer for w in c.words}
     days = {day for c in candidates for found in _DAY.finditer(c.note) for day in found.groups() if day}
     total = max(1, len(words_of))
+    # The speakers' names open their lines already: said again ("Agreed, Mel.") they add nothing.
+    speakers = {w for c in candidates if c.speaker for w in _content_words(c.speaker)}
     worth = {}
     for word in {w for c in candidates for w in c.words}:
         count = frequency[word]  # 0: a word of questions only
-        if word in _CHATTER:
+        if word in _CHATTER or any(s.startswith(word) for s in speakers if len(word) >= 3):
             worth[word] = 0.0
             continue
         weight = 1.0
@@ -414,13 +411,14 @@ def _clip_words(text: str, words: int) -> str:
 
 
 def _render(chosen: list[_Candidate]) -> str:
-    """One line per message, in the original order, opened by its speaker's name when it has one."""
+    """In the original order, one line per run of one speaker's sentences, opened by the speaker's name
+    when it has one: a name written once a line leaves its tokens to facts."""
     lines: list[str] = []
-    current: int | None = None
+    current: tuple[str | None] | None = None  # the speaker of the last line; None before the first
     for candidate in sorted(chosen, key=lambda c: c.order):
-        if candidate.group == current:
+        if (candidate.speaker,) == current:
             lines[-1] += " " + candidate.note
             continue
-        current = candidate.group
+        current = (candidate.speaker,)
         lines.append(f"{candidate.speaker}: {candidate.note}" if candidate.speaker else candidate.note)
     return "\n".join(lines)
