@@ -9,10 +9,12 @@ per token they cost, so repeats add nothing and short dense facts beat long chat
 
 Before choosing, each sentence is compressed (interjections and filler words dropped) and its relative
 dates are pinned to the calendar ("yesterday" said on 8 May 2023 becomes "yesterday (7 May 2023)"), so
-the summary stays true after the words that anchored it have been folded away. The result keeps the
-original order, one line per message, each sentence written as a line of a note that says who said
-it (notes.py): "The user said they're vegetarian.", "Asked which islands they are considering, the user
-said Maui and Kauai." Its cost is counted as written, so the budget holds the note, not the sentence.
+the summary stays true after the words that anchored it have been folded away. Each sentence is written
+as a note (notes.py): without the speaker's own "I", articles and possessives, and in as short a reading
+as still holds its facts ("Vegetarian.", "Budget is $10,000."). The result keeps the original order, one
+line per run of one speaker's messages; a line opens with the speaker's name ("Caroline: ...",
+"Assistant: ...") unless the user said it, so no word the writer adds ("The user said") makes a summary
+match a query it cannot answer. Its cost is counted as written, labels included.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from mcp_memory.llm.tokens import ELLIPSIS, CountTokens, fit_tokens, sentences
 from mcp_memory.models import Message
 from mcp_memory.search.terms import STOPWORDS, date_words
 from mcp_memory.search.when import time_range
-from mcp_memory.service.notes import LABEL, last_question, note, person_of, subject_of
+from mcp_memory.service.notes import LABEL, is_fragment, last_question, leads, readings, speaker_of
 
 _SPEAKER = re.compile(r"^(user|assistant|tool|system):\s+(.*)$", re.DOTALL)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
@@ -49,10 +51,11 @@ noted bye goodbye welcome sorry please congrats congratulations cheers
 perfect fine works right exactly interesting fun excited exciting beautiful proud inspiring agreed
 """.split()
 )
-# Leading words that carry no information ("Wow, ", "Hey Mel! ", "Yeah, so ").
+# Leading words that carry no information ("Wow, ", "Hey Mel! ", "Yeah, so "); "Thanks for ..." stays
+# whole, as the chatter it is, rather than become "For helping out".
 _OPENER = re.compile(
     r"^(?:(?:also|and|oh|wow|hey|hi|hello|yeah|yes|yep|well|so|haha|hahaha|lol|omg|aww|ah|hmm|um|uh|okay|ok"
-    r"|thanks|thank you|sure|totally|absolutely|definitely|indeed|awesome|great|cool|nice)"
+    r"|thanks(?! for\b)|thank you(?! for\b)|sure|totally|absolutely|definitely|indeed|awesome|great|cool|nice)"
     r"(?-i:\s+[A-Z][a-z]+)?[\s,!.…-]+)+",  # "Hey Mel!": a capitalised name, whatever the flag
     re.IGNORECASE,
 )
@@ -76,6 +79,17 @@ _COMMITMENT = re.compile(
     re.IGNORECASE,
 )
 _COMMITMENT_FACTOR = 1.5
+_COMMITMENT_WEIGHT = 4.0  # the word that says it: "vegetarian", "budget", "prefer", "allergic"
+_COMMITMENT_WORD = re.compile(
+    r"decid\w*|budget\w*|prefer\w*|deadline\w*|allerg\w*|vegetarian|vegan|favou?rite|hates?|dislikes?"
+    r"|goal\w*|chose|choose|chosen|promis\w*"
+)
+# A day of the month beside its month ("March 14", "14 March"): part of a date, weighed as one.
+_DAY = re.compile(
+    r"\b(?:(\d{1,2})(?:st|nd|rd|th)? (?:of )?(?:%s)|(?:%s) (\d{1,2})(?:st|nd|rd|th)?)\b"
+    % (("|".join(_MONTHS),) * 2),
+    re.IGNORECASE,
+)
 _MAX_SENTENCE_WORDS = 60
 _NAME_WEIGHT = 9.0  # a capitalised word not starting the sentence: a person, place, title
 _NUMBER_WEIGHT = 9.0  # amounts, ages, counts, years
@@ -90,15 +104,15 @@ _SHORT_FACTOR = 0.3  # "Happy to help.": two words and no name or number say lit
 @dataclass
 class _Candidate:
     order: int  # position in the source: output keeps the original order
-    group: int  # sentences of one message (or one summary line) render on one line
-    speaker: str | None
-    text: str
-    note: str  # the sentence as the summary writes it: who said it, in a whole clause
+    sentence: int  # the sentence it reads: a sentence's readings (notes.leads) replace one another
+    speaker: str | None  # the name its line opens with ("Caroline", "Assistant"); None for the user
+    note: str  # the sentence as the summary writes it (notes.py), or one of its shorter readings
     words: frozenset[str]
     cost: int
     bonus: float
     names: frozenset[str] = field(default_factory=frozenset)
     pinned: frozenset[str] = field(default_factory=frozenset)  # words of the dates _pin_dates added
+    answer: bool = False  # a short answer to a question ("Vacation rentals."): its words are a choice
 
 
 class ExtractiveSummarizer:
@@ -128,7 +142,7 @@ class ExtractiveSummarizer:
             chosen.pop()
             text = _render(chosen)
         if chosen:
-            text = self._refill(chosen, candidates, worth, max_tokens)
+            chosen, text = self._refill(chosen, candidates, worth, max_tokens)
         if not chosen:
             # Nothing fits whole: the most informative sentence, cut to the budget.
             best = max(candidates, key=lambda c: sum(worth[w] for w in c.words))
@@ -139,13 +153,14 @@ class ExtractiveSummarizer:
         self, candidates: list[_Candidate], worth: dict[str, float], max_tokens: int
     ) -> list[_Candidate]:
         """Lazy greedy weighted coverage: a sentence's gain only falls as the summary grows, so a
-        stale gain that still tops the heap is rechecked instead of rescoring every sentence."""
+        stale gain that still tops the heap is rechecked instead of rescoring every sentence. A longer
+        reading of a sentence already chosen replaces it, for the tokens it adds."""
         covered: set[str] = set()
+        held: dict[int, _Candidate] = {}  # sentence -> the reading chosen
         used = 0
-        chosen: list[_Candidate] = []
 
         def gain(c: _Candidate) -> float:
-            return _gain(c, worth, covered, c.cost)
+            return _gain(c, worth, covered, _extra_cost(c, held))
 
         heap = [(-gain(c), c.order, c) for c in candidates]
         heapq.heapify(heap)
@@ -157,157 +172,189 @@ class ExtractiveSummarizer:
                 continue
             if fresh < _MIN_GAIN_PER_TOKEN:
                 break
-            if used + candidate.cost > max_tokens:
+            extra = _extra_cost(candidate, held)
+            if used + extra > max_tokens:
                 continue
-            chosen.append(candidate)
+            held[candidate.sentence] = candidate
             covered.update(candidate.words)
-            used += candidate.cost
-        return chosen
+            used += extra
+        return list(held.values())  # in the order first chosen
 
     def _refill(
         self, chosen: list[_Candidate], candidates: list[_Candidate], worth: dict[str, float], max_tokens: int
-    ) -> str:
+    ) -> tuple[list[_Candidate], str]:
         """Costs were estimated per sentence, and the joined text usually counts fewer tokens: spend
-        what is left on the next most informative sentences that still fit, counted exactly."""
+        what is left on the next most informative readings that still fit, counted exactly."""
         covered = set().union(*(c.words for c in chosen))
-        taken = {c.order for c in chosen}
+        held = {c.sentence: c for c in chosen}
 
         def gain(c: _Candidate) -> float:
-            return _gain(c, worth, covered, c.cost)
+            return _gain(c, worth, covered, _extra_cost(c, held))
 
         text = _render(chosen)
-        rest = sorted((c for c in candidates if c.order not in taken), key=gain, reverse=True)
+        rest = sorted((c for c in candidates if gain(c) >= _MIN_GAIN_PER_TOKEN), key=gain, reverse=True)
         for candidate in rest[:_REFILL_TRIES]:
             if gain(candidate) < _MIN_GAIN_PER_TOKEN:
-                break
-            trial = _render([*chosen, candidate])
+                continue
+            trial = _render([*(held | {candidate.sentence: candidate}).values()])
             if self._count(trial) <= max_tokens:
-                chosen.append(candidate)
+                held[candidate.sentence] = candidate
                 covered.update(candidate.words)
                 text = trial
-        return text
+        return list(held.values()), text
 
     def _candidates(self, prev_summary: str, messages: Sequence[Message]) -> list[_Candidate]:
-        candidates: list[_Candidate] = []
-        seen: set[str] = set()
-        group = 0
         labels = _speaker_labels(prev_summary, messages)
-        ordinary = frozenset(
-            w.casefold() for m in messages for w in _WORD.findall(m.content) if w[:1].islower()
-        )
-
-        def add(
-            text: str,
-            role: str | None,
-            said_at: datetime | None,
-            bonus: float,
-            label: str | None = None,
-            asked: str | None = None,
-        ) -> None:
-            for i, sentence in enumerate(sentences(text)):
-                compact = _compress(sentence)
-                pinned: frozenset[str] = frozenset()
-                if said_at is not None:
-                    compact, when = _pin_dates(compact, said_at)
-                    pinned = _content_words(when)
-                compact = _clip_words(compact, _MAX_SENTENCE_WORDS)
-                key = compact.casefold()
-                # A pinned date rides along with its sentence: it is no reason to choose it.
-                words = _content_words(compact) - pinned
-                if key in seen or not words:
-                    continue
-                seen.add(key)
-                written = compact
-                if role is not None:  # a message's sentence (or an old "user: ..." summary line's)
-                    subject = subject_of(role, label)
-                    written = note(
-                        subject, person_of(role, label), compact, asked if i == 0 else None, ordinary
-                    )
-                    if written.startswith("Asked ") and asked is not None:
-                        words |= _content_words(asked)  # the note holds the question's words too
-                    if label is not None:
-                        words |= _content_words(label)
-                cost = self._count(written) + 1  # + the separator
-                asks = role == "assistant" and compact.rstrip().endswith("?")
-                factor = bonus * (_QUESTION_FACTOR if asks else 1.0)
-                if _COMMITMENT.search(compact):
-                    factor *= _COMMITMENT_FACTOR
-                if len(words) < 3 and not any(_NUMBER.search(w) for w in words) and not _names(compact):
-                    factor *= _SHORT_FACTOR
-                candidates.append(
-                    _Candidate(
-                        len(candidates),
-                        group,
-                        role,
-                        compact,
-                        written,
-                        words,
-                        cost,
-                        factor,
-                        _names(compact),
-                        pinned,
-                    )
-                )
-
+        found = _Collector(self._count)
         for line in prev_summary.splitlines():
-            match = _SPEAKER.match(line.strip())  # a summary written before notes: "user: ..."
-            if match:
-                add(match.group(2), match.group(1), None, _SUMMARY_BONUS)
-            else:  # notes already, kept as written
-                add(line, None, None, _SUMMARY_BONUS)
-            group += 1
+            if match := _SPEAKER.match(line.strip()):  # a summary written before notes: "user: ..."
+                found.add(match.group(2), match.group(1), None, _SUMMARY_BONUS)
+            elif opens := LABEL.match(line):  # notes already, kept as written under the same name
+                found.add(line[opens.end() :], None, None, _SUMMARY_BONUS, speaker=opens.group(1))
+            else:
+                found.add(line, None, None, _SUMMARY_BONUS)
         previous: tuple[str | None, list[str]] | None = None
         for message in messages:
             bonus = 0.4 if message.role == "tool" else 1.0  # tool output is long; the reply restates it
             content, label = message.content, None
-            found = LABEL.match(content)
-            if found and found.group(1) in labels:
-                content, label = content[found.end() :], found.group(1)
+            if (match := LABEL.match(content)) and match.group(1) in labels:
+                content, label = content[match.end() :], match.group(1)
             speaker = label or message.role
             asked = last_question(previous[1]) if previous and previous[0] != speaker else None
-            add(content, message.role, message.created_at, bonus, label, asked)
+            found.add(content, message.role, message.created_at, bonus, label=label, asked=asked)
             previous = (speaker, sentences(content))
-            group += 1
-        return candidates
+        return found.candidates
+
+
+@dataclass
+class _Collector:
+    """The candidate sentences of a summary and of the messages folded in, in their order."""
+
+    count: CountTokens
+    candidates: list[_Candidate] = field(default_factory=list)
+    seen: set[str] = field(default_factory=set)
+    sentence: int = 0
+
+    def add(
+        self,
+        text: str,
+        role: str | None,
+        said_at: datetime | None,
+        bonus: float,
+        *,
+        label: str | None = None,
+        asked: str | None = None,
+        speaker: str | None = None,
+    ) -> None:
+        """`role`: whose message (None for a summary's own line, kept as written)."""
+        if role is not None:
+            speaker = speaker_of(role, label)
+        opening = self.count(f"{speaker}: ") if speaker else 0
+        for i, sentence in enumerate(sentences(text)):
+            compact = _compress(sentence)
+            pinned: frozenset[str] = frozenset()
+            if said_at is not None:
+                compact, when = _pin_dates(compact, said_at)
+                pinned = _content_words(when)
+            compact = _clip_words(compact, _MAX_SENTENCE_WORDS)
+            said = leads(compact) if role is None else readings(compact)
+            if said[-1].casefold() in self.seen:
+                continue
+            self.seen.add(said[-1].casefold())
+            factor = bonus
+            if role == "assistant" and compact.rstrip().endswith("?"):
+                factor *= _QUESTION_FACTOR
+            answer = i == 0 and asked is not None and is_fragment(compact)  # says what was chosen
+            if _COMMITMENT.search(compact) or answer:
+                factor *= _COMMITMENT_FACTOR
+            names = _names(compact)
+            whole = _content_words(said[-1]) - pinned  # a pinned date rides along: no reason to choose it
+            if len(whole) < 3 and not any(_NUMBER.search(w) for w in whole) and not names and not answer:
+                factor *= _SHORT_FACTOR
+            sentence_id = self.sentence
+            self.sentence += 1
+            for lead in said:
+                words = _content_words(lead) - pinned
+                if not words:
+                    continue
+                # The speaker's name opens the line once but is charged to each of its sentences: the
+                # estimate errs long, and _refill spends what the exact count leaves.
+                cost = self.count(lead) + 1 + opening  # + the separator
+                self.candidates.append(
+                    _Candidate(
+                        len(self.candidates),
+                        sentence_id,
+                        speaker,
+                        lead,
+                        words,
+                        cost,
+                        factor,
+                        names,
+                        pinned,
+                        answer,
+                    )
+                )
 
 
 def _speaker_labels(prev_summary: str, messages: Sequence[Message]) -> frozenset[str]:
     """The "Name: " labels a conversation opens its messages with: a label opening two messages or
-    more, or one a summary already names ("Caroline said"). One "Noted: ..." is not a speaker."""
+    more, or one that opens a line of the summary ("Caroline: ..."). One "Noted: ..." is not a speaker."""
     found: Counter[str] = Counter()
     for message in messages:
         if match := LABEL.match(message.content):
             found[match.group(1)] += 1
-    return frozenset(label for label, times in found.items() if times >= 2 or f"{label} said" in prev_summary)
+    named = {opens.group(1) for line in prev_summary.splitlines() if (opens := LABEL.match(line))}
+    return frozenset(label for label, times in found.items() if times >= 2 or label in named)
+
+
+def _extra_cost(candidate: _Candidate, held: dict[int, _Candidate]) -> int:
+    """The tokens choosing it adds: its cost, less that of the reading of its sentence it replaces; 0
+    when it is no longer than that one (a shorter reading never replaces a longer)."""
+    before = held.get(candidate.sentence)
+    return candidate.cost if before is None else max(0, candidate.cost - before.cost)
 
 
 def _gain(candidate: _Candidate, worth: dict[str, float], covered: set[str], cost: int) -> float:
-    """The worth of the words it adds that the summary does not hold yet, per token."""
+    """The worth of the words it adds that the summary does not hold yet, per token it adds."""
+    if cost <= 0:
+        return 0.0
     return sum(worth[w] for w in candidate.words if w not in covered) * candidate.bonus / cost
 
 
 def _word_worth(candidates: list[_Candidate]) -> dict[str, float]:
-    """What covering each word is worth: rarer in this text is worth more; names, numbers and dates
-    more still; chatter nothing."""
+    """What covering each word is worth: rarer in this text is worth more; names, numbers, dates and
+    the words of decisions and preferences ("vegetarian", "budget") more still; chatter nothing."""
     frequency: Counter[str] = Counter()
-    for c in candidates:
-        frequency.update(c.words)
+    words_of: dict[int, frozenset[str]] = {}
+    for c in candidates:  # counted once a sentence: its shorter readings are the same words again
+        if not c.note.endswith("?"):  # a question's words are its answer's: no sign they are common
+            words_of[c.sentence] = words_of.get(c.sentence, frozenset()) | c.words
+    for words in words_of.values():
+        frequency.update(words)
     names = set().union(*(c.names for c in candidates))
     pinned = set().union(*(c.pinned for c in candidates))
-    total = len(candidates)
+    chosen = {w for c in candidates if c.answer for w in c.words}
+    days = {day for c in candidates for found in _DAY.finditer(c.note) for day in found.groups() if day}
+    total = max(1, len(words_of))
+    # The speakers' names open their lines already: said again ("Agreed, Mel.") they add nothing.
+    speakers = {w for c in candidates if c.speaker for w in _content_words(c.speaker)}
     worth = {}
-    for word, count in frequency.items():
-        if word in _CHATTER:
+    for word in {w for c in candidates for w in c.words}:
+        count = frequency[word]  # 0: a word of questions only
+        if word in _CHATTER or any(s.startswith(word) for s in speakers if len(word) >= 3):
             worth[word] = 0.0
             continue
         weight = 1.0
-        if word in _MONTHS or word in _WEEKDAYS or word in pinned:  # a date's day and year too
+        if word in _MONTHS or word in _WEEKDAYS or word in pinned or word in days:  # a date's day, year
             weight = _DATE_WEIGHT
         elif _NUMBER.search(word):
-            weight = _NUMBER_WEIGHT
+            # "$10,000" is the words "10" and "000": the thousands are no second fact.
+            weight = _NUMBER_WEIGHT if word.strip("0") else 1.0
         elif word in names:
             weight = _NAME_WEIGHT
-        worth[word] = weight * math.log(1.0 + total / count)
+        elif _COMMITMENT_WORD.fullmatch(word) or word in chosen:
+            weight = _COMMITMENT_WEIGHT
+        worth[word] = weight * math.log(1.0 + total / max(count, 1))
     return worth
 
 
@@ -364,12 +411,14 @@ def _clip_words(text: str, words: int) -> str:
 
 
 def _render(chosen: list[_Candidate]) -> str:
+    """In the original order, one line per run of one speaker's sentences, opened by the speaker's name
+    when it has one: a name written once a line leaves its tokens to facts."""
     lines: list[str] = []
-    current: int | None = None
+    current: tuple[str | None] | None = None  # the speaker of the last line; None before the first
     for candidate in sorted(chosen, key=lambda c: c.order):
-        if candidate.group == current:
+        if (candidate.speaker,) == current:
             lines[-1] += " " + candidate.note
             continue
-        current = candidate.group
-        lines.append(candidate.note)
+        current = (candidate.speaker,)
+        lines.append(f"{candidate.speaker}: {candidate.note}" if candidate.speaker else candidate.note)
     return "\n".join(lines)

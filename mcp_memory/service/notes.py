@@ -1,70 +1,39 @@
-"""A sentence of a conversation, rewritten as a line of a note: who said it, in a whole clause.
+"""A sentence of a conversation as a line of a summary: its facts, without words around them.
 
-The offline summary writer (extractive.py) keeps sentences as they were said; read later, out of the
-conversation, "Maui and Kauai." or "I'm vegetarian." no longer say who said them or what they answer.
-Each kept sentence is rewritten here, by a few fixed rules and never by guessing at meaning:
+The offline summary writer (extractive.py) keeps sentences as they were said, on the fixed budget of a
+running summary. Words a template would add ("The user said", "Asked which islands ...") cost tokens a
+fact could use, and match queries the summary cannot answer: "what does the user eat?" would find
+"user" on every line. So a kept sentence is cut down instead, by a few fixed rules and never by
+guessing at meaning; every name, number, date and negation stays as it was said:
 
-- said in the first person, it becomes reported speech: "I'm vegetarian, so I need good food nearby"
-  -> "The user said they're vegetarian, so they need good food nearby" (the assistant is "it", and
-  only where no verb needs another ending: "I'd suggest" -> "it would suggest");
-- a short answer without a verb gets the question it answers: "Maui and Kauai." after "Which islands
-  are you considering?" -> "Asked which islands they are considering, the user said Maui and Kauai."
-  (a question that does not fit the simple patterns is quoted instead);
-- anything else is attributed as said: "The assistant said: Paia has great vegetarian cafes." and
-  "The user asked: Can we book that?".
-
-Every word of the sentence stays (pronouns and the speaker are all the rules add or change), so a
-fact's names, numbers and dates are in the note exactly as they were said.
+- the speaker's own subject and possessive go, as in a note: "I'm vegetarian, so I need good food
+  options nearby" -> "Vegetarian, so need good food options nearby"; "with my sister Maya" -> "with
+  sister Maya"; "I'd suggest" -> "Would suggest"; articles go too ("the morning tour" -> "morning tour");
+- a line may end early, before a clause or modifier that only adds to it ("Budget is $10,000 for
+  flights, hotels and food." -> "Budget is $10,000."), never inside a list or before "but"/"if"/"not":
+  the summary writer chooses the reading whose words are worth its tokens;
+- a line says who spoke only when the conversation names its speakers ("Caroline: ..."), or when it
+  was not the user ("Assistant: ..."): a summary of a user's thread is the user's own note.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Literal
-
-Person = Literal["they", "it"]
 
 # "Caroline: ..." at the start of a message: the conversation's own speaker label (imports, transcripts).
 LABEL = re.compile(r"^([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}):\s+(?=\S)")
-_ROLES = {"user": "The user", "assistant": "The assistant", "tool": "A tool", "system": "The system"}
+_ROLES = {"assistant": "Assistant", "tool": "Tool", "system": "System"}
 
-_FIRST_PERSON_START = re.compile(r"^(?:I|I['’](?:m|ve|d|ll)|my|we|we['’](?:re|ve|d|ll)|our)\b", re.IGNORECASE)
-_SECOND_PERSON = re.compile(r"\byou(?:r|rs|rself|rselves|['’](?:re|ve|d|ll))?\b", re.IGNORECASE)
-_QUOTES = re.compile(r"[\"“”]")
-
-_THEY = [
-    (r"\bI['’]m\b", "they're"),
-    (r"\bI am\b", "they are"),
-    (r"\bI was\b", "they were"),
-    (r"\bI wasn['’]t\b", "they weren't"),
-    (r"\bI['’](ve|d|ll)\b", r"they'\1"),
-    (r"\bI\b", "they"),
-    (r"\b[Ww]e['’](re|ve|d|ll)\b", r"they'\1"),
-    (r"\b[Ww]e\b", "they"),
-    (r"\b[Mm]e\b(?!-)", "them"),
-    (r"\b[Mm]y\b(?!-)", "their"),
-    (r"\b[Mm]ine\b", "theirs"),
-    (r"\b[Mm]yself\b", "themselves"),
-    (r"\bus\b(?!-)", "them"),
-    (r"\b[Oo]ur\b", "their"),
-    (r"\b[Oo]urs\b", "theirs"),
-    (r"\b[Oo]urselves\b", "themselves"),
-]
-_MODALS = "can|could|would|should|will|might|must|may|cannot|can['’]t|won['’]t|wouldn['’]t|couldn['’]t"
-_IT = [
-    (r"\bI['’]m\b", "it's"),
-    (r"\bI am\b", "it is"),
-    (r"\bI was\b", "it was"),
-    (r"\bI['’]ve\b", "it has"),
-    (r"\bI['’]d\b", "it would"),
-    (r"\bI['’]ll\b", "it will"),
-    (rf"\bI (?=(?:{_MODALS})\b)", "it "),
-    (r"\b[Mm]y\b(?!-)", "its"),
-    (r"\b[Mm]e\b(?!-)", "it"),
-    (r"\b[Mm]yself\b", "itself"),
-]
-# What "it" cannot take over without changing a verb's ending ("I suggest" -> "it suggests").
-_IT_LEFT = re.compile(r"\b(?:I|we|us|our|ours|ourselves|mine)\b|\bwe['’]", re.IGNORECASE)
+# The speaker as the subject of a clause (its start, or after ", so" / ", and" / ", but" / ";"), and what
+# stays of it: "I'd love to" -> "would love to", "I'm vegetarian" -> "vegetarian".
+_CLAUSE_START = r"(?:^|(?<=[,;:] )|(?<=[,;] so )|(?<=[,;] and )|(?<=[,;] but ))"
+_SUBJECT = re.compile(
+    _CLAUSE_START + r"(?:I|we)(?:['’](?P<contraction>m|re|ve|d|ll)|\s+(?:am|are)\b)?\s+(?=\w)", re.IGNORECASE
+)
+_KEPT = {"d": "would ", "ll": "will "}
+_POSSESSIVE = re.compile(r"\b(?:my|our)\s+(?=\w)", re.IGNORECASE)
+_ARTICLE = re.compile(r"(?:^(?:A|An|The)|\b(?:a|an|the))\s+(?=[\w$])")
+_SPACES = re.compile(r"\s+([,;:.!?])|\s{2,}")
 
 # A verb (or a word that usually brings one) makes a clause; a short answer without any is a fragment.
 _VERB_CUES = frozenset(
@@ -78,54 +47,30 @@ it this that there
 _FRAGMENT_WORDS = 6
 _WORD = re.compile(r"[\w'’]+")
 
-_AUX = "are|is|was|were|will|would|can|could|should|do|does|have|has"
-_WH_QUESTION = re.compile(
-    rf"^(?P<wh>(?:what|which|where|when|who|whom|whose|how|why)(?: (?:much|many|long|often|far|kind of \w+|\w+s))?)"
-    rf" (?P<aux>{_AUX}) (?P<subject>you|we) (?P<rest>.+)$",
-    re.IGNORECASE,
-)
-_WH_IS = re.compile(r"^(?P<wh>what|where|who|how|when)['’]s (?P<rest>.+)$", re.IGNORECASE)
-_YES_NO = re.compile(rf"^(?P<aux>{_AUX}) (?P<subject>you|we) (?P<rest>.+)$", re.IGNORECASE)
-_ASKER = re.compile(r"\b(?:I|me|my|mine|I['’]\w+)\b")
-_YOURS = [
-    (r"\byour\b", "their"),
-    (r"\byours\b", "theirs"),
-    (r"\byourself\b", "themselves"),
-    (r"\byou\b", "they"),
-]
+
+def speaker_of(role: str, label: str | None) -> str | None:
+    """The name a line opens with: the conversation's own label, else the role's, none for the user."""
+    return label or _ROLES.get(role, None if role == "user" else role.capitalize())
 
 
-def subject_of(role: str, label: str | None) -> str:
-    """Who a note says spoke: the conversation's own label when it has one, else the role."""
-    return label or _ROLES.get(role, f"The {role}")
+def readings(sentence: str) -> list[str]:
+    """The sentence as a summary may write it (rules above), shortest reading first."""
+    return leads(_as_note(sentence.strip()))
 
 
-def person_of(role: str, label: str | None) -> Person:
-    return "it" if label is None and role in ("assistant", "tool", "system") else "they"
+def _as_note(sentence: str) -> str:
+    def subject(found: re.Match[str]) -> str:
+        return _KEPT.get((found["contraction"] or "").lower(), "")
 
-
-def note(
-    subject: str,
-    person: Person,
-    sentence: str,
-    asked: str | None = None,
-    ordinary: frozenset[str] = frozenset(),
-) -> str:
-    """The sentence as a line of a note, attributed to `subject`. `asked`: the question it answers;
-    `ordinary`: words the conversation writes in lower case (a fragment's first word among them is
-    lowered after "said"; any other capitalised first word is a name, and kept)."""
-    sentence = sentence.strip()
-    if asked is not None and is_fragment(sentence):
-        answer = sentence
-        first = answer.split(" ", 1)[0]
-        if first[:1].isupper() and not first.isupper() and first.casefold() in ordinary:
-            answer = answer[0].lower() + answer[1:]
-        return f"Asked {indirect(asked)}, {_lower_subject(subject)} said {answer}"
-    reported = _reported(sentence, person)
-    if reported is not None:
-        return f"{subject} said {reported}"
-    verb = "asked" if sentence.endswith("?") else "said"
-    return f"{subject} {verb}: {sentence}"
+    text = _SUBJECT.sub(subject, sentence)
+    text = _POSSESSIVE.sub("", text)
+    text = _ARTICLE.sub("", text)
+    text = _SPACES.sub(lambda m: m.group(1) or " ", text).strip()
+    if text.endswith("!"):
+        text = text[:-1] + "."
+    if not any(ch.isalnum() for ch in text):
+        return sentence
+    return text[0].upper() + text[1:]
 
 
 def is_fragment(sentence: str) -> bool:
@@ -142,53 +87,28 @@ def last_question(sentences: list[str]) -> str | None:
     return questions[-1] if questions else None
 
 
-def indirect(question: str) -> str:
-    """ "Which islands are you considering, and what's your budget?" -> "which islands they are
-    considering"; a question outside the simple patterns is quoted as asked."""
-    clause = re.split(
-        r",? (?:and|or|but) (?=(?:what|which|where|when|who|how|why|do|does|are|is|can)\b)|[,;:] ",
-        question.strip().rstrip("?"),
-    )[0]
-    if not _ASKER.search(clause):
-        if found := _WH_QUESTION.match(clause):
-            aux = found["aux"].lower()
-            verb = "" if aux in ("do", "does") else f" {_agree(aux)}"
-            if aux not in ("was", "is", "has"):
-                return f"{found['wh'].lower()} they{verb} {_shift_you(found['rest'])}"
-        if found := _WH_IS.match(clause):
-            return f"{found['wh'].lower()} {_shift_you(found['rest'])} is"
-        if found := _YES_NO.match(clause):
-            aux = found["aux"].lower()
-            verb = "" if aux in ("do", "does") else f" {_agree(aux)}"
-            if aux not in ("was", "is", "has"):
-                return f"whether they{verb} {_shift_you(found['rest'])}"
-    return f'"{question.strip()}"'
+# Where a line may end early and stay true: before a clause or a trailing modifier that only adds to
+# what came before ("Vegetarian, so need ..." -> "Vegetarian."), never before one that takes back or
+# conditions it ("but", "if", "unless", "not").
+_CUT = re.compile(
+    r"(?:, | )(?=(?:so|because|for|with|since|when|while|after|before|which|who|where|at|on|in|from)\b)|, (?=and\b)"
+    r"|, (?=\w)(?!(?:not|no|never|but|if|unless|except|though|although)\b)"
+)
+_ITEM = r"[^\s,;]+(?: [^\s,;]+){0,2}"  # one to three words: an item of a list
+_LIST_BEFORE = re.compile(rf", {_ITEM}$")  # "... flights, hotels" |
+_LIST_AFTER = re.compile(rf"^,? (?:and |or )?{_ITEM}(?:,| and | or |[.;!?]?$)")  # | ", hotels and food"
 
 
-def _agree(aux: str) -> str:
-    return {"is": "are", "was": "were", "has": "have", "does": "do"}.get(aux, aux)
-
-
-def _shift_you(text: str) -> str:
-    for pattern, replacement in _YOURS:
-        text = re.sub(pattern, replacement, text, flags=re.IGNORECASE)
-    return text
-
-
-def _reported(sentence: str, person: Person) -> str | None:
-    """First-person speech as reported speech, or None when the rules cannot say it so."""
-    if not _FIRST_PERSON_START.match(sentence) or _SECOND_PERSON.search(sentence) or _QUOTES.search(sentence):
-        return None
-    if sentence.endswith("?"):
-        return None
-    text = sentence
-    for pattern, replacement in _THEY if person == "they" else _IT:
-        text = re.sub(pattern, replacement, text)
-    if person == "it" and _IT_LEFT.search(text):
-        return None
-    text = text[:-1] + "." if text.endswith("!") else text
-    return text[0].lower() + text[1:] if text[:1].isupper() and not text.startswith("I ") else text
-
-
-def _lower_subject(subject: str) -> str:
-    return subject[0].lower() + subject[1:] if subject.startswith(("The ", "A ")) else subject
+def leads(line: str) -> list[str]:
+    """The line and its shorter readings, shortest first: its leading clauses, each up to a place where
+    it may end ("Budget is $10,000 for flights, hotels and food." -> "Budget is $10,000.", "Budget is
+    $10,000 for flights, hotels and food."). A list is never cut inside: it stays whole or goes."""
+    shorter: list[str] = []
+    for cut in _CUT.finditer(line):
+        head, rest = line[: cut.start()], line[cut.start() :]
+        if _LIST_BEFORE.search(head) or (rest.startswith((",", " and", " or")) and _LIST_AFTER.match(rest)):
+            continue
+        # One word is a reading of its own only as a whole clause ("Vegetarian, so ..."), not "Went."
+        if len(head.split()) >= (1 if rest.startswith(",") else 2):
+            shorter.append(head.rstrip(" ,;:") + ".")
+    return [*dict.fromkeys(s for s in shorter if s != line), line]

@@ -80,8 +80,8 @@ async def test_llm_failure_falls_back_to_the_offline_summary(
     ids = await _until_summarized(llm_service)
     openai_stub.release_hung()
     wm = await llm_service.get_working_memory(USER, "t")
-    # The offline summarizer's output: notes of who said what, drawn from the summarized messages.
-    assert wm.summary.startswith("The user said: Line ") and "quarterly figure" in wm.summary
+    # The offline summarizer's output: the user's lines as notes, drawn from the summarized messages.
+    assert wm.summary.startswith("Line ") and "quarterly figure" in wm.summary
     assert wm.token_count <= wm.threshold_tokens
     stored = await llm_service.get_memory(USER, summary_id(USER, "t"))
     assert stored.content == wm.summary

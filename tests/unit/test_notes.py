@@ -1,27 +1,10 @@
-"""Sentences rewritten as lines of a note: who said it, in a whole clause, every word of it kept."""
+"""A sentence as a line of a summary: its facts without the words around them, and its shorter readings."""
 
 from __future__ import annotations
 
 import pytest
 
-from mcp_memory.service.notes import indirect, is_fragment, note
-
-
-@pytest.mark.parametrize(
-    ("question", "reported"),
-    [
-        ("Which islands are you considering, and what's your budget?", "which islands they are considering"),
-        ("Do you prefer hotels or vacation rentals?", "whether they prefer hotels or vacation rentals"),
-        ("Can we book that?", "whether they can book that"),
-        ("What's your budget?", "what their budget is"),
-        ("How long have you been married?", "how long they have been married"),
-        # Outside the simple patterns (a past "did", the asker's own "me"): quoted as asked.
-        ("Did you book it?", '"Did you book it?"'),
-        ("Do you want me to book it?", '"Do you want me to book it?"'),
-    ],
-)
-def test_a_question_is_reported_or_quoted(question: str, reported: str) -> None:
-    assert indirect(question) == reported
+from mcp_memory.service.notes import is_fragment, leads, readings, speaker_of
 
 
 def test_only_a_short_answer_without_a_verb_is_a_fragment() -> None:
@@ -32,17 +15,40 @@ def test_only_a_short_answer_without_a_verb_is_a_fragment() -> None:
     assert not is_fragment("Maui, Kauai, Oahu, the Big Island, Molokai and Lanai.")  # long: not an answer
 
 
-def test_a_note_keeps_every_word_and_says_who() -> None:
-    assert note("The user", "they", "We fly out of Seattle on March 14.") == (
-        "The user said they fly out of Seattle on March 14."
-    )
-    assert note("The assistant", "it", "I'll book the 8:00 tour for $120.") == (
-        "The assistant said it will book the 8:00 tour for $120."
-    )
-    assert note("The assistant", "it", "We booked it.") == "The assistant said: We booked it."
-    assert (
-        note("The user", "they", "Can you renew my passport?") == "The user asked: Can you renew my passport?"
-    )
-    assert note("Melanie", "they", "5 years already!", asked="How long have you been married?") == (
-        "Asked how long they have been married, Melanie said 5 years already!"
-    )
+def test_a_line_names_every_speaker_but_the_user() -> None:
+    assert speaker_of("user", None) is None
+    assert speaker_of("assistant", None) == "Assistant"
+    assert speaker_of("tool", None) == "Tool"
+    assert speaker_of("user", "Caroline") == "Caroline"  # the conversation's own label wins
+
+
+@pytest.mark.parametrize(
+    ("sentence", "note"),
+    [
+        (
+            "I'm vegetarian, so I need good food options nearby.",
+            "Vegetarian, so need good food options nearby.",
+        ),
+        ("I'm planning a trip to Hawaii with my sister Maya.", "Planning trip to Hawaii with sister Maya."),
+        ("We decided to fly out of Seattle on March 14.", "Decided to fly out of Seattle on March 14."),
+        ("I'd suggest five nights on Maui.", "Would suggest five nights on Maui."),
+        ("I'll book the 8:00 tour for $120!", "Will book 8:00 tour for $120."),
+        ("Can you renew my passport?", "Can you renew passport?"),
+        ("I am not vegetarian.", "Not vegetarian."),  # a negation stays
+    ],
+)
+def test_a_note_drops_the_speakers_subject_possessives_and_articles(sentence: str, note: str) -> None:
+    assert readings(sentence)[-1] == note
+
+
+def test_a_line_may_end_early_but_never_inside_a_list_or_before_a_condition() -> None:
+    assert leads("Budget is $10,000 for flights, hotels and food.") == [
+        "Budget is $10,000.",
+        "Budget is $10,000 for flights, hotels and food.",
+    ]
+    assert leads("Vegetarian, so need good food options nearby.")[0] == "Vegetarian."
+    # "but" and "if" take back or condition what came before: no reading ends before them.
+    assert leads("Will book the tour, but only if it is calm.") == [
+        "Will book the tour, but only if it is calm."
+    ]
+    assert leads("Went hiking, camping, and kayaking.") == ["Went hiking, camping, and kayaking."]

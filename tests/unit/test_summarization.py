@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_memory.cli.demo import CONVERSATION
 from mcp_memory.models import summary_id
 from mcp_memory.service.memory_service import MemoryService
 
@@ -102,3 +103,19 @@ async def test_a_turn_after_expiry_brings_the_history_back(service: MemoryServic
     assert out.working_memory.message_count == 5
     wm = await service.get_working_memory(USER, "t")
     assert [m.content for m in wm.messages][-1] == "and one more thing" and len(wm.messages) == 5
+
+
+async def test_the_demo_summary_keeps_the_trips_facts(service: MemoryService) -> None:
+    # The demo's turns as `mcp-memory demo` sends them: a 256-token window, so the summary is written
+    # once, for the first nine messages, on the smallest budget a thread can have.
+    summarized = []
+    for role, text in CONVERSATION:
+        out = await service.add_turn(USER, "demo", role, text, None, 256)
+        summarized.append(out.summarized)
+    assert summarized.count(True) == 1, summarized
+    summary = (await service.get_working_memory(USER, "demo")).summary
+    for fact in ("Maui", "Kauai", "$10,000", "Vegetarian", "Vacation rentals", "Maya"):
+        assert fact in summary, (fact, summary)
+    assert "Seattle" in summary or "March 14" in summary, summary
+    # Nothing the writer adds would match "what did the user say?" on its own.
+    assert "user" not in summary.casefold() and "said" not in summary.casefold(), summary

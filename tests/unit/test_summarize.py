@@ -58,15 +58,15 @@ PLANNING = conversation(
 
 @pytest.mark.anyio
 async def test_extractive_keeps_names_numbers_dates_decisions_and_questions() -> None:
-    # 75% of the conversation: each kept sentence now says who said it ("The user said ..."), which
-    # costs a few tokens a sentence that the bare "user: " lines of before did not (was 60%).
-    budget = int(count("\n".join(m.content for m in PLANNING)) * 0.75)
+    # 60% of the conversation: notes write no "The user said", so the facts fit as they did in the
+    # bare "user: " lines of before.
+    budget = int(count("\n".join(m.content for m in PLANNING)) * 0.6)
     summary = await ExtractiveSummarizer(count).summarize("", PLANNING, max_tokens=budget)
 
     assert count(summary) <= budget
-    for fact in ("$5,000", "March 14", "prefer Postgres", "decided to use Postgres 16", "contractor"):
+    for fact in ("$5,000", "March 14", "Prefer Postgres", "Decided to use Postgres 16", "contractor"):
         assert fact in summary
-    for filler in ("Thanks for helping", "glad to be part", "nice, cool"):
+    for filler in ("helping", "glad to be part", "nice, cool"):
         assert filler not in summary
 
 
@@ -74,13 +74,13 @@ async def test_extractive_keeps_names_numbers_dates_decisions_and_questions() ->
 async def test_extractive_attributes_lines_to_speakers_in_original_order() -> None:
     summary = await ExtractiveSummarizer(count).summarize("", PLANNING, max_tokens=200)
 
-    # Each line a note of one message: who said it, then what (reported speech for "I ...").
+    # One line a run of one speaker's messages: the user's unlabelled, as the user's own note; any other
+    # speaker's opened by its name.
     lines = summary.splitlines()
-    assert all(line.startswith(("The user ", "The assistant ", "A tool ")) for line in lines), lines
-    assert lines.index("The user said they prefer Postgres over MySQL for the database.") < lines.index(
-        "The assistant said: We decided to use Postgres 16 and Maria will own the migration."
-    )
-    assert lines[-1] == "The user asked: Should we also hire a contractor for the frontend?"
+    assert [line.split(": ", 1)[0] for line in lines[1:-1]] == ["Tool", "Assistant"], lines
+    assert lines[0].endswith("Prefer Postgres over MySQL for database.")
+    assert lines[2] == "Assistant: Decided to use Postgres 16 and Maria will own migration."
+    assert lines[-1] == "Should we also hire contractor for frontend?"
 
 
 @pytest.mark.anyio
@@ -94,11 +94,11 @@ async def test_extractive_folds_in_the_previous_summary() -> None:
 
     summary = await ExtractiveSummarizer(count).summarize(previous, later, max_tokens=60)
 
-    # A summary written before notes ("user: ...") is read as that speaker's words and rewritten.
+    # A summary written before notes ("user: ...") is read as that speaker's words and rewritten; a
+    # line without a name is the user's note, on one line with the user's next words.
     assert summary.splitlines() == [
-        "The user said their name is Dana and they are allergic to peanuts.",
-        "The team agreed on a weekly sync.",
-        "The user said: Let's book the venue on Friday for 30 people.",
+        "Name is Dana and I am allergic to peanuts. The team agreed on a weekly sync. "
+        "Let's book venue on Friday for 30 people."
     ]
     # A summary of notes is kept as written, never attributed twice.
     again = await ExtractiveSummarizer(count).summarize(summary, [], max_tokens=60)
@@ -110,7 +110,7 @@ async def test_extractive_weighs_tool_output_less() -> None:
     fact = "The invoice total is 1,250 euros due on May 2."
     messages = conversation(("tool", fact.replace("invoice", "tool invoice")), ("user", fact))
 
-    note = f"The user said: {fact}"
+    note = "Invoice total is 1,250 euros due on May 2."
     summary = await ExtractiveSummarizer(count).summarize("", messages, max_tokens=count(note) + 3)
 
     assert summary == note
@@ -133,7 +133,7 @@ async def test_extractive_cuts_one_giant_sentence_at_a_word_boundary() -> None:
     summary = await ExtractiveSummarizer(count).summarize("", conversation(("user", giant)), max_tokens=12)
 
     assert 0 < count(summary) <= 12
-    assert summary.startswith("The user said they must step0")
+    assert summary.startswith("Must step0")
     assert summary.endswith("…")
 
 
