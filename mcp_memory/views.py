@@ -52,6 +52,14 @@ class AddTurnResult(BaseModel):
     summarized: bool = Field(description="True when this turn triggered progressive summarization.")
 
 
+class PassageView(BaseModel):
+    """The part of a long memory that matched best."""
+
+    text: str
+    start: int = Field(description="Offset of `text` in the memory's whole content, in characters.")
+    end: int = Field(description="Offset just past `text` in the memory's whole content.")
+
+
 class SearchHit(BaseModel):
     id: str
     type: MemoryType
@@ -83,6 +91,11 @@ class SearchHit(BaseModel):
     matched_by: Literal["text", "meaning", "both"] = Field(
         description="Why this memory was found: its words (text), its meaning (vector similarity) or both."
     )
+    passage: PassageView | None = Field(
+        default=None,
+        description="For a long memory, the passage that matched best (a few hundred tokens): read it "
+        "instead of the whole content; null for a memory of one passage.",
+    )
 
     @classmethod
     def of(
@@ -92,7 +105,12 @@ class SearchHit(BaseModel):
         *,
         token_count: int,
         matched_by: Literal["text", "meaning", "both"],
+        passage: tuple[int, int] | None = None,
     ) -> SearchHit:
+        shown = None
+        if passage is not None:
+            start, end = passage
+            shown = PassageView(text=memory.content[start:end], start=start, end=end)
         return cls(
             id=memory.id,
             type=memory.type,
@@ -106,6 +124,7 @@ class SearchHit(BaseModel):
             matched_by=matched_by,
             space=memory.space,
             author=memory.written_by,
+            passage=shown,
         )
 
 

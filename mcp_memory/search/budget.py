@@ -3,9 +3,10 @@
 A client that asks for `max_tokens` gets hits best first, each counted with the server's tokenizer,
 until the budget is spent. Each hit still to place may take an equal share of what is left; a hit that
 fits its share comes back whole (and leaves the rest to the hits after it), a longer one comes back
-as a snippet: the words around its first match with the query, cut to the share, marked as a snippet so
-the client can read the whole memory through memory://memories/{id}. The contents returned never
-count more than the budget.
+as a snippet: its best passage (a long memory's part that matched, search/passages.py) when that fits,
+else the words around its first match with the query (in that passage) cut to the share, marked as a
+snippet so the client can read the whole memory through memory://memories/{id}. The contents returned
+never count more than the budget.
 """
 
 from __future__ import annotations
@@ -30,9 +31,14 @@ class Fitted:
 
 
 def fit_budget(
-    contents: Sequence[str], max_tokens: int, count: Callable[[str], int], query_terms: Sequence[str]
+    contents: Sequence[str],
+    max_tokens: int,
+    count: Callable[[str], int],
+    query_terms: Sequence[str],
+    passages: Sequence[tuple[int, int] | None] | None = None,
 ) -> list[Fitted]:
-    """The hits (by their contents, best first) that fit `max_tokens`, whole or as snippets."""
+    """The hits (by their contents, best first, each with its best passage's span or None) that fit
+    `max_tokens`, whole or as snippets."""
     fitted: list[Fitted] = []
     left = max_tokens
     for index, content in enumerate(contents):
@@ -47,7 +53,9 @@ def fit_budget(
                 fitted.append(Fitted(index, content, tokens, snippet=False))
                 left -= tokens
             continue
-        text = snippet(content, query_terms, share, count)
+        span = passages[index] if passages is not None else None
+        part = content if span is None else content[span[0] : span[1]]
+        text = part if span is not None and count(part) <= share else snippet(part, query_terms, share, count)
         if text:
             used = count(text)
             fitted.append(Fitted(index, text, used, snippet=True))

@@ -45,7 +45,8 @@ _FRAMING = [
 ]
 # A query about the past: the current memory is not what it asks for.
 _PAST = re.compile(
-    r"\b(originally|initially|at first|at the start|in the beginning|used to|previous(ly)?|formerly|"
+    r"\b(originally|initially|at first|at the start|in the beginning|used to|(did|do) (i|we) use to|"
+    r"previous(ly)?|formerly|"
     r"earlier|before (i|we|the)|first (set|planned|chose|decided|mentioned)|original)\b",
     re.IGNORECASE,
 )

@@ -95,6 +95,7 @@ def search_hits(
             # Counted once, when the memory was written, with the same tokenizer.
             token_count=hit.memory.token_count or count(hit.memory.content),
             matched_by=matched_by(hit_signals, mode),
+            passage=hit.passage,
         )
         for hit, hit_signals, score in zip(hits, signals, ranked_scores(signals), strict=True)
     ]
@@ -106,8 +107,10 @@ def search_hits(
 def within_budget(
     hits: Sequence[SearchHit], max_tokens: int, count: Callable[[str], int], query: str
 ) -> list[SearchHit]:
-    """The best hits whose contents fit max_tokens; a long one as a snippet around its match."""
-    fitted = fit_budget([hit.content for hit in hits], max_tokens, count, terms_of(query))
+    """The best hits whose contents fit max_tokens; a long one as its best passage, or a snippet around
+    its match."""
+    spans = [None if hit.passage is None else (hit.passage.start, hit.passage.end) for hit in hits]
+    fitted = fit_budget([hit.content for hit in hits], max_tokens, count, terms_of(query), spans)
     return [
         hits[f.index].model_copy(
             update={"content": f.content, "token_count": f.token_count, "snippet": f.snippet}

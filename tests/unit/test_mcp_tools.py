@@ -119,8 +119,10 @@ async def test_search_memory_finds_turns_across_threads(client: Client) -> None:
             "matched_by",
             "space",
             "author",
+            "passage",
         )
     }
+    assert found["results"][0]["passage"] is None  # one passage: the whole content matched
     assert (found["results"][0]["space"], found["results"][0]["author"]) == (None, "tester")
     only_trip = await call(client, "search_memory", query="budget", thread_id="trip")
     assert [r["id"] for r in only_trip["results"]] == [a["turn"]["id"]]

@@ -1,0 +1,56 @@
+"""What a query asks beyond its words (search/intent.py): an account over time, and what is current."""
+
+from __future__ import annotations
+
+from mcp_memory.search.intent import Ranked, about_the_past, focus, newer_first, over_time
+
+
+def test_a_question_for_an_account_over_time_is_searched_by_what_it_is_about() -> None:
+    asked = (
+        "Can you list the order in which I brought up different aspects of developing my personal "
+        "budget tracker throughout our conversations, in order? Mention ONLY and ONLY three items."
+    )
+    assert over_time(asked)
+    assert focus(asked) == "developing my personal budget tracker"
+    assert focus("Can you give me a comprehensive summary of how my weather app project has progressed?") == (
+        "how my weather app project has progressed"
+    )
+
+
+def test_other_questions_are_searched_as_asked() -> None:
+    for asked in ("When does my first sprint end?", "What did Maya suggest for dinner?", "list"):
+        assert not over_time(asked)
+        assert focus(asked) == asked
+    assert focus("Can you summarize?") == "Can you summarize?"  # nothing would be left
+
+
+def test_questions_about_the_past_are_told_apart() -> None:
+    assert about_the_past("What was the API quota originally?")
+    assert about_the_past("What did I use to call the service?")
+    assert not about_the_past("What is the daily call quota of my API key?")
+
+
+def hit(score: float, when: float, text: str) -> Ranked:
+    return Ranked(score=score, when=when, order=0, text=text)
+
+
+def test_a_newer_memory_saying_something_changed_ranks_above_the_older_one() -> None:
+    hits = [
+        hit(1.2, 10, "The daily quota is 1,000 calls."),
+        hit(0.9, 20, "Something else entirely."),
+        hit(0.95, 30, "The quota is now 1,200 calls per day."),
+    ]
+    assert newer_first(hits) == [2, 0, 1]
+
+
+def test_the_order_stands_without_words_of_change_or_when_the_newer_scores_far_lower() -> None:
+    assert newer_first([hit(1.2, 10, "quota 1,000"), hit(1.1, 30, "quota 1,200 calls")]) == [0, 1]
+    assert newer_first([hit(1.2, 10, "quota 1,000"), hit(0.5, 30, "quota is now 1,200")]) == [0, 1]
+    older_below = [hit(1.2, 30, "quota 1,000"), hit(1.1, 10, "quota is now 1,200")]
+    assert newer_first(older_below) == [0, 1]  # the one saying "now" is the older: it stays
+    assert newer_first([hit(-0.1, 10, "a"), hit(-0.2, 30, "now b")]) == [0, 1]  # not fused scores
+
+
+def test_only_the_first_hits_are_reordered() -> None:
+    hits = [hit(1.0 - i / 100, i, "plain") for i in range(8)] + [hit(0.95, 99, "updated now")]
+    assert newer_first(hits) == list(range(9))
