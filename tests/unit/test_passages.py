@@ -3,6 +3,8 @@ its best passage (search/passages.py, search/text_index.py, search/vector_index.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -46,7 +48,7 @@ def test_a_long_text_is_cut_at_its_paragraphs_in_order_within_the_size() -> None
     assert len(spans) == len(PARAGRAPHS)
     assert [LONG[a:b] for a, b in spans] == [p.strip() for p in PARAGRAPHS]
     assert all(b - a <= PASSAGE_CHARS for a, b in spans)
-    assert all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:], strict=False))
+    assert all(b1 <= a2 for (_, b1), (a2, _) in itertools.pairwise(spans))
 
 
 def test_every_non_blank_character_is_in_a_passage() -> None:
