@@ -114,8 +114,12 @@ class EntityMatcher:
 
     def __init__(self, names: Iterable[str]) -> None:
         self._names: dict[str, str] = {}
+        self._first_words: set[str] = set()  # a name can start only where one of these is
         for name in names:
-            self._names.setdefault(" ".join(_tokens(name)), name)
+            tokens = _tokens(name)
+            if tokens:
+                self._names.setdefault(" ".join(tokens), name)
+                self._first_words.add(tokens[0])
 
     def __len__(self) -> int:
         return len(self._names)
@@ -124,6 +128,8 @@ class EntityMatcher:
         tokens = _tokens(text)
         found: dict[str, None] = {}
         for start in range(len(tokens)):
+            if tokens[start] not in self._first_words:
+                continue
             for width in range(1, min(self.MAX_WORDS, len(tokens) - start) + 1):
                 name = self._names.get(" ".join(tokens[start : start + width]))
                 if name is not None:

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import anyio
+
 from mcp_memory.llm.tokens import ELLIPSIS, CountTokens, fit_tokens, sentences
 from mcp_memory.models import Message
 from mcp_memory.search.terms import STOPWORDS, date_words
@@ -110,7 +112,8 @@ class ExtractiveSummarizer:
         self._count = count_tokens
 
     async def summarize(self, prev_summary: str, messages: Sequence[Message], max_tokens: int) -> str:
-        return self.summarize_now(prev_summary, messages, max_tokens)
+        # Pure CPU, seconds for a pasted file of a million characters: off the event loop.
+        return await anyio.to_thread.run_sync(self.summarize_now, prev_summary, messages, max_tokens)
 
     def summarize_now(self, prev_summary: str, messages: Sequence[Message], max_tokens: int) -> str:
         """The synchronous core (pure CPU, no I/O), also used as the LLM writer's fallback."""
