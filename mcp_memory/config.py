@@ -18,7 +18,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from mcp_memory.errors import ConfigError
 from mcp_memory.models import GROUP_MEMBER, SPACE_NAME_PATTERN, THREAD_ID_PATTERN, SpaceRole
 
-
 # A character's longest JSON spelling, \uXXXX (outside the BMP, a pair of them: 12 bytes for one).
 JSON_BYTES_PER_CHAR = 6
 

@@ -36,6 +36,7 @@ from mcp_memory.service.notes import LABEL, last_question, note, person_of, subj
 _SPEAKER = re.compile(r"^(user|assistant|tool|system):\s+(.*)$", re.DOTALL)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMBER = re.compile(r"\d")
+_DIGITS = re.compile(r"\d+")
 _MONTHS = frozenset(
     "january february march april may june july august september october november december".split()
 )
@@ -271,7 +272,23 @@ class ExtractiveSummarizer:
             add(content, message.role, message.created_at, bonus, label, asked)
             previous = (speaker, sentences(content))
             group += 1
+        _share_repeats(candidates)
         return candidates
+
+
+def _share_repeats(candidates: list[_Candidate]) -> None:
+    """A sentence repeated with only its numbers changed (a log's routine lines, a table's rows) says one
+    thing however often it is there: its repeats share one sentence's worth, so the line that breaks
+    the pattern (the error in a pasted log) is the one chosen. Conversation sentences rarely repeat."""
+    shapes = Counter(_shape(c.text) for c in candidates)
+    for candidate in candidates:
+        repeats = shapes[_shape(candidate.text)]
+        if repeats > 1:
+            candidate.bonus /= repeats
+
+
+def _shape(sentence: str) -> str:
+    return _DIGITS.sub("#", sentence.casefold())
 
 
 def _speaker_labels(prev_summary: str, messages: Sequence[Message]) -> frozenset[str]:
