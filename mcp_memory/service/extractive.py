@@ -278,13 +278,16 @@ class ExtractiveSummarizer:
 
 def _share_repeats(candidates: list[_Candidate]) -> None:
     """A sentence repeated with only its numbers changed (a log's routine lines, a table's rows) says one
-    thing however often it is there: its repeats share one sentence's worth, so the line that breaks
-    the pattern (the error in a pasted log) is the one chosen. Conversation sentences rarely repeat."""
+    thing however often it is there: its first time counts in full, as the example, and each repeat
+    shares one sentence's worth; so the line that breaks the pattern (the error in a pasted log) is
+    chosen before the hundredth routine line. Conversation sentences rarely repeat."""
     shapes = Counter(_shape(c.text) for c in candidates)
+    seen: set[str] = set()
     for candidate in candidates:
-        repeats = shapes[_shape(candidate.text)]
-        if repeats > 1:
-            candidate.bonus /= repeats
+        shape = _shape(candidate.text)
+        if shape in seen:
+            candidate.bonus /= shapes[shape]
+        seen.add(shape)
 
 
 def _shape(sentence: str) -> str:
