@@ -47,7 +47,7 @@ class LearningHooks(Protocol):
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 REBUILD_TURNS = 50  # how many recent turns a missing thread gets back from long term
-OPENING_CHARS = 160  # of a long message's first line, quoted in the summary's note about it
+OPENING_CHARS = 100  # of a long message's first line, quoted in the summary's note about it
 
 
 @dataclass
@@ -256,12 +256,16 @@ class ThreadKeeper:
         for message in reversed(older):
             if message.token_count <= max_tokens:
                 continue
-            note = kept_whole_note(message)
-            cost = self.tokens.count(note) + 1
-            if used + cost > max_tokens // 2:
+            # With how it begins when that fits, else what and where only.
+            fits = [
+                (note, cost)
+                for note in (kept_whole_note(message), kept_whole_note(message, opening=False))
+                if used + (cost := self.tokens.count(note) + 1) <= max_tokens // 2
+            ]
+            if not fits:
                 break
-            notes.insert(0, note)
-            used += cost
+            notes.insert(0, fits[0][0])
+            used += fits[0][1]
         digest = await summarizer.summarize(previous, older, max_tokens - used)
         return "\n".join(part for part in (digest, *notes) if part)
 
@@ -334,15 +338,19 @@ class ThreadKeeper:
             self.learning.summary_stored(before.user_id, before.thread_id, stored[0])
 
 
-def kept_whole_note(message: Message) -> str:
-    """A summary's line for a message too long to summarize faithfully: what it was and where it is."""
+def kept_whole_note(message: Message, *, opening: bool = True) -> str:
+    """A summary's line for a message too long to summarize faithfully: what it was, where it is kept
+    whole and (with `opening`) how its first line begins."""
     speaker = {"user": "The user", "assistant": "The assistant", "tool": "A tool"}.get(
         message.role, "The system"
     )
-    first = next((line.strip() for line in message.content.splitlines() if line.strip()), "")
-    opening = first if len(first) <= OPENING_CHARS else first[:OPENING_CHARS].rstrip() + "…"
-    return (
+    note = (
         f"{speaker} sent a text of {len(message.content):,} characters ({message.token_count:,} tokens) "
-        f"on {message.created_at:%Y-%m-%d %H:%M}, kept whole as memory {message.id} "
-        f"(memory://memories/{message.id}); it begins: {opening}"
+        f"on {message.created_at:%Y-%m-%d %H:%M}, kept whole at memory://memories/{message.id}"
     )
+    if not opening:
+        return note + "."
+    head = message.content.lstrip()[: OPENING_CHARS + 1]
+    first = head.splitlines()[0] if head else ""
+    begins = first if len(first) <= OPENING_CHARS else first[:OPENING_CHARS].rstrip() + "…"
+    return f"{note}; it begins: {begins}"

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from mcp_memory.config import Settings
 from mcp_memory.errors import InvalidInputError
 from mcp_memory.service.memory_service import MemoryService
 
@@ -72,3 +75,16 @@ async def test_an_import_with_a_control_character_names_the_memory(service: Memo
         await service.import_memories("importer", tampered)
     assert await service.stores.long_term.recent("importer", "t", limit=10) == []
     assert await service.stores.working.get("importer", "t") is None
+
+
+def test_the_http_body_limit_admits_a_longest_turn_json_escaped(settings: Settings) -> None:
+    assert settings.security.max_request_bytes is None
+    turn = {"thread_id": "t", "role": "user", "content": "東" * settings.max_content_chars}
+    escaped = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"arguments": turn}})
+    assert len(escaped.encode()) <= settings.request_body_limit < 2 * len(escaped.encode())
+    raised = settings.model_copy(update={"max_content_chars": 2_000_000})
+    assert raised.request_body_limit > settings.request_body_limit
+    fixed = settings.model_copy(
+        update={"security": settings.security.model_copy(update={"max_request_bytes": 4096})}
+    )
+    assert fixed.request_body_limit == 4096
