@@ -91,7 +91,9 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--locomo", type=Path, help="locomo_dev.json")
     parser.add_argument("--beam", type=Path, help="BEAM's 100K folder")
     arguments = parser.parse_args()

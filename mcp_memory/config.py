@@ -18,6 +18,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from mcp_memory.errors import ConfigError
 from mcp_memory.models import GROUP_MEMBER, SPACE_NAME_PATTERN, THREAD_ID_PATTERN, SpaceRole
 
+# A character's longest JSON spelling, \uXXXX (outside the BMP, a pair of them: 12 bytes for one).
+JSON_BYTES_PER_CHAR = 6
+
 
 def _default_user() -> str:
     try:
@@ -200,6 +203,9 @@ class SearchSettings(BaseModel):
         description="BM25 weight of that context (both sides) relative to the turn's own words.",
     )
     max_limit: int = Field(default=100, ge=1, description="Largest `limit` search_memory accepts.")
+    max_query_chars: int = Field(
+        default=10_000, ge=1, description="Longest search query accepted, in characters."
+    )
 
 
 class TokenEntry(BaseModel):
@@ -376,8 +382,11 @@ class SecuritySettings(BaseModel):
         ge=1,
         description="Model calls (summary, extract, reconcile, profile) per user per hour; none = unlimited.",
     )
-    max_request_bytes: int = Field(
-        default=2_000_000, ge=1024, description="Largest HTTP request body accepted."
+    max_request_bytes: int | None = Field(
+        default=None,
+        ge=1024,
+        description="Largest HTTP request body accepted; none = room for a turn of max_content_chars "
+        "characters, each JSON-escaped (6 bytes), plus 1 MiB.",
     )
     flag_instructions: bool = Field(
         default=True,
@@ -518,7 +527,11 @@ class Settings(BaseSettings):
     token_encoding: Literal["o200k_base", "cl100k_base"] = Field(
         default="o200k_base", description="tiktoken encoding for token counts (shipped, offline)."
     )
-    max_content_chars: int = Field(default=100_000, ge=1, description="Longest turn content accepted.")
+    max_content_chars: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="Longest turn (or remembered fact) accepted, in characters; longer is refused whole.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="Log level (logs go to stderr)."
     )
@@ -540,6 +553,15 @@ class Settings(BaseSettings):
     @property
     def sqlite_path(self) -> Path:
         return self.data_dir / self.sqlite_file
+
+    @property
+    def request_body_limit(self) -> int:
+        """The HTTP body limit: security.max_request_bytes, or what a longest turn needs as JSON."""
+        if self.security.max_request_bytes is not None:
+            return self.security.max_request_bytes
+        # \uXXXX is the longest JSON spelling of a character a client may send (some escape all
+        # non-ASCII); the MiB is the rest of the request: metadata (16 KiB at most), ids, the envelope.
+        return self.max_content_chars * JSON_BYTES_PER_CHAR + 1024 * 1024
 
     @field_validator("user_id")
     @classmethod

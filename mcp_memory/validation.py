@@ -6,6 +6,7 @@ They run before anything is written, so a rejected call changes nothing.
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -53,8 +54,39 @@ def content(value: object, max_chars: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError("content is empty: a turn needs some text")
     if len(value) > max_chars:
-        raise InvalidInputError(f"content is {len(value):,} characters; the limit is {max_chars:,}")
+        raise InvalidInputError(
+            f"content is {len(value):,} characters; the limit is {max_chars:,} (setting max_content_chars)"
+        )
+    text(value, "content")
     return value
+
+
+# Control characters (C0 but tab, newline and carriage return; DEL; C1) and lone UTF-16 surrogates:
+# what binary data decoded as text looks like, and what no store or client can round-trip as text.
+_NOT_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\ud800-\udfff]")
+_C0_NAMES = (
+    "NUL SOH STX ETX EOT ENQ ACK BEL BS HT LF VT FF CR SO SI "
+    "DLE DC1 DC2 DC3 DC4 NAK SYN ETB CAN EM SUB ESC FS GS RS US"
+).split()
+
+
+def text(value: str, name: str) -> str:
+    """value when it is text: InvalidInputError naming the first character that is not, and where."""
+    found = _NOT_TEXT.search(value)
+    if found is None:
+        return value
+    char, offset = found.group(), found.start()
+    code = ord(char)
+    if 0xD800 <= code <= 0xDFFF:
+        what = f"an unpaired surrogate U+{code:04X}"
+    else:
+        label = _C0_NAMES[code] if code < 0x20 else "DEL" if code == 0x7F else "C1 control"
+        what = f"control character U+{code:04X} ({label})"
+    raise InvalidInputError(
+        f"{name} has {what} at offset {offset:,} (0-based, in characters): only text is stored, with "
+        "tab, newline and carriage return the only control characters allowed; binary data must be "
+        "encoded first (e.g. base64)"
+    )
 
 
 def role(value: object) -> Role:
@@ -104,7 +136,9 @@ def query(value: object, max_chars: int) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidInputError("query is empty: say what to look for")
     if len(value) > max_chars:
-        raise InvalidInputError(f"query is {len(value):,} characters; the limit is {max_chars:,}")
+        raise InvalidInputError(
+            f"query is {len(value):,} characters; the limit is {max_chars:,} (setting search.max_query_chars)"
+        )
     return value
 
 

@@ -13,6 +13,7 @@ the links from an entity to the turns and facts that mention it.
 
 from __future__ import annotations
 
+import bisect
 import re
 import unicodedata
 from collections.abc import Iterable
@@ -63,14 +64,17 @@ def mentions(text: str) -> list[Mention]:
     """The entities a text names, each once, in the order first named."""
     found: dict[str, Mention] = {}
     quoted: list[tuple[int, int]] = []
+    mid_sentence: set[str] | None = None  # computed once, when a doubtful word first needs it
     for match in _QUOTED.finditer(text):
         title = match.group(1).strip(" ,.;:!?")
         words = title.split()
         if 1 <= len(words) <= 10 and words[0][:1].isupper():
             found.setdefault(key(title), Mention(title, "title"))
             quoted.append(match.span())
+    quoted_starts = [start for start, _ in quoted]
     for match in _RUN.finditer(text):
-        if any(start <= match.start() < end for start, end in quoted):
+        inside = bisect.bisect_right(quoted_starts, match.start()) - 1
+        if inside >= 0 and match.start() < quoted[inside][1]:
             continue  # a word of a title found whole above
         name = _POSSESSIVE.sub("", match.group().rstrip(".-'’"))
         words = name.split()
@@ -83,10 +87,12 @@ def mentions(text: str) -> list[Mention]:
         name = " ".join(words)
         # One capitalized word opening a sentence is usually just the sentence's first word; it counts
         # when it labels a speaker ("Ann: ...") or the text names it elsewhere mid-sentence.
-        at_start = _SENTENCE_START.search(text[: match.start()]) is not None
-        doubtful = at_start and not _followed_by_colon(text, match.end())
-        if len(words) == 1 and doubtful and not _named_mid_sentence(text, name):
-            continue
+        doubtful = _at_sentence_start(text, match.start()) and not _followed_by_colon(text, match.end())
+        if len(words) == 1 and doubtful:
+            if mid_sentence is None:
+                mid_sentence = _named_mid_sentence(text)
+            if name not in mid_sentence:
+                continue
         kind: MentionKind = "place" if _previous_word(text, match.start()) in _PLACE_CUES else "name"
         found.setdefault(key(name), Mention(name, kind))
     return list(found.values())
@@ -108,8 +114,12 @@ class EntityMatcher:
 
     def __init__(self, names: Iterable[str]) -> None:
         self._names: dict[str, str] = {}
+        self._first_words: set[str] = set()  # a name can start only where one of these is
         for name in names:
-            self._names.setdefault(" ".join(_tokens(name)), name)
+            tokens = _tokens(name)
+            if tokens:
+                self._names.setdefault(" ".join(tokens), name)
+                self._first_words.add(tokens[0])
 
     def __len__(self) -> int:
         return len(self._names)
@@ -118,6 +128,8 @@ class EntityMatcher:
         tokens = _tokens(text)
         found: dict[str, None] = {}
         for start in range(len(tokens)):
+            if tokens[start] not in self._first_words:
+                continue
             for width in range(1, min(self.MAX_WORDS, len(tokens) - start) + 1):
                 name = self._names.get(" ".join(tokens[start : start + width]))
                 if name is not None:
@@ -129,17 +141,44 @@ def _tokens(text: str) -> list[str]:
     return re.findall(r"\w+(?:['’]\w+)*", unicodedata.normalize("NFKC", text).casefold())
 
 
+# Every check below looks back at most this far from a position, so one text of any length is read in
+# linear time (a long pasted file must not cost quadratic regex scans of everything before each name).
+_LOOKBACK = 256
+_NAME_CANDIDATE = re.compile(r"(?<![\w'’])[A-Z][\w'’.-]*")
+
+
+def _at_sentence_start(text: str, start: int) -> bool:
+    # With pos > 0, ^ does not match at pos: only a real start of the text counts.
+    return _SENTENCE_START.search(text, max(0, start - _LOOKBACK), start) is not None
+
+
 def _previous_word(text: str, start: int) -> str:
-    before = re.search(r"(\w+)\W*$", text[:start])
-    return before.group(1).lower() if before else ""
+    """The last word before start (lower-cased), or "": read backwards, as \\w+ counts a word."""
+    low, end = max(0, start - _LOOKBACK), start
+    while end > low and not _is_word_char(text[end - 1]):
+        end -= 1
+    begin = end
+    while begin > low and _is_word_char(text[begin - 1]):
+        begin -= 1
+    return text[begin:end].lower()
+
+
+def _is_word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"  # what \w matches in a str pattern
 
 
 def _followed_by_colon(text: str, end: int) -> bool:
     return text[end : end + 1] == ":"
 
 
-def _named_mid_sentence(text: str, name: str) -> bool:
-    for match in re.finditer(rf"(?<![\w'’]){re.escape(name)}(?![\w])", text):
-        if _SENTENCE_START.search(text[: match.start()]) is None:
-            return True
-    return False
+def _named_mid_sentence(text: str) -> set[str]:
+    """Every capitalized word the text names somewhere not at a sentence's start, each of its forms that
+    ends on a word boundary ("Jean-Luc" gives "Jean" and "Jean-Luc"): one pass over the text."""
+    named: set[str] = set()
+    for match in _NAME_CANDIDATE.finditer(text):
+        if _at_sentence_start(text, match.start()):
+            continue
+        word = match.group()
+        named.add(word)  # the match is maximal: the character after it is no word character
+        named.update(word[:cut] for cut in range(1, len(word)) if not _is_word_char(word[cut]))
+    return named

@@ -20,12 +20,16 @@ from importlib import resources
 from pathlib import Path
 from typing import Literal
 
+import anyio
 import tiktoken
 from tiktoken_ext import openai_public
 
 from mcp_memory.errors import ConfigError
 
 EncodingName = Literal["o200k_base", "cl100k_base"]
+# Past this many characters a text's CPU work (token count, entity scan) runs in a worker thread: a
+# pasted file of a million characters takes long enough to stall every other request on the event loop.
+OFF_LOOP_CHARS = 50_000
 CountTokens = Callable[[str], int]
 ELLIPSIS = "…"
 _SENTENCE_END = re.compile(r"(?<=[.!?…])\s+|\n+")
@@ -63,6 +67,12 @@ class TokenCounter:
 
     def count(self, text: str) -> int:
         return len(self._encoding.encode(text, disallowed_special=()))
+
+    async def count_off_loop(self, text: str) -> int:
+        """count(text), in a worker thread when the text is long (tiktoken's encoder releases the GIL)."""
+        if len(text) <= OFF_LOOP_CHARS:
+            return self.count(text)
+        return await anyio.to_thread.run_sync(self.count, text)
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
         return [len(ids) for ids in self._encoding.encode_batch(list(texts), disallowed_special=())]

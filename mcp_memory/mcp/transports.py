@@ -68,11 +68,11 @@ async def _serve_network(
 
     verifier = build_verifier(settings)  # before listening: a bad security setting fails at start
     if transport == "sse":
-        app = server.sse_app(host=host, max_request_body_size=settings.security.max_request_bytes)
+        app = server.sse_app(host=host, max_request_body_size=settings.request_body_limit)
         where = f"http://{host}:{port}/sse"
         endpoints: tuple[str, ...] = ("/sse", "/messages")
     else:
-        app = server.streamable_http_app(host=host, max_request_body_size=settings.security.max_request_bytes)
+        app = server.streamable_http_app(host=host, max_request_body_size=settings.request_body_limit)
         where, endpoints = f"http://{host}:{port}/mcp", ("/mcp",)
     app.router.routes.extend([*metadata_routes(settings, endpoints), *mounts])
     observability = settings.observability

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+import anyio
+
 from mcp_memory.llm.tokens import ELLIPSIS, CountTokens, fit_tokens, sentences
 from mcp_memory.models import Message
 from mcp_memory.search.terms import STOPWORDS, date_words
@@ -36,6 +38,7 @@ from mcp_memory.service.notes import LABEL, is_fragment, last_question, leads, r
 _SPEAKER = re.compile(r"^(user|assistant|tool|system):\s+(.*)$", re.DOTALL)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMBER = re.compile(r"\d")
+_DIGITS = re.compile(r"\d+")
 _MONTHS = frozenset(
     "january february march april may june july august september october november december".split()
 )
@@ -124,7 +127,8 @@ class ExtractiveSummarizer:
         self._count = count_tokens
 
     async def summarize(self, prev_summary: str, messages: Sequence[Message], max_tokens: int) -> str:
-        return self.summarize_now(prev_summary, messages, max_tokens)
+        # Pure CPU, seconds for a pasted file of a million characters: off the event loop.
+        return await anyio.to_thread.run_sync(self.summarize_now, prev_summary, messages, max_tokens)
 
     def summarize_now(self, prev_summary: str, messages: Sequence[Message], max_tokens: int) -> str:
         """The synchronous core (pure CPU, no I/O), also used as the LLM writer's fallback."""
@@ -223,6 +227,7 @@ class ExtractiveSummarizer:
             asked = last_question(previous[1]) if previous and previous[0] != speaker else None
             found.add(content, message.role, message.created_at, bonus, label=label, asked=asked)
             previous = (speaker, sentences(content))
+        _share_repeats(found.candidates)
         return found.candidates
 
 
@@ -294,6 +299,24 @@ class _Collector:
                         answer,
                     )
                 )
+
+
+def _share_repeats(candidates: list[_Candidate]) -> None:
+    """A sentence repeated with only its numbers changed (a log's routine lines, a table's rows) says one
+    thing however often it is there: its first time counts in full, as the example, and each repeat
+    shares one sentence's worth; so the line that breaks the pattern (the error in a pasted log) is
+    chosen before the hundredth routine line. Conversation sentences rarely repeat."""
+    shapes = Counter(_shape(c.note) for c in candidates)
+    seen: set[str] = set()
+    for candidate in candidates:
+        shape = _shape(candidate.note)
+        if shape in seen:
+            candidate.bonus /= shapes[shape]
+        seen.add(shape)
+
+
+def _shape(sentence: str) -> str:
+    return _DIGITS.sub("#", sentence.casefold())
 
 
 def _speaker_labels(prev_summary: str, messages: Sequence[Message]) -> frozenset[str]:

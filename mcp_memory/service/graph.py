@@ -43,7 +43,7 @@ from mcp_memory.learning.entities import EntityMatcher, key, mentions
 from mcp_memory.learning.parsing import ExtractedEntity, ExtractedRelation
 from mcp_memory.learning.writer import revision_of
 from mcp_memory.llm.embedder import Embedder
-from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.llm.tokens import OFF_LOOP_CHARS, TokenCounter
 from mcp_memory.models import (
     GraphEntity,
     GraphObservation,
@@ -399,9 +399,9 @@ class KnowledgeGraph:
     async def linked_names(self, owner: str, text: str) -> list[str]:
         """The names a text links to: the graph's own spelling of an entity it names, else as written."""
         matcher = await self._matcher(owner)
-        found = matcher.find(text)
-        known = {key(name) for name in found}
-        return found + [m.name for m in mentions(text) if key(m.name) not in known]
+        if len(text) <= OFF_LOOP_CHARS:
+            return _names_in(matcher, text)
+        return await anyio.to_thread.run_sync(_names_in, matcher, text)
 
     async def _matcher(self, owner: str) -> EntityMatcher:
         cached = self._names.get(owner)
@@ -750,3 +750,10 @@ def _offset(cursor: str | None) -> int:
     if not isinstance(offset, int) or offset < 0:
         raise InvalidInputError(f"cursor {cursor[:40]!r} is not a search_nodes or open_nodes cursor")
     return offset
+
+
+def _names_in(matcher: EntityMatcher, text: str) -> list[str]:
+    """The graph's names the text holds (in the graph's spelling), then the names it mentions anew."""
+    found = matcher.find(text)
+    known = {key(name) for name in found}
+    return found + [m.name for m in mentions(text) if key(m.name) not in known]

@@ -145,7 +145,7 @@ class MemoryService:
         if self.settings.security.flag_instructions:
             metadata = safety.stamp(metadata, content)  # data, never instructions: see safety.py
 
-        tokens = self.tokens.count(content)
+        tokens = await self.tokens.count_off_loop(content)
         # With a vector writer the turn is embedded after it is acknowledged (service/vectors.py).
         vector, passage_vectors = None, None
         if self.vectors is None:  # one vector a passage for a long turn (search/passages.py)

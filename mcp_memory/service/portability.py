@@ -235,7 +235,10 @@ def to_memories(user_id: str, parsed: ParsedImport, max_chars: int) -> list[Memo
     }
     memories = []
     for line in parsed.memories:
-        content = check.content(line.content, max_chars)
+        try:
+            content = check.content(line.content, max_chars)
+        except InvalidInputError as e:
+            raise InvalidInputError(f"imported memory {line.id}: {e}") from e
         metadata = safety.stamp(check.metadata(line.metadata), content)
         metadata.setdefault("imported_from", source)
         memories.append(

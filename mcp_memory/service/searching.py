@@ -51,7 +51,7 @@ class Searching:
         max_tokens: int | None = None,
         as_of: str | datetime | None = None,
     ) -> SearchResult:
-        query = check.query(query, self.settings.max_content_chars)
+        query = check.query(query, self.settings.search.max_query_chars)
         if thread_id is not None:
             thread_id = check.thread_id(thread_id)
         types_ = check.types(types)

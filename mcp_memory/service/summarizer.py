@@ -67,7 +67,7 @@ class LLMSummarizer:
         try:
             prompt = self._template.render(
                 prev_summary=prev_summary.strip() or "(none)",
-                messages_joined=format_messages(messages),
+                messages_joined=format_messages(await self._digested(messages, max_tokens)),
                 max_words=max(1, int(max_tokens * 0.75)),
             )
             # Headroom over the budget: the model's tokenizer is not ours, and an answer cut off
@@ -82,7 +82,20 @@ class LLMSummarizer:
             log.warning(
                 "LLM summary by %s raised; using the extractive summary instead", self.name, exc_info=True
             )
-        return self._fallback.summarize_now(prev_summary, messages, max_tokens)
+        return await self._fallback.summarize(prev_summary, messages, max_tokens)
+
+    async def _digested(self, messages: Sequence[Message], max_tokens: int) -> list[Message]:
+        """The messages as the model reads them: one longer than the whole summary may be (a pasted
+        file, a log) as its extractive digest of that size, so the prompt stays within the model's
+        context however long the turn; the others as they are."""
+        shown = []
+        for message in messages:
+            if message.token_count > max_tokens:
+                digest = await self._fallback.summarize("", [message], max_tokens)
+                content = f"(a text of {len(message.content):,} characters; its key lines:)\n{digest}"
+                message = message.model_copy(update={"content": content})
+            shown.append(message)
+        return shown
 
     def _accept(self, answer: str, max_tokens: int) -> str:
         text = clean_answer(answer)

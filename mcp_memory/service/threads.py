@@ -47,6 +47,7 @@ class LearningHooks(Protocol):
 Progress = Callable[[float, float | None, str | None], Awaitable[None]]
 
 REBUILD_TURNS = 50  # how many recent turns a missing thread gets back from long term
+OPENING_CHARS = 100  # of a long message's first line, quoted in the summary's note about it
 
 
 @dataclass
@@ -211,10 +212,8 @@ class ThreadKeeper:
             max_summary = min(max_summary, memory.summary_token_count + sum(m.token_count for m in older))
             if progress:
                 await progress(0, 2, f"summarizing {len(older)} messages")
-            summary = memory.summary
-            if older:
-                summarizer = await self._summarizer_within_budget(user_id, force=force)
-                summary = await summarizer.summarize(memory.summary, older, max_summary)
+            summarizer = await self._summarizer_within_budget(user_id, force=force)
+            summary = await self._fold(summarizer, memory.summary, older, max_summary)
             summary_tokens = self.tokens.count(summary)
             done = await self.stores.working.compact(
                 user_id,
@@ -227,10 +226,7 @@ class ThreadKeeper:
             if not done:
                 log.info("thread %s changed while it was summarized; the next turn retries", thread_id)
                 return None
-            if older:
-                self.metrics.summarized(
-                    "extractive" if isinstance(summarizer, ExtractiveSummarizer) else "model"
-                )
+            self.metrics.summarized("extractive" if isinstance(summarizer, ExtractiveSummarizer) else "model")
             if progress:
                 await progress(1, 2, "storing the summary in long-term memory")
             await self._store_summary(memory, older, summary, summary_tokens, window)
@@ -248,6 +244,30 @@ class ThreadKeeper:
         finally:
             with anyio.CancelScope(shield=True):
                 await self.stores.working.unlock(user_id, thread_id, owner)
+
+    async def _fold(
+        self, summarizer: Summarizer, previous: str, older: list[Message], max_tokens: int
+    ) -> str:
+        """The new summary: `older` folded into `previous`. A message longer than the whole summary
+        can only be there as a digest, so the summary also says where it is kept whole (a note per such
+        message, newest first while they fit in half the budget) and the digest gets the rest."""
+        notes: list[str] = []
+        used = 0
+        for message in reversed(older):
+            if message.token_count <= max_tokens:
+                continue
+            # With how it begins when that fits, else what and where only.
+            fits = [
+                (note, cost)
+                for note in (kept_whole_note(message), kept_whole_note(message, opening=False))
+                if used + (cost := self.tokens.count(note) + 1) <= max_tokens // 2
+            ]
+            if not fits:
+                break
+            notes.insert(0, fits[0][0])
+            used += fits[0][1]
+        digest = await summarizer.summarize(previous, older, max_tokens - used)
+        return "\n".join(part for part in (digest, *notes) if part)
 
     async def _summarizer_within_budget(self, user_id: str, *, force: bool) -> Summarizer:
         """The configured summarizer, charged to the user's LLM budget. Past the budget, an explicit
@@ -317,3 +337,21 @@ class ThreadKeeper:
             return
         if self.learning is not None:
             self.learning.summary_stored(before.user_id, before.thread_id, stored[0])
+
+
+def kept_whole_note(message: Message, *, opening: bool = True) -> str:
+    """A summary's line for a message too long to summarize faithfully: what it was, where it is kept
+    whole and (with `opening`) how its first line begins."""
+    speaker = {"user": "The user", "assistant": "The assistant", "tool": "A tool"}.get(
+        message.role, "The system"
+    )
+    note = (
+        f"{speaker} sent a text of {len(message.content):,} characters ({message.token_count:,} tokens) "
+        f"on {message.created_at:%Y-%m-%d %H:%M}, kept whole at memory://memories/{message.id}"
+    )
+    if not opening:
+        return note + "."
+    head = message.content.lstrip()[: OPENING_CHARS + 1]
+    first = head.splitlines()[0] if head else ""
+    begins = first if len(first) <= OPENING_CHARS else first[:OPENING_CHARS].rstrip() + "…"
+    return f"{note}; it begins: {begins}"

@@ -28,6 +28,19 @@ _templates = jinja2.Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+LIST_EXCERPT_CHARS = 2000  # of a memory's text in a list; its own page shows it whole
+
+
+def excerpt(text: str) -> str:
+    """A memory's text as a list shows it: a pasted file of a million characters is not drawn whole."""
+    if len(text) <= LIST_EXCERPT_CHARS:
+        return text
+    return (
+        f"{text[:LIST_EXCERPT_CHARS].rstrip()}… ({len(text):,} characters in all: open it to read it whole)"
+    )
+
+
+_templates.filters["excerpt"] = excerpt
 
 
 @dataclass(frozen=True)

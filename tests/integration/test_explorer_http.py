@@ -800,3 +800,23 @@ async def test_an_edit_keeps_non_ascii_text_as_typed(site: Site, http: httpx2.As
     assert edited.status_code == 303
     assert await content_of(site.service, "tester", fact["id"]) == typed
     assert typed in (await http.get(f"/ui/memories/{fact['id']}")).text
+
+
+async def test_a_very_long_turn_is_shown_as_an_excerpt_in_lists_and_whole_on_its_page(
+    site: Site, http: httpx2.AsyncClient
+) -> None:
+    lines = [f"line {i:06d} of the pasted build log, step {i % 40} finished" for i in range(2_000)]
+    pasted = "quokka build log\n" + "\n".join(lines)
+    assert site.mcp is not None
+    added = await call(
+        site.mcp, "add_turn", thread_id="pasted", role="user", content=pasted, context_window=200_000
+    )
+    turn = added["turn"]
+    assert not added["summarized"], "the thread page lists the turn itself"
+    last = lines[-1]
+    for path in ("/ui/threads/pasted", "/ui/memories", "/ui/search?q=quokka&mode=text"):
+        page = (await http.get(path)).text
+        assert "quokka build log" in page and last not in page, path
+        assert f"({len(pasted):,} characters in all: open it to read it whole)" in page, path
+        assert len(page) < 100_000, path
+    assert last in (await http.get(f"/ui/memories/{turn['id']}")).text

@@ -87,3 +87,20 @@ async def test_llm_failure_falls_back_to_the_offline_summary(
     assert stored.content == wm.summary
     assert openai_stub.chat_requests(), "the LLM was asked first"
     await _nothing_lost(llm_service, ids)
+
+
+async def test_a_turn_larger_than_the_window_reaches_the_llm_as_a_digest_and_is_noted(
+    llm_service: MemoryService, openai_stub: OpenAIStub
+) -> None:
+    openai_stub.script("The user pasted the night's job log; job 4242 failed on host-7.")
+    lines = [f"02:{i % 60:02d} INFO worker-{i % 13} job {i} ok in {i % 997} ms" for i in range(5000)]
+    lines[2500] = "02:41 ERROR worker-3 job 4242 failed: disk /dev/sdb1 on host-7 is full"
+    pasted = "Job log of the night\n" + "\n".join(lines)
+    out = await llm_service.add_turn(USER, "t", "user", pasted, None, 1000)
+    assert out.summarized
+    sent = str(openai_stub.chat_requests()[-1]["messages"])
+    assert f"(a text of {len(pasted):,} characters; its key lines:)" in sent
+    assert "/dev/sdb1" in sent and len(sent) < len(pasted) // 20, "the prompt holds a digest, not the paste"
+    wm = await llm_service.get_working_memory(USER, "t")
+    assert wm.summary.startswith("The user pasted the night's job log; job 4242 failed on host-7.")
+    assert f"memory://memories/{out.turn.id}" in wm.summary

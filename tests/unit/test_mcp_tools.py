@@ -202,7 +202,8 @@ async def test_forget_thread_and_everything_with_dry_run(client: Client) -> None
     ("tool", "arguments", "named"),
     [
         ("add_turn", {"thread_id": "t", "role": "user", "content": "   "}, "content is empty"),
-        ("add_turn", {"thread_id": "t", "role": "user", "content": "x" * 100_001}, "100,000"),
+        ("add_turn", {"thread_id": "t", "role": "user", "content": "x" * 1_000_001}, "1,000,000"),
+        ("add_turn", {"thread_id": "t", "role": "user", "content": "ok\x00"}, "U+0000 (NUL) at offset 2"),
         ("add_turn", {"thread_id": "bad id!", "role": "user", "content": "x"}, "thread_id"),
         ("add_turn", {"thread_id": "x" * 129, "role": "user", "content": "x"}, "thread_id"),
         ("add_turn", {"thread_id": "t", "role": "robot", "content": "x"}, "role 'robot'"),
@@ -214,6 +215,7 @@ async def test_forget_thread_and_everything_with_dry_run(client: Client) -> None
         ("search_memory", {"query": "x", "limit": 0}, "limit"),
         ("search_memory", {"query": "x", "limit": 101}, "limit"),
         ("search_memory", {"query": "x", "mode": "fuzzy"}, "mode 'fuzzy'"),
+        ("search_memory", {"query": "x" * 10_001}, "the limit is 10,000"),
         ("search_memory", {"query": "x", "types": ["diary"]}, "types"),
         ("search_memory", {"query": "x", "since": "yesterday"}, "since"),
         ("search_memory", {"query": "x", "since": "2026-02-01", "until": "2026-01-01"}, "after until"),

@@ -133,7 +133,7 @@ class ResourceGuard:
         self.tools = tools
         self.protected = protected
         self.challenges = Challenges(settings)
-        self.max_body = settings.security.max_request_bytes
+        self.max_body = settings.request_body_limit
 
     def _protects(self, path: str) -> bool:
         return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.protected)
