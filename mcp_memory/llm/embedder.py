@@ -33,12 +33,18 @@ def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     return normalized
 
 
+EMBED_CALL = 32  # passages embedded per call to the embedder
+
+
 async def embed_passages(embedder: Embedder, texts: Sequence[str]) -> list[np.ndarray]:
     """Each text's passage vectors (search/passages.py), shape (passages, dimension), in one call to the
     embedder: a text of one passage gets one row, the vector of its whole content."""
     spans = [passages(text) for text in texts]
     pieces = [text[start:end] for text, cut in zip(texts, spans, strict=True) for start, end in cut]
-    vectors = await embedder.embed(pieces)
+    # In calls of at most EMBED_CALL pieces: a pasted file of a thousand passages does not hold the
+    # embedder for seconds while a search waits to embed its query.
+    parts = [await embedder.embed(pieces[at : at + EMBED_CALL]) for at in range(0, len(pieces), EMBED_CALL)]
+    vectors = np.concatenate(parts) if len(parts) > 1 else parts[0] if parts else np.zeros((0, 0))
     out, at = [], 0
     for cut in spans:
         out.append(vectors[at : at + len(cut)])
