@@ -1,0 +1,342 @@
+"""Retrieval quality and latency on BEAM's 100K conversations, measured as a client would: the real
+`mcp-memory serve` process over stdio, driven by the MCP SDK's own `Client`, through its tools only.
+
+    .venv/bin/python bench/beam.py ../shared/data/beam/100K                      # one server, all ten
+    .venv/bin/python bench/beam.py ../shared/data/beam/100K --per-conversation   # a fresh one for each
+    .venv/bin/python bench/beam.py ../shared/data/beam/100K --conversations 1 --limit-messages 40
+
+A temporary data dir, the embedded SQLite store and the local ONNX embedder (the defaults). Every message
+of a conversation is added with `add_turn` into one thread, in order (created_at: its time anchor's
+date, a minute per message since the anchor; the ` ->-> b,t` marker stripped). Then each probing
+question that names its evidence is searched with `search_memory` (that thread, types ["turn"], limit
+20) and the returned memory ids are mapped back to BEAM message ids: Recall@k = the mean share of a
+question's evidence messages in the top k, overall and per ability; for knowledge updates, how often an
+updated_info message ranks above every original_info one (bench/_beam_data.py).
+
+Latency, client side: each call's round trip. Server side: the server's own line for each request
+(`mcp_memory.requests`, `ms=`, logged at INFO to its stderr), exact per call; the Prometheus histogram
+is not used because /metrics (and observability.metrics_port) is served on SSE/HTTP only, never over
+stdio, and would give buckets only. A search by meaning waits for the turns still being embedded, so
+the first search after a conversation is added is reported on its own row.
+
+With `--per-conversation` each conversation gets a fresh server and store (as other memory servers are
+compared); without it one server holds the whole split, one thread per conversation. Prints markdown
+tables; `--json` also writes every question's ranking. Nothing is asserted. The data is read from the
+path given, never copied. Cite the paper when reporting figures: Tavakoli et al., "Beyond a Million
+Tokens: Benchmarking and Enhancing Long-Term Memory in LLMs", arXiv 2510.27246.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._beam_data import (
+    KS,
+    Conversation,
+    Question,
+    conversation_folders,
+    first_messages,
+    load_conversation,
+    score,
+    summarize,
+)
+
+TOP = 20
+READ_TIMEOUT_SECONDS = 600.0  # the first search waits for a whole conversation to be embedded
+# The server's line for each request (mcp/observability.py, RequestLog).
+REQUEST_LINE = re.compile(r"method=tools/call target=(\S+) .*? ms=([0-9.]+)")
+
+
+@dataclass
+class Call:
+    tool: str
+    conversation: str
+    client_ms: float
+    first_search: bool = False  # the first search after its conversation was added
+    server_ms: float | None = None
+
+
+@dataclass
+class Run:
+    """What one server saw: its calls in order, and each question's scored ranking."""
+
+    calls: list[Call] = field(default_factory=list)
+    questions: list[dict[str, Any]] = field(default_factory=list)
+    conversations: list[dict[str, Any]] = field(default_factory=list)
+
+
+def server_env(data_dir: Path) -> dict[str, str]:
+    """This process's environment without the developer's MCP_MEMORY_* settings, plus the bench's."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("MCP_MEMORY_")}
+    return env | {
+        "MCP_MEMORY_DATA_DIR": str(data_dir),
+        "MCP_MEMORY_USER_ID": "bench",
+        "MCP_MEMORY_EMBEDDING__PROVIDER": "local",
+        "MCP_MEMORY_LOG_LEVEL": "INFO",  # the request lines the server-side figures come from
+    }
+
+
+def mcp_memory_command() -> str:
+    script = Path(sys.executable).parent / ("mcp-memory.exe" if os.name == "nt" else "mcp-memory")
+    if not script.is_file():
+        raise SystemExit(f"the mcp-memory console script is missing at {script}; run `pip install -e .[dev]`")
+    return str(script)
+
+
+async def call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
+    began = time.perf_counter()
+    result = await client.call_tool(tool, arguments)
+    elapsed = (time.perf_counter() - began) * 1000
+    if result.is_error or result.structured_content is None:
+        raise SystemExit(f"{tool} failed: {result.content}")
+    return result.structured_content, elapsed
+
+
+async def add_conversation(client: Client, conversation: Conversation, run: Run) -> dict[str, int]:
+    """Every message into thread beam-<n>, in order; our memory id -> BEAM message id."""
+    ids: dict[str, int] = {}
+    for message in conversation.messages:
+        out, ms = await call(
+            client,
+            "add_turn",
+            {
+                "thread_id": f"beam-{conversation.name}",
+                "role": message.role,
+                "content": message.content,
+                "created_at": message.said_at.isoformat(),
+            },
+        )
+        ids[out["turn"]["id"]] = message.id
+        run.calls.append(Call("add_turn", conversation.name, ms))
+    return ids
+
+
+async def ask(client: Client, conversation: Conversation, ids: dict[str, int], run: Run) -> None:
+    for number, question in enumerate(conversation.questions):
+        out, ms = await call(
+            client,
+            "search_memory",
+            {
+                "query": question.text,
+                "thread_id": f"beam-{conversation.name}",
+                "types": ["turn"],
+                "limit": TOP,
+            },
+        )
+        run.calls.append(Call("search_memory", conversation.name, ms, first_search=number == 0))
+        ranked = [ids.get(hit["id"]) for hit in out["results"]]
+        run.questions.append(record(conversation, question, ranked, out.get("time_filter")))
+
+
+def record(
+    conversation: Conversation, question: Question, ranked: list[int | None], time_filter: Any
+) -> dict[str, Any]:
+    return {
+        "conversation": conversation.name,
+        "ability": question.ability,
+        "question": question.text,
+        "evidence": list(question.evidence),
+        "original": list(question.original),
+        "updated": list(question.updated),
+        "ranked": ranked,
+        "time_filter": time_filter,
+        **score(ranked, question),
+    }
+
+
+async def serve_and_run(conversations: list[Conversation], workdir: Path) -> Run:
+    """One `mcp-memory serve` over stdio on a fresh data dir: add and ask each conversation in turn."""
+    await anyio.Path(workdir).mkdir(parents=True)
+    stderr_path = workdir / "server.stderr"
+    params = StdioServerParameters(
+        command=mcp_memory_command(), args=["serve"], env=server_env(workdir / "data"), cwd=workdir
+    )
+    run = Run()
+    with stderr_path.open("w") as errlog:
+        async with Client(
+            stdio_client(params, errlog=errlog), read_timeout_seconds=READ_TIMEOUT_SECONDS
+        ) as client:
+            for conversation in conversations:
+                began = time.perf_counter()
+                ids = await add_conversation(client, conversation, run)
+                added = time.perf_counter() - began
+                await ask(client, conversation, ids, run)
+                print(
+                    f"conversation {conversation.name}: {len(conversation.messages)} messages added in "
+                    f"{added:.0f} s, {len(conversation.questions)} questions",
+                    file=sys.stderr,
+                )
+                run.conversations.append(
+                    {
+                        "conversation": conversation.name,
+                        "messages": len(conversation.messages),
+                        "add_seconds": added,
+                    }
+                )
+    attach_server_times(run.calls, stderr_path.read_text(errors="replace"))
+    return run
+
+
+def attach_server_times(calls: list[Call], stderr: str) -> None:
+    """The server logs one line per tool call, in the order the calls (sequential) were made."""
+    logged = REQUEST_LINE.findall(stderr)
+    if [tool for tool, _ in logged] != [c.tool for c in calls]:
+        print(
+            f"the server logged {len(logged)} tool calls for {len(calls)} made: no server-side times",
+            file=sys.stderr,
+        )
+        return
+    for made, (_, ms) in zip(calls, logged, strict=True):
+        made.server_ms = float(ms)
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def latency_rows(calls: list[Call]) -> list[dict[str, Any]]:
+    groups = {
+        "add_turn": [c for c in calls if c.tool == "add_turn"],
+        "search_memory (after the first)": [
+            c for c in calls if c.tool == "search_memory" and not c.first_search
+        ],
+        "first search after a conversation is added": [c for c in calls if c.first_search],
+    }
+    rows = []
+    for label, group in groups.items():
+        if not group:
+            continue
+        row: dict[str, Any] = {"call": label, "n": len(group)}
+        for side in ("client", "server"):
+            values = [getattr(c, f"{side}_ms") for c in group]
+            if None in values:
+                continue
+            row |= {f"{side}_p50_ms": percentile(values, 0.5), f"{side}_p95_ms": percentile(values, 0.95)}
+            row[f"{side}_max_ms"] = max(values)
+        rows.append(row)
+    return rows
+
+
+def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
+    summary = summarize([(q["ability"], q) for q in run.questions])
+    latencies = latency_rows(run.calls)
+    overall = summary["overall"]
+    print(
+        f"\nBEAM 100K, {len(run.conversations)} conversations, {summary['questions']} questions; "
+        f"{'a fresh server per conversation' if args.per_conversation else 'one server'}; "
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}\n"
+    )
+    print("| questions | " + " | ".join(f"R@{k}" for k in KS) + " | knowledge updates: update first |")
+    print("|---:|" + "---:|" * len(KS) + "---:|")
+    print(
+        f"| {summary['questions']} | "
+        + " | ".join(f"{overall[f'R@{k}']:.3f}" for k in KS)
+        + f" | {summary['updates_first']} of {summary['updates']} |"
+    )
+    print("\n| ability | n | R@5 | R@10 | R@20 |\n|---|---:|---:|---:|---:|")
+    for ability, row in summary["by_ability"].items():
+        print(f"| {ability} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['R@20']:.3f} |")
+    print(
+        "\n| call | n | client p50 ms | client p95 ms | client max ms | server p50 ms | server p95 ms "
+        "| server max ms |\n|---|---:|---:|---:|---:|---:|---:|---:|"
+    )
+    for row in latencies:
+        figures = [
+            f"{row[key]:.1f}" if key in row else "n/a"
+            for key in (
+                "client_p50_ms",
+                "client_p95_ms",
+                "client_max_ms",
+                "server_p50_ms",
+                "server_p95_ms",
+                "server_max_ms",
+            )
+        ]
+        print(f"| {row['call']} | {row['n']} | " + " | ".join(figures) + " |")
+    per_conversation = []
+    print(
+        "\n| conversation | messages | questions | R@10 | add_turn total s | first search client ms |"
+        "\n|---|---:|---:|---:|---:|---:|"
+    )
+    for info in run.conversations:
+        name = info["conversation"]
+        rows = [q for q in run.questions if q["conversation"] == name]
+        first = next((c for c in run.calls if c.first_search and c.conversation == name), None)
+        r10 = statistics.fmean(q["R@10"] for q in rows) if rows else float("nan")
+        per_conversation.append(
+            info | {"questions": len(rows), "R@10": r10, "first_search_ms": first and first.client_ms}
+        )
+        print(
+            f"| {name} | {info['messages']} | {len(rows)} | {r10:.3f} | {info['add_seconds']:.1f} "
+            f"| {first.client_ms if first else float('nan'):.0f} |"
+        )
+    return {
+        "per_conversation_servers": args.per_conversation,
+        "summary": summary,
+        "latency": latencies,
+        "conversations": per_conversation,
+        "questions": run.questions,
+        "calls": [asdict(c) for c in run.calls],
+    }
+
+
+async def run_all(conversations: list[Conversation], per_conversation: bool) -> Run:
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-beam-") as scratch:
+        if not per_conversation:
+            return await serve_and_run(conversations, Path(scratch) / "all")
+        total = Run()
+        for conversation in conversations:
+            one = await serve_and_run([conversation], Path(scratch) / conversation.name)
+            total.calls += one.calls
+            total.questions += one.questions
+            total.conversations += one.conversations
+        return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("data", type=Path, help="BEAM's 100K folder (../shared/data/beam/100K)")
+    parser.add_argument("--conversations", help="a comma-separated subset, e.g. 1,2 (default: all)")
+    parser.add_argument(
+        "--per-conversation", action="store_true", help="a fresh server and store for each conversation"
+    )
+    parser.add_argument(
+        "--limit-messages",
+        type=int,
+        help="a quick run: each conversation's first N messages, and the questions with evidence there",
+    )
+    parser.add_argument("--json", type=Path, help="also write the results (and every ranking) here")
+    args = parser.parse_args()
+    names = args.conversations.split(",") if args.conversations else None
+    conversations = [load_conversation(folder) for folder in conversation_folders(args.data, names)]
+    if args.limit_messages is not None:
+        conversations = [first_messages(c, args.limit_messages) for c in conversations]
+    run = anyio.run(run_all, conversations, args.per_conversation)
+    results = report(run, args)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
