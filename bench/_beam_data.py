@@ -133,20 +133,27 @@ def recall(ranked: Sequence[int | None], evidence: Iterable[int], k: int) -> flo
     return len(wanted & {i for i in ranked[:k] if i is not None}) / len(wanted)
 
 
-def update_ranks_first(ranked: Sequence[int | None], question: Question) -> bool:
-    """Knowledge update: an updated_info message is ranked, and above every original_info one."""
+def update_ranks_first(ranked: Sequence[int | None], question: Question) -> bool | None:
+    """Knowledge update: an updated_info message is ranked, and above every original_info one. Messages
+    named as both are left out; None when no message is only an update (two questions of the 100K
+    split name the same message as both: nothing to tell apart)."""
+    updated, original = set(question.updated), set(question.original)
+    updated, original = updated - original, original - updated
+    if not updated:
+        return None
     position = {i: rank for rank, i in reversed(list(enumerate(ranked))) if i is not None}
-    updated = min((position[i] for i in question.updated if i in position), default=None)
-    if updated is None:
+    best = min((position[i] for i in updated if i in position), default=None)
+    if best is None:
         return False
-    return all(position.get(i, len(ranked)) > updated for i in question.original)
+    return all(position.get(i, len(ranked)) > best for i in original)
 
 
 def score(ranked: Sequence[int | None], question: Question) -> dict[str, Any]:
     """One question's row: R@k for each k, and for a knowledge update whether the update ranks first."""
     row: dict[str, Any] = {f"R@{k}": recall(ranked, question.evidence, k) for k in KS}
-    if question.updated:
-        row["update_first"] = update_ranks_first(ranked, question)
+    first = update_ranks_first(ranked, question) if question.updated else None
+    if first is not None:
+        row["update_first"] = first
     return row
 
 

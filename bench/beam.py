@@ -61,7 +61,8 @@ from bench._beam_data import (
 TOP = 20
 READ_TIMEOUT_SECONDS = 600.0  # the first search waits for a whole conversation to be embedded
 # The server's line for each request (mcp/observability.py, RequestLog).
-REQUEST_LINE = re.compile(r"method=tools/call target=(\S+) .*? ms=([0-9.]+)")
+REQUEST_LINE = re.compile(r"method=tools/call target=(\S+) .*? outcome=ok ms=([0-9.]+)")
+TIMED = ("add_turn", "search_memory")
 
 
 @dataclass
@@ -80,6 +81,7 @@ class Run:
     calls: list[Call] = field(default_factory=list)
     questions: list[dict[str, Any]] = field(default_factory=list)
     conversations: list[dict[str, Any]] = field(default_factory=list)
+    refused: list[dict[str, Any]] = field(default_factory=list)  # messages add_turn refused
 
 
 def server_env(data_dir: Path) -> dict[str, str]:
@@ -100,12 +102,16 @@ def mcp_memory_command() -> str:
     return str(script)
 
 
+class Refused(Exception):
+    """The tool answered with an error (is_error): what it said."""
+
+
 async def call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[dict[str, Any], float]:
     began = time.perf_counter()
     result = await client.call_tool(tool, arguments)
     elapsed = (time.perf_counter() - began) * 1000
     if result.is_error or result.structured_content is None:
-        raise SystemExit(f"{tool} failed: {result.content}")
+        raise Refused(" ".join(getattr(part, "text", "") for part in result.content))
     return result.structured_content, elapsed
 
 
@@ -113,16 +119,23 @@ async def add_conversation(client: Client, conversation: Conversation, run: Run)
     """Every message into thread beam-<n>, in order; our memory id -> BEAM message id."""
     ids: dict[str, int] = {}
     for message in conversation.messages:
-        out, ms = await call(
-            client,
-            "add_turn",
-            {
-                "thread_id": f"beam-{conversation.name}",
-                "role": message.role,
-                "content": message.content,
-                "created_at": message.said_at.isoformat(),
-            },
-        )
+        try:
+            out, ms = await call(
+                client,
+                "add_turn",
+                {
+                    "thread_id": f"beam-{conversation.name}",
+                    "role": message.role,
+                    "content": message.content,
+                    "created_at": message.said_at.isoformat(),
+                },
+            )
+        except Refused as refusal:  # e.g. longer than max_content_chars: a client would go on too
+            run.refused.append(
+                {"conversation": conversation.name, "message": message.id, "error": str(refusal)}
+            )
+            print(f"conversation {conversation.name}, message {message.id}: {refusal}", file=sys.stderr)
+            continue
         ids[out["turn"]["id"]] = message.id
         run.calls.append(Call("add_turn", conversation.name, ms))
     return ids
@@ -197,13 +210,14 @@ async def serve_and_run(conversations: list[Conversation], workdir: Path) -> Run
 def attach_server_times(calls: list[Call], stderr: str) -> None:
     """The server logs one line per tool call, in the order the calls (sequential) were made."""
     logged = REQUEST_LINE.findall(stderr)
-    if [tool for tool, _ in logged] != [c.tool for c in calls]:
+    if [tool for tool, _ in logged if tool in TIMED] != [c.tool for c in calls]:
         print(
             f"the server logged {len(logged)} tool calls for {len(calls)} made: no server-side times",
             file=sys.stderr,
         )
         return
-    for made, (_, ms) in zip(calls, logged, strict=True):
+    answered = [ms for tool, ms in logged if tool in TIMED]
+    for made, ms in zip(calls, answered, strict=True):
         made.server_ms = float(ms)
 
 
@@ -251,6 +265,10 @@ def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
         + " | ".join(f"{overall[f'R@{k}']:.3f}" for k in KS)
         + f" | {summary['updates_first']} of {summary['updates']} |"
     )
+    for refusal in run.refused:
+        print(
+            f"\nrefused: conversation {refusal['conversation']}, message {refusal['message']}: {refusal['error']}"
+        )
     print("\n| ability | n | R@5 | R@10 | R@20 |\n|---|---:|---:|---:|---:|")
     for ability, row in summary["by_ability"].items():
         print(f"| {ability} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['R@20']:.3f} |")
@@ -294,6 +312,7 @@ def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
         "latency": latencies,
         "conversations": per_conversation,
         "questions": run.questions,
+        "refused": run.refused,
         "calls": [asdict(c) for c in run.calls],
     }
 
@@ -308,6 +327,7 @@ async def run_all(conversations: list[Conversation], per_conversation: bool) -> 
             total.calls += one.calls
             total.questions += one.questions
             total.conversations += one.conversations
+            total.refused += one.refused
         return total
 
 

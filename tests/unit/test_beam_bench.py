@@ -52,6 +52,17 @@ def test_an_update_counts_when_it_ranks_above_every_original() -> None:
     assert not update_ranks_first([], UPDATE)
 
 
+def test_an_update_that_is_also_the_original_is_not_counted() -> None:
+    same = Question("knowledge_update", "Which port?", (214,), original=(214,), updated=(214,))
+    assert update_ranks_first([214], same) is None
+    assert "update_first" not in score([214], same)
+    overlapping = Question("knowledge_update", "Which port?", (3, 7), original=(3, 7), updated=(7,))
+    assert update_ranks_first([7, 3], overlapping) is None
+    both = Question("knowledge_update", "Which port?", (3, 7, 9), original=(3, 7), updated=(7, 9))
+    assert update_ranks_first([7, 9, 3], both)  # 7 is left out: 9 (an update only) is above 3
+    assert not update_ranks_first([3, 9], both)
+
+
 def test_scores_are_summarized_per_ability_with_the_update_count() -> None:
     rows = [
         ("knowledge_update", score([7, 3], UPDATE)),
