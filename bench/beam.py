@@ -4,14 +4,17 @@
     .venv/bin/python bench/beam.py ../shared/data/beam/100K                      # one server, all ten
     .venv/bin/python bench/beam.py ../shared/data/beam/100K --per-conversation   # a fresh one for each
     .venv/bin/python bench/beam.py ../shared/data/beam/100K --conversations 1 --limit-messages 40
+    .venv/bin/python bench/beam.py ../shared/data/beam/100K --modes hybrid,vector,text   # each mode
 
 A temporary data dir, the embedded SQLite store and the local ONNX embedder (the defaults). Every message
 of a conversation is added with `add_turn` into one thread, in order (created_at: its time anchor's
-date, a minute per message since the anchor; the ` ->-> b,t` marker stripped). Then each probing
-question that names its evidence is searched with `search_memory` (that thread, types ["turn"], limit
-20) and the returned memory ids are mapped back to BEAM message ids: Recall@k = the mean share of a
-question's evidence messages in the top k, overall and per ability; for knowledge updates, how often an
-updated_info message ranks above every original_info one (bench/_beam_data.py).
+date, a minute per message since the anchor; the ` ->-> b,t` marker stripped); a message the server
+refuses (one of 348,853 characters, over max_content_chars) is reported and left out, as a client would
+go on. Then each probing question that names its evidence is searched with `search_memory` (that
+thread, types ["turn"], limit 20; with `--modes`, once in each mode) and the returned memory ids are
+mapped back to BEAM message ids: Recall@k = the mean share of a question's evidence messages in the top
+k, overall and per ability; for knowledge updates, how often an updated_info message ranks above every
+original_info one (bench/_beam_data.py).
 
 Latency, client side: each call's round trip. Server side: the server's own line for each request
 (`mcp_memory.requests`, `ms=`, logged at INFO to its stderr), exact per call; the Prometheus histogram
@@ -71,6 +74,7 @@ class Call:
     conversation: str
     client_ms: float
     first_search: bool = False  # the first search after its conversation was added
+    mode: str | None = None  # search_memory's mode
     server_ms: float | None = None
 
 
@@ -141,28 +145,35 @@ async def add_conversation(client: Client, conversation: Conversation, run: Run)
     return ids
 
 
-async def ask(client: Client, conversation: Conversation, ids: dict[str, int], run: Run) -> None:
-    for number, question in enumerate(conversation.questions):
-        out, ms = await call(
-            client,
-            "search_memory",
-            {
-                "query": question.text,
-                "thread_id": f"beam-{conversation.name}",
-                "types": ["turn"],
-                "limit": TOP,
-            },
-        )
-        run.calls.append(Call("search_memory", conversation.name, ms, first_search=number == 0))
-        ranked = [ids.get(hit["id"]) for hit in out["results"]]
-        run.questions.append(record(conversation, question, ranked, out.get("time_filter")))
+async def ask(
+    client: Client, conversation: Conversation, ids: dict[str, int], modes: list[str], run: Run
+) -> None:
+    """Every question in each mode, the modes one after the other."""
+    for mode in modes:
+        for number, question in enumerate(conversation.questions):
+            out, ms = await call(
+                client,
+                "search_memory",
+                {
+                    "query": question.text,
+                    "thread_id": f"beam-{conversation.name}",
+                    "types": ["turn"],
+                    "limit": TOP,
+                    "mode": mode,
+                },
+            )
+            first = mode == modes[0] and number == 0
+            run.calls.append(Call("search_memory", conversation.name, ms, first_search=first, mode=mode))
+            ranked = [ids.get(hit["id"]) for hit in out["results"]]
+            run.questions.append(record(conversation, question, mode, ranked, out.get("time_filter")))
 
 
 def record(
-    conversation: Conversation, question: Question, ranked: list[int | None], time_filter: Any
+    conversation: Conversation, question: Question, mode: str, ranked: list[int | None], time_filter: Any
 ) -> dict[str, Any]:
     return {
         "conversation": conversation.name,
+        "mode": mode,
         "ability": question.ability,
         "question": question.text,
         "evidence": list(question.evidence),
@@ -174,7 +185,7 @@ def record(
     }
 
 
-async def serve_and_run(conversations: list[Conversation], workdir: Path) -> Run:
+async def serve_and_run(conversations: list[Conversation], modes: list[str], workdir: Path) -> Run:
     """One `mcp-memory serve` over stdio on a fresh data dir: add and ask each conversation in turn."""
     await anyio.Path(workdir).mkdir(parents=True)
     stderr_path = workdir / "server.stderr"
@@ -190,7 +201,7 @@ async def serve_and_run(conversations: list[Conversation], workdir: Path) -> Run
                 began = time.perf_counter()
                 ids = await add_conversation(client, conversation, run)
                 added = time.perf_counter() - began
-                await ask(client, conversation, ids, run)
+                await ask(client, conversation, ids, modes, run)
                 print(
                     f"conversation {conversation.name}: {len(conversation.messages)} messages added in "
                     f"{added:.0f} s, {len(conversation.questions)} questions",
@@ -226,14 +237,13 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def latency_rows(calls: list[Call]) -> list[dict[str, Any]]:
-    groups = {
-        "add_turn": [c for c in calls if c.tool == "add_turn"],
-        "search_memory (after the first)": [
-            c for c in calls if c.tool == "search_memory" and not c.first_search
-        ],
-        "first search after a conversation is added": [c for c in calls if c.first_search],
-    }
+def latency_rows(calls: list[Call], modes: list[str]) -> list[dict[str, Any]]:
+    groups = {"add_turn": [c for c in calls if c.tool == "add_turn"]}
+    for mode in modes:
+        groups[f"search_memory, {mode} (after the first)"] = [
+            c for c in calls if c.tool == "search_memory" and c.mode == mode and not c.first_search
+        ]
+    groups[f"first search after a conversation is added ({modes[0]})"] = [c for c in calls if c.first_search]
     rows = []
     for label, group in groups.items():
         if not group:
@@ -250,28 +260,42 @@ def latency_rows(calls: list[Call]) -> list[dict[str, Any]]:
 
 
 def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
-    summary = summarize([(q["ability"], q) for q in run.questions])
-    latencies = latency_rows(run.calls)
-    overall = summary["overall"]
+    modes: list[str] = args.modes
+    summaries = {
+        mode: summarize([(q["ability"], q) for q in run.questions if q["mode"] == mode]) for mode in modes
+    }
+    latencies = latency_rows(run.calls, modes)
     print(
-        f"\nBEAM 100K, {len(run.conversations)} conversations, {summary['questions']} questions; "
+        f"\nBEAM 100K, {len(run.conversations)} conversations, {summaries[modes[0]]['questions']} questions; "
         f"{'a fresh server per conversation' if args.per_conversation else 'one server'}; "
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}\n"
     )
-    print("| questions | " + " | ".join(f"R@{k}" for k in KS) + " | knowledge updates: update first |")
-    print("|---:|" + "---:|" * len(KS) + "---:|")
-    print(
-        f"| {summary['questions']} | "
-        + " | ".join(f"{overall[f'R@{k}']:.3f}" for k in KS)
-        + f" | {summary['updates_first']} of {summary['updates']} |"
-    )
+    print("| mode | " + " | ".join(f"R@{k}" for k in KS) + " | knowledge updates: update first |")
+    print("|---|" + "---:|" * len(KS) + "---:|")
+    for mode, summary in summaries.items():
+        overall = summary["overall"]
+        print(
+            f"| {mode} | "
+            + " | ".join(f"{overall[f'R@{k}']:.3f}" for k in KS)
+            + f" | {summary['updates_first']} of {summary['updates']} |"
+        )
     for refusal in run.refused:
         print(
             f"\nrefused: conversation {refusal['conversation']}, message {refusal['message']}: {refusal['error']}"
         )
-    print("\n| ability | n | R@5 | R@10 | R@20 |\n|---|---:|---:|---:|---:|")
-    for ability, row in summary["by_ability"].items():
-        print(f"| {ability} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['R@20']:.3f} |")
+    first = summaries[modes[0]]
+    others = modes[1:]
+    print(
+        "\n| ability | n | R@5 | R@10 | R@20 |"
+        + "".join(f" R@10 {mode} |" for mode in others)
+        + "\n|---|---:|---:|---:|---:|"
+        + "---:|" * len(others)
+    )
+    for ability, row in first["by_ability"].items():
+        print(
+            f"| {ability} | {row['n']} | {row['R@5']:.3f} | {row['R@10']:.3f} | {row['R@20']:.3f} |"
+            + "".join(f" {summaries[m]['by_ability'][ability]['R@10']:.3f} |" for m in others)
+        )
     print(
         "\n| call | n | client p50 ms | client p95 ms | client max ms | server p50 ms | server p95 ms "
         "| server max ms |\n|---|---:|---:|---:|---:|---:|---:|---:|"
@@ -291,24 +315,31 @@ def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
         print(f"| {row['call']} | {row['n']} | " + " | ".join(figures) + " |")
     per_conversation = []
     print(
-        "\n| conversation | messages | questions | R@10 | add_turn total s | first search client ms |"
-        "\n|---|---:|---:|---:|---:|---:|"
+        "\n| conversation | messages | questions |"
+        + "".join(f" R@10 {mode} |" for mode in modes)
+        + " add_turn total s | first search client ms |\n|---|---:|---:|"
+        + "---:|" * len(modes)
+        + "---:|---:|"
     )
     for info in run.conversations:
         name = info["conversation"]
-        rows = [q for q in run.questions if q["conversation"] == name]
-        first = next((c for c in run.calls if c.first_search and c.conversation == name), None)
-        r10 = statistics.fmean(q["R@10"] for q in rows) if rows else float("nan")
+        recalls = {}
+        for mode in modes:
+            rows = [q["R@10"] for q in run.questions if q["conversation"] == name and q["mode"] == mode]
+            recalls[mode] = statistics.fmean(rows) if rows else float("nan")
+        asked = sum(1 for q in run.questions if q["conversation"] == name and q["mode"] == modes[0])
+        searched = next((c for c in run.calls if c.first_search and c.conversation == name), None)
         per_conversation.append(
-            info | {"questions": len(rows), "R@10": r10, "first_search_ms": first and first.client_ms}
+            info | {"questions": asked, "R@10": recalls, "first_search_ms": searched and searched.client_ms}
         )
         print(
-            f"| {name} | {info['messages']} | {len(rows)} | {r10:.3f} | {info['add_seconds']:.1f} "
-            f"| {first.client_ms if first else float('nan'):.0f} |"
+            f"| {name} | {info['messages']} | {asked} |"
+            + "".join(f" {recalls[mode]:.3f} |" for mode in modes)
+            + f" {info['add_seconds']:.1f} | {searched.client_ms if searched else float('nan'):.0f} |"
         )
     return {
         "per_conversation_servers": args.per_conversation,
-        "summary": summary,
+        "summary": summaries,
         "latency": latencies,
         "conversations": per_conversation,
         "questions": run.questions,
@@ -317,13 +348,13 @@ def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-async def run_all(conversations: list[Conversation], per_conversation: bool) -> Run:
+async def run_all(conversations: list[Conversation], modes: list[str], per_conversation: bool) -> Run:
     with tempfile.TemporaryDirectory(prefix="mcp-memory-beam-") as scratch:
         if not per_conversation:
-            return await serve_and_run(conversations, Path(scratch) / "all")
+            return await serve_and_run(conversations, modes, Path(scratch) / "all")
         total = Run()
         for conversation in conversations:
-            one = await serve_and_run([conversation], Path(scratch) / conversation.name)
+            one = await serve_and_run([conversation], modes, Path(scratch) / conversation.name)
             total.calls += one.calls
             total.questions += one.questions
             total.conversations += one.conversations
@@ -345,13 +376,20 @@ def main() -> None:
         type=int,
         help="a quick run: each conversation's first N messages, and the questions with evidence there",
     )
+    parser.add_argument(
+        "--modes",
+        type=lambda text: text.split(","),
+        default=["hybrid"],
+        help="search_memory modes to ask every question in, e.g. hybrid,vector,text (default: hybrid); "
+        "the first search after a conversation is in the first",
+    )
     parser.add_argument("--json", type=Path, help="also write the results (and every ranking) here")
     args = parser.parse_args()
     names = args.conversations.split(",") if args.conversations else None
     conversations = [load_conversation(folder) for folder in conversation_folders(args.data, names)]
     if args.limit_messages is not None:
         conversations = [first_messages(c, args.limit_messages) for c in conversations]
-    run = anyio.run(run_all, conversations, args.per_conversation)
+    run = anyio.run(run_all, conversations, args.modes, args.per_conversation)
     results = report(run, args)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
