@@ -13,6 +13,12 @@ What a client can rely on (read-your-writes):
 Closing drains the queue before the store closes; turns left without a vector by a crash are embedded
 again when the service next opens.
 
+A long turn (search/passages.py) is embedded in two steps: its first passage with the turns queued beside
+it, which is what a search waits for, then its other passages in the background, a few at a time and
+only while no turn waits for its first vector, so a search's query never waits long behind a pasted file.
+Until then the turn is found by its first passage's meaning and by all of its words. Closing does not
+wait for those later passages; a turn left without them is embedded whole again at the next start.
+
 The queue is bounded (BACKLOG turns): past it, add_turn waits for room. Turns acknowledged faster than
 they can be embedded would otherwise pile up, in memory and in the wait of every search by meaning
 (a single user adding 190 turns/s over HTTP made a search wait 14 s for the backlog).
@@ -29,9 +35,10 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from mcp_memory.llm.embedder import Embedder, embed_passages
+from mcp_memory.llm.embedder import Embedder
 from mcp_memory.models import Memory
 from mcp_memory.observability.metrics import Metrics
+from mcp_memory.search.passages import passages
 from mcp_memory.storage.base import LateVectors
 
 log = logging.getLogger(__name__)
@@ -41,6 +48,7 @@ BATCH = 16  # turns embedded and written together when they queue up faster than
 # is acknowledged at once, and a search by meaning waits at most for this many (1-2 s of the local model).
 BACKLOG = 256
 RECOVERED_AT_START = 10_000  # turns left without a vector by a crash, embedded again at start
+LATER_CALL = 4  # a long turn's later passages embedded per call: what a query may wait behind
 
 
 class VectorWriter:
@@ -58,6 +66,11 @@ class VectorWriter:
         self._settled: dict[str, anyio.Event] = {}
         self._backlog = backlog
         self._room = anyio.Event()  # set when the queue falls below the backlog again
+        # Long turns whose first passage has its vector, waiting for the others: (turn, first vector).
+        self._later: list[tuple[Memory, list[float]]] = []
+        self._more_later = anyio.Event()
+        self._quiet = anyio.Event()  # set while no turn waits for its first vector
+        self._quiet.set()
 
     @classmethod
     @asynccontextmanager
@@ -69,10 +82,13 @@ class VectorWriter:
             writer._enqueue(turn)  # before the writer runs: the backlog does not hold them back
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(writer._run)
+            later = anyio.CancelScope()
+            tasks.start_soon(writer._run_later, later)
             try:
                 yield writer
             finally:
                 writer._send.close()  # _run writes what is queued, then ends
+                later.cancel()  # later passages are not waited for: the next start embeds them
 
     @property
     def waiting(self) -> int:
@@ -94,6 +110,7 @@ class VectorWriter:
 
     def _enqueue(self, turn: Memory) -> None:
         self._pending[turn.user_id] += 1
+        self._quiet = anyio.Event() if self._quiet.is_set() else self._quiet
         self._send.send_nowait((turn, time.monotonic()))
 
     async def settled(self, user_id: str) -> None:
@@ -117,10 +134,19 @@ class VectorWriter:
     async def _write(self, queued: Sequence[tuple[Memory, float]]) -> None:
         batch = [turn for turn, _ in queued]
         try:
-            vectors = await embed_passages(self._embedder, [turn.content for turn in batch])
+            cuts = [passages(turn.content) for turn in batch]
+            # A turn of one passage is embedded whole (its vector as before passages); a long one, its first.
+            firsts = [
+                turn.content[cut[0].start : cut[0].end] if len(cut) > 1 else turn.content
+                for turn, cut in zip(batch, cuts, strict=True)
+            ]
+            vectors = await self._embedder.embed(firsts)
             by_user: dict[str, dict[str, list[list[float]]]] = defaultdict(dict)
-            for turn, passage_vectors in zip(batch, vectors, strict=True):
-                by_user[turn.user_id][turn.id] = passage_vectors.tolist()
+            for turn, cut, vector in zip(batch, cuts, vectors, strict=True):
+                by_user[turn.user_id][turn.id] = [vector.tolist()]
+                if len(cut) > 1:
+                    self._later.append((turn, vector.tolist()))
+                    self._more_later.set()
             for user_id, found in by_user.items():
                 await self._store.set_embeddings(user_id, found)
             if self._metrics is not None:
@@ -143,3 +169,33 @@ class VectorWriter:
                         event.set()
             if self._pending.total() < self._backlog:
                 self._room.set()
+            if self._pending.total() == 0:
+                self._quiet.set()
+
+    async def _run_later(self, scope: anyio.CancelScope) -> None:
+        """Embed long turns' later passages, a few at a time, while no turn waits for its first vector."""
+        with scope:
+            while True:
+                if not self._later:
+                    self._more_later = anyio.Event()
+                    await self._more_later.wait()
+                    continue
+                turn, first = self._later.pop(0)
+                try:
+                    rest = await self._later_vectors(turn)
+                    with anyio.CancelScope(shield=True):  # written whole once computed
+                        await self._store.set_embeddings(turn.user_id, {turn.id: [first, *rest]})
+                except anyio.get_cancelled_exc_class():
+                    raise
+                except Exception:
+                    log.exception(
+                        "could not write the later passages of %s; retried at the next start", turn.id
+                    )
+
+    async def _later_vectors(self, turn: Memory) -> list[list[float]]:
+        pieces = [turn.content[cut.start : cut.end] for cut in passages(turn.content)[1:]]
+        rest: list[list[float]] = []
+        for at in range(0, len(pieces), LATER_CALL):
+            await self._quiet.wait()  # turns waiting for their first vector go first
+            rest += (await self._embedder.embed(pieces[at : at + LATER_CALL])).tolist()
+        return rest

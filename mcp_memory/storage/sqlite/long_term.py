@@ -29,7 +29,7 @@ from mcp_memory.search.hybrid import (
     row_filter,
     text_candidates,
 )
-from mcp_memory.search.passages import ROWID_BITS, ROWID_MASK, passages
+from mcp_memory.search.passages import ONE_PASSAGE_CHARS, ROWID_BITS, ROWID_MASK, passages
 from mcp_memory.storage.base import QueryVector, resolve_vector
 from mcp_memory.storage.sqlite import usage as sqlite_usage
 from mcp_memory.storage.sqlite.codec import (
@@ -424,14 +424,16 @@ class SqliteLongTermStore:
         return [_memory(r) for r in await self._db.run(read)]
 
     async def unembedded_turns(self, limit: int) -> list[Memory]:
+        # Without a vector, or a long turn (search/passages.py) with its first passage's only.
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE embedding IS NULL AND type = 'turn'"
+                f"SELECT {_COLUMNS}, embedding IS NULL FROM memories WHERE type = 'turn' AND (embedding IS NULL"
+                f" OR (passage_embeddings IS NULL AND length(content) > {ONE_PASSAGE_CHARS}))"
                 " ORDER BY created_at, rowid LIMIT ?",
                 (limit,),
             ).fetchall()
         )
-        return [_memory(r) for r in rows]
+        return [_memory(r) for r in rows if r[-1] or len(passages(r[6])) > 1]
 
     async def memory_ids(self, user_id: str, prefix: str, limit: int) -> list[str]:
         # A range on the (user_id, id) unique index; ids are ASCII, so U+10FFFF bounds every extension.
