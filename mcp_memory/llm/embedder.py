@@ -4,7 +4,7 @@ cosine similarity. `mcp_memory.llm.open_embedder` opens the configured one."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -23,6 +23,14 @@ class Embedder(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class BackgroundEmbedder(Protocol):
+    """An embedder with a lane of its own for work nobody waits for (a long turn's later passages), so a
+    search's query is never queued behind it (the local model: one more inference on the other core)."""
+
+    async def embed_background(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:

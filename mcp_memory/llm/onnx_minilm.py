@@ -72,8 +72,10 @@ class LocalMiniLMEmbedder:
         outputs = [o.name for o in session.get_outputs()]
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         self._spec = EmbeddingSpec(model=MODEL_NAME, dimension=DIMENSION)
-        # One inference at a time: each already uses `threads` cores, more would only contend.
+        # One inference at a time: each already uses `threads` cores, more would only contend; and one
+        # more for background work (embed_background), so a query never waits behind it.
         self._limiter = anyio.CapacityLimiter(1)
+        self._background = anyio.CapacityLimiter(1)
 
     @classmethod
     def load(cls, settings: EmbeddingSettings, *, int8_kernels: bool = True) -> LocalMiniLMEmbedder:
@@ -111,6 +113,12 @@ class LocalMiniLMEmbedder:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         return await anyio.to_thread.run_sync(self.embed_now, list(texts), limiter=self._limiter)
+
+    async def embed_background(self, texts: Sequence[str]) -> np.ndarray:
+        """As embed, on the background lane (llm/embedder.py BackgroundEmbedder)."""
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        return await anyio.to_thread.run_sync(self.embed_now, list(texts), limiter=self._background)
 
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:
         """Blocking inference, one text at a time (see the class's docstring)."""

@@ -109,6 +109,7 @@ class MemoryService:
             self.llm_budget or LlmBudget.in_process(self.settings, self.metrics),
             self.learning,
             self.metrics,
+            self.vectors,
         )
 
     # ---- turns ---------------------------------------------------------------------------------

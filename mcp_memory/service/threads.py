@@ -25,6 +25,7 @@ from mcp_memory.models import Memory, Message, Scope, ThreadTotals, WorkingMemor
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.service.extractive import ExtractiveSummarizer
 from mcp_memory.service.summarizer import Summarizer
+from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage import Stores
 from mcp_memory.views import ContextUsage, SummarizeResult
 
@@ -60,6 +61,9 @@ class ThreadKeeper:
     budget: LlmBudget  # the user's hourly model calls, shared with background learning
     learning: LearningHooks | None = None
     metrics: Metrics = field(default_factory=Metrics)
+    # With one, a summary's vectors are written after it is stored, as a turn's (service/vectors.py):
+    # summarizing does not wait for the embedder in add_turn.
+    vectors: VectorWriter | None = None
 
     def threshold(self, window: int) -> int:
         return int(window * self.settings.summary.threshold)
@@ -304,7 +308,9 @@ class ThreadKeeper:
     async def _store_summary(
         self, before: WorkingMemory, older: list[Message], summary: str, tokens: int, window: int
     ) -> None:
-        vector, passage_vectors = memory_vectors((await embed_passages(self.embedder, [summary]))[0])
+        vector, passage_vectors = None, None
+        if self.vectors is None:
+            vector, passage_vectors = memory_vectors((await embed_passages(self.embedder, [summary]))[0])
         last = older[-1] if older else None
         stored = [
             Memory(
@@ -335,6 +341,8 @@ class ThreadKeeper:
             # would report a stored turn as refused.
             log.warning("summary of thread %s not stored in long-term memory: %s", before.thread_id, e)
             return
+        if self.vectors is not None:
+            await self.vectors.add(stored[0])
         if self.learning is not None:
             self.learning.summary_stored(before.user_id, before.thread_id, stored[0])
 

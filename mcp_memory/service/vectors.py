@@ -35,7 +35,7 @@ from contextlib import asynccontextmanager
 
 import anyio
 
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.embedder import BackgroundEmbedder, Embedder
 from mcp_memory.models import Memory
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.search.passages import passages
@@ -197,5 +197,10 @@ class VectorWriter:
         rest: list[list[float]] = []
         for at in range(0, len(pieces), LATER_CALL):
             await self._quiet.wait()  # turns waiting for their first vector go first
-            rest += (await self._embedder.embed(pieces[at : at + LATER_CALL])).tolist()
+            embed = (
+                self._embedder.embed_background
+                if isinstance(self._embedder, BackgroundEmbedder)
+                else self._embedder.embed
+            )
+            rest += (await embed(pieces[at : at + LATER_CALL])).tolist()
         return rest

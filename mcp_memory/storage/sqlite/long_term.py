@@ -424,10 +424,12 @@ class SqliteLongTermStore:
         return [_memory(r) for r in await self._db.run(read)]
 
     async def unembedded_turns(self, limit: int) -> list[Memory]:
-        # Without a vector, or a long turn (search/passages.py) with its first passage's only.
+        # Turns and thread summaries (both embedded late) without a vector, or long (search/passages.py)
+        # with their first passage's only.
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS}, embedding IS NULL FROM memories WHERE type = 'turn' AND (embedding IS NULL"
+                f"SELECT {_COLUMNS}, embedding IS NULL FROM memories WHERE type IN ('turn', 'summary')"
+                " AND (embedding IS NULL"
                 f" OR (passage_embeddings IS NULL AND length(content) > {ONE_PASSAGE_CHARS}))"
                 " ORDER BY created_at, rowid LIMIT ?",
                 (limit,),
