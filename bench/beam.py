@@ -9,8 +9,7 @@
 A temporary data dir, the embedded SQLite store and the local ONNX embedder (the defaults). Every message
 of a conversation is added with `add_turn` into one thread, in order (created_at: its time anchor's
 date, a minute per message since the anchor; the ` ->-> b,t` marker stripped); a message the server
-refuses (one of 348,853 characters, over max_content_chars) is reported and left out, as a client would
-go on. Then each probing question that names its evidence is searched with `search_memory` (that
+refuses is reported and left out, as a client would go on. Then each probing question that names its evidence is searched with `search_memory` (that
 thread, types ["turn"], limit 20; with `--modes`, once in each mode) and the returned memory ids are
 mapped back to BEAM message ids: Recall@k = the mean share of a question's evidence messages in the top
 k, overall and per ability; for knowledge updates, how often an updated_info message ranks above every
@@ -19,8 +18,10 @@ original_info one (bench/_beam_data.py).
 Latency, client side: each call's round trip. Server side: the server's own line for each request
 (`mcp_memory.requests`, `ms=`, logged at INFO to its stderr), exact per call; the Prometheus histogram
 is not used because /metrics (and observability.metrics_port) is served on SSE/HTTP only, never over
-stdio, and would give buckets only. A search by meaning waits for the turns still being embedded, so
-the first search after a conversation is added is reported on its own row.
+stdio, and would give buckets only. A search by meaning waits for the turns still waiting for their
+(first passage's) vector, so the first search after a conversation is added is reported on its own row;
+the other questions are asked once the server logs that it embedded the long messages' later passages
+(service/vectors.py), as a client asking later would find them.
 
 With `--per-conversation` each conversation gets a fresh server and store (as other memory servers are
 compared); without it one server holds the whole split, one thread per conversation. Prints markdown
@@ -32,6 +33,7 @@ Tokens: Benchmarking and Enhancing Long-Term Memory in LLMs", arXiv 2510.27246.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -40,6 +42,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +63,7 @@ from bench._beam_data import (
     score,
     summarize,
 )
+from mcp_memory.search.passages import passages
 
 TOP = 20
 READ_TIMEOUT_SECONDS = 600.0  # the first search waits for a whole conversation to be embedded
@@ -146,11 +150,20 @@ async def add_conversation(client: Client, conversation: Conversation, run: Run)
 
 
 async def ask(
-    client: Client, conversation: Conversation, ids: dict[str, int], modes: list[str], run: Run
+    client: Client,
+    conversation: Conversation,
+    ids: dict[str, int],
+    modes: list[str],
+    run: Run,
+    settled: Callable[[], Awaitable[None]],
 ) -> None:
-    """Every question in each mode, the modes one after the other."""
+    """Every question in each mode, the modes one after the other; after the first question (timed as
+    the first search after the conversation was added), the rest once the server has embedded the long
+    messages' later passages (`settled`)."""
     for mode in modes:
         for number, question in enumerate(conversation.questions):
+            if mode == modes[0] and number == 1:
+                await settled()
             out, ms = await call(
                 client,
                 "search_memory",
@@ -166,6 +179,25 @@ async def ask(
             run.calls.append(Call("search_memory", conversation.name, ms, first_search=first, mode=mode))
             ranked = [ids.get(hit["id"]) for hit in out["results"]]
             run.questions.append(record(conversation, question, mode, ranked, out.get("time_filter")))
+
+
+LATER_LINE = re.compile(r"later passages embedded: (\d+) long memories in all, none waiting")
+SETTLE_SECONDS = 600
+
+
+async def settle(stderr_path: Path, long_added: int) -> None:
+    """Wait (at most SETTLE_SECONDS) until the server says it embedded the later passages of at least
+    `long_added` long memories (service/vectors.py logs it when its queue drains). A client asking
+    later, as people do, finds every passage embedded; asking within seconds of a flat-out replay of a
+    whole conversation, a long message is found by its words and its first passage's meaning."""
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while time.monotonic() < deadline:
+        logged = await anyio.Path(stderr_path).read_text(errors="replace")
+        done = [int(n) for n in LATER_LINE.findall(logged)]
+        if done and done[-1] >= long_added:
+            return
+        await anyio.sleep(0.5)
+    print(f"the server did not report its later passages embedded within {SETTLE_SECONDS} s", file=sys.stderr)
 
 
 def record(
@@ -197,11 +229,16 @@ async def serve_and_run(conversations: list[Conversation], modes: list[str], wor
         async with Client(
             stdio_client(params, errlog=errlog), read_timeout_seconds=READ_TIMEOUT_SECONDS
         ) as client:
+            long_added = 0
             for conversation in conversations:
                 began = time.perf_counter()
                 ids = await add_conversation(client, conversation, run)
                 added = time.perf_counter() - began
-                await ask(client, conversation, ids, modes, run)
+                long_added += sum(
+                    len(passages(m.content)) > 1 for m in conversation.messages if m.id in ids.values()
+                )
+                settled = functools.partial(settle, stderr_path, long_added)
+                await ask(client, conversation, ids, modes, run, settled)
                 print(
                     f"conversation {conversation.name}: {len(conversation.messages)} messages added in "
                     f"{added:.0f} s, {len(conversation.questions)} questions",

@@ -71,6 +71,7 @@ class VectorWriter:
         self._more_later = anyio.Event()
         self._quiet = anyio.Event()  # set while no turn waits for its first vector
         self._quiet.set()
+        self.later_done = 0  # long memories whose later passages were written, since start
 
     @classmethod
     @asynccontextmanager
@@ -185,6 +186,11 @@ class VectorWriter:
                     rest = await self._later_vectors(turn)
                     with anyio.CancelScope(shield=True):  # written whole once computed
                         await self._store.set_embeddings(turn.user_id, {turn.id: [first, *rest]})
+                    self.later_done += 1
+                    if not self._later:  # what operators (and bench/beam.py) read to know it caught up
+                        log.info(
+                            "later passages embedded: %d long memories in all, none waiting", self.later_done
+                        )
                 except anyio.get_cancelled_exc_class():
                     raise
                 except Exception:
