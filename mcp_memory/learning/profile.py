@@ -16,7 +16,7 @@ from mcp_memory.errors import MalformedAnswerError, NotFoundError
 from mcp_memory.learning.templates import LearningPrompts
 from mcp_memory.learning.writer import MemoryWriter
 from mcp_memory.llm.chat import clean_answer
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.embedder import Embedder, embed_passages, memory_vectors
 from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.tokens import TokenCounter, fit_tokens
 from mcp_memory.models import Memory, utcnow
@@ -98,7 +98,7 @@ class ProfileWriter:
     ) -> Memory:
         text = fit_tokens(text, self.settings.profile_max_tokens, self.tokens.count)
         newest = max((f.updated_at or f.created_at) for f in facts)
-        vector = (await self.embedder.embed([text]))[0].tolist()
+        vector, passage_vectors = memory_vectors((await embed_passages(self.embedder, [text]))[0])
         profile = Memory(
             id=profile_id(user_id),
             user_id=user_id,
@@ -106,6 +106,7 @@ class ProfileWriter:
             type="user_summary",
             content=text,
             embedding=vector,
+            passage_embeddings=passage_vectors,
             token_count=self.tokens.count(text),
             created_at=previous.created_at if previous else utcnow(),
             updated_at=utcnow(),

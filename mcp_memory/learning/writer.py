@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mcp_memory.learning.parsing import FactKind
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.embedder import Embedder, embed_passages, memory_vectors
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import (
     Memory,
@@ -106,7 +106,7 @@ class MemoryWriter:
         same = await self.long_term.find_by_hash(user_id, content_hash(text), types=("fact",))
         if same:
             return WriteOutcome("unchanged", same[0])
-        vector = (await self.embedder.embed([text]))[0].tolist()
+        vector, passage_vectors = memory_vectors((await embed_passages(self.embedder, [text]))[0])
         near = await self.long_term.similar(
             user_id, vector, types=("fact",), min_similarity=self.near_duplicate_similarity, limit=1
         )
@@ -124,6 +124,7 @@ class MemoryWriter:
                     "content": text,
                     "content_hash": content_hash(text),
                     "embedding": vector,
+                    "passage_embeddings": passage_vectors,
                     "metadata": metadata,
                     "token_count": self.tokens.count(text),
                     "updated_at": utcnow(),
@@ -139,6 +140,7 @@ class MemoryWriter:
             type="fact",
             content=text,
             embedding=vector,
+            passage_embeddings=passage_vectors,
             token_count=self.tokens.count(text),
             metadata={
                 "fact_type": kind,
@@ -166,11 +168,12 @@ class MemoryWriter:
     ) -> Memory:
         """Rewrite a memory's content (re-embedded), optionally its metadata and supersede state. A
         baseline (the state before, for a memory without history) is recorded first."""
-        vector = (await self.embedder.embed([content]))[0].tolist()
+        vector, passage_vectors = memory_vectors((await embed_passages(self.embedder, [content]))[0])
         update: dict[str, Any] = {
             "content": content,
             "content_hash": content_hash(content),
             "embedding": vector,
+            "passage_embeddings": passage_vectors,
             "token_count": self.tokens.count(content),
             "updated_at": utcnow(),
         }

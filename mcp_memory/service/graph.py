@@ -42,7 +42,7 @@ from mcp_memory.errors import InvalidInputError, NotFoundError
 from mcp_memory.learning.entities import EntityMatcher, key, mentions
 from mcp_memory.learning.parsing import ExtractedEntity, ExtractedRelation
 from mcp_memory.learning.writer import revision_of
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.embedder import Embedder, embed_passages, memory_vectors
 from mcp_memory.llm.tokens import OFF_LOOP_CHARS, TokenCounter
 from mcp_memory.models import (
     GraphEntity,
@@ -540,14 +540,17 @@ class KnowledgeGraph:
     ) -> list[Memory]:
         if not pairs:
             return []
-        vectors = await self.embedder.embed([o.content for _, o in pairs])
+        vectors = [
+            memory_vectors(v) for v in await embed_passages(self.embedder, [o.content for _, o in pairs])
+        ]
         return [
             Memory(
                 id=o.memory_id,
                 user_id=owner,
                 type="observation",
                 content=o.content,
-                embedding=[float(x) for x in vector],
+                embedding=vector,
+                passage_embeddings=passage_vectors,
                 # Found by the entity's name too: "what do I know about Alice" reaches her observations.
                 index_context=f"{entity.name} ({entity.entity_type})",
                 metadata={"entity": entity.name, "entity_type": entity.entity_type},
@@ -555,7 +558,7 @@ class KnowledgeGraph:
                 token_count=self.tokens.count(o.content),
                 author=o.author,
             )
-            for (entity, o), vector in zip(pairs, vectors, strict=True)
+            for (entity, o), (vector, passage_vectors) in zip(pairs, vectors, strict=True)
         ]
 
     async def _revisions(self, memories: Sequence[Memory], stored: set[str]) -> None:
