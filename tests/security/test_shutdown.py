@@ -70,7 +70,8 @@ async def test_sigterm_finishes_the_in_flight_write(
 
     again = start_server("http", tmp_path / "data", llm)
     async with again.connect() as client:
-        found = await call(client, "search_memory", query="word299", mode="text")
-        # It first; then, found by their context, the short turns before it (search/context.py).
+        found = await call(client, "search_memory", query="word10", mode="text")
+        # It first; then, found by their context, the short turns before it (search/context.py: a
+        # neighbour lends its first 500 characters, where word10 is).
         assert found["results"][0]["id"] == result["turn"]["id"]
         assert {r["content"] for r in found["results"][1:]} == {"short 1", "short 2"}
