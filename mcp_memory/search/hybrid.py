@@ -53,20 +53,24 @@ def fuse(
     text_hits: list[tuple[int, float]],
     pool: int,
     where: RowFilter,
+    words: float = 1.0,
 ) -> list[tuple[int, float]]:
-    """The vector side, fused with the text hits as the query asks (blocking: the mat-vec is long).
+    """The vector side, fused with the text hits as the query asks (blocking: the mat-vec is long);
+    `words`: how much a word match counts here (words_weight), times the query's text weight.
 
     Hits are (key, score) of each memory's best passage (search/passages.py): score fusion adds a
     passage's BM25 and its cosine, and a memory ranks by its best passage; RRF ranks memories by their
     best passage on each side."""
     if query.mode == "vector" or (not text_hits and query.fusion == "rrf"):
         return vectors.search(vector, pool, where)
-    text_weight = query.text_weight * words_share(vectors)
+    text_weight = query.text_weight * words
     if query.fusion == "score":
         # With an approximate index: its nearest rows, and the text hits' own cosines (exact).
         named = np.fromiter((key for key, _ in text_hits), dtype=np.int64, count=len(text_hits))
         keys, cosines = vectors.scores(vector, where, pool=pool, also=named)
-        rows = pool * PASSAGE_ROWS if len(vectors) > vectors.memories() else pool
+        keys, cosines = with_first_passages(keys, cosines, named)
+        several = len(vectors) > vectors.memories() or bool(named.size and named.max() > ROWID_MASK)
+        rows = pool * PASSAGE_ROWS if several else pool
         fused = score_fusion(
             text_hits,
             keys,
@@ -75,17 +79,43 @@ def fuse(
             text_weight=text_weight,
             vector_weight=query.vector_weight,
         )
-        return fused if rows == pool else best_hits(fused)[:pool]
+        return best_hits(fused)[:pool] if several else fused
     return memory_rrf(query, text_hits, vectors.search(vector, pool, where), text_weight)
 
 
-def words_share(vectors: VectorIndex) -> float:
-    """How much a word match counts, relative to the text weight: memories per passage of the user's
-    memory. Chat turns (one passage each) keep the full weight; where memories are long answers and
-    files of many passages, their words match a question by accident more often (measured on BEAM,
-    bench/beam.py: the text side at full weight cost more than it added there)."""
-    rows = len(vectors)
-    return 1.0 if rows == 0 else vectors.memories() / rows
+def with_first_passages(
+    keys: np.ndarray, cosines: np.ndarray, named: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The vector side, with a text hit's passage that has no vector yet (a long turn's later passages
+    are embedded after its first: service/vectors.py) scored by its memory's first passage, so a memory
+    found by the words of a passage still being embedded is not ranked by its words alone."""
+    later = named[(named > ROWID_MASK) & ~np.isin(named, keys)]
+    if later.size == 0:
+        return keys, cosines
+    order = np.argsort(keys, kind="stable")
+    at = np.searchsorted(keys[order], later & ROWID_MASK)
+    at = np.minimum(at, max(0, keys.size - 1))
+    found = keys.size > 0 and keys[order][at] == (later & ROWID_MASK)
+    if not np.any(found):
+        return keys, cosines
+    firsts = order[at[found]]
+    return np.concatenate([keys, later[found]]), np.concatenate([cosines, cosines[firsts]])
+
+
+def words_weight(text: TextIndex, query: SearchQuery, text_hits: Sequence[tuple[int, float]]) -> float:
+    """How much a word match counts, relative to the text weight (blocking).
+
+    In full when the best text hit holds every word of the query (a distinctive phrase, an error code:
+    the words say where the answer is); otherwise one over the mean passages of the user's memories
+    (each counted up to PRIOR_PASSAGES, so a few pasted files do not silence words for everything
+    else): chat turns (one passage each) keep the full weight, but where most memories are long answers
+    their words match a question's by accident more often (measured on BEAM, bench/beam.py: the text
+    side at full weight cost more than it added there)."""
+    share = 1.0 / text.passages_per_memory()
+    if share >= 1.0 or not text_hits:
+        return share
+    wanted = query_terms([*keywords(query.text), *query.phrases])
+    return 1.0 if text.holds_all(text_hits[0][0], wanted) else share
 
 
 def memory_rrf(

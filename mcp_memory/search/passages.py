@@ -127,11 +127,21 @@ ROWID_MASK = (1 << ROWID_BITS) - 1
 # measured on BEAM (bench/beam.py), ranking by the plain best passage let long answers crowd out the short
 # messages that held the answer; chat turns (one passage) are untouched.
 PASSAGE_PRIOR = 0.15
+# ... counting at most this many passages: a pasted file of a thousand passages whose one passage holds
+# the answer must still be found by it (the prior stops at 0.21).
+PRIOR_PASSAGES = 4
+
+
+def counted(passages: int) -> int:
+    """A memory's passages as the prior and the text side's weight count them (at most PRIOR_PASSAGES)."""
+    return min(passages, PRIOR_PASSAGES)
 
 
 def passage_prior(passages: int | np.ndarray) -> np.ndarray:
-    """What a memory of this many passages gives up in cosine: PASSAGE_PRIOR * ln(passages)."""
-    prior: np.ndarray = PASSAGE_PRIOR * np.log(np.maximum(np.asarray(passages, dtype=np.float32), 1))
+    """What a memory of this many passages gives up in cosine: PASSAGE_PRIOR * ln(passages), passages
+    counted up to PRIOR_PASSAGES."""
+    n = np.clip(np.asarray(passages, dtype=np.float32), 1, PRIOR_PASSAGES)
+    prior: np.ndarray = PASSAGE_PRIOR * np.log(n)
     return prior
 
 

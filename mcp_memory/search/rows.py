@@ -16,7 +16,7 @@ from typing import Self
 import numpy as np
 
 from mcp_memory.search.file_array import Column
-from mcp_memory.search.passages import ROWID_MASK, passage_key
+from mcp_memory.search.passages import ROWID_MASK, counted, passage_key
 from mcp_memory.search.positions import RowPositions
 
 NO_THREAD = " "  # a memory without a thread, in a snapshot's thread list (no thread id has a space)
@@ -42,6 +42,7 @@ class MemoryRows:
         self._thread_codes: dict[str | None, int] = {}
         self._type_codes: dict[str, int] = {}
         self._passages: dict[int, int] = {}  # rowid -> passages, of the memories with more than one
+        self._extra = 0  # sum over those memories of their counted passages (passages.counted) less one
 
     def __len__(self) -> int:
         """Rows: passages of active memories."""
@@ -50,6 +51,11 @@ class MemoryRows:
     def memories(self) -> int:
         """Active memories (a long memory has several rows)."""
         return len(self._position) - sum(self._passages.values()) + len(self._passages)
+
+    def passages_per_memory(self) -> float:
+        """The mean of the active memories' passages, each counted up to PRIOR_PASSAGES (1.0 for chat)."""
+        memories = self.memories()
+        return 1.0 if memories == 0 else (memories + self._extra) / memories
 
     def __contains__(self, rowid: int) -> bool:
         return rowid in self._position
@@ -66,7 +72,9 @@ class MemoryRows:
 
     def remove(self, rowid: int) -> None:
         """Leave the memory's rows for good (never matched, no longer found by key)."""
-        for number in range(self._passages.pop(rowid, 1)):
+        passages = self._passages.pop(rowid, 1)
+        self._extra -= counted(passages) - 1
+        for number in range(passages):
             self._remove_key(passage_key(rowid, number))
 
     def _remove_key(self, key: int) -> None:
@@ -76,8 +84,10 @@ class MemoryRows:
 
     def _trim(self, rowid: int, passages: int) -> None:
         """The memory now has `passages` rows: rows past them (of a longer earlier version) go."""
-        for number in range(passages, self._passages.get(rowid, 1)):
+        before = self._passages.get(rowid, 1)
+        for number in range(passages, before):
             self._remove_key(passage_key(rowid, number))
+        self._extra += counted(passages) - counted(before)
         if passages > 1:
             self._passages[rowid] = passages
         else:
@@ -161,6 +171,7 @@ class MemoryRows:
         self._active[:n] = True
         self._position = RowPositions.of(rowids)
         self._passages = passage_counts(rowids)
+        self._extra = sum(counted(n) - 1 for n in self._passages.values())
         threads = unpacked_names(columns["thread_names"])
         self._thread_codes = {None if t == NO_THREAD else t: code for code, t in enumerate(threads)}
         self._type_codes = {t: code for code, t in enumerate(unpacked_names(columns["type_names"]))}

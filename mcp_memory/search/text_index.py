@@ -33,7 +33,7 @@ import numpy as np
 import Stemmer
 
 from mcp_memory.search.file_array import Blocks, Column, FileArray
-from mcp_memory.search.passages import passage_key, passages
+from mcp_memory.search.passages import counted, passage_key, passages
 from mcp_memory.search.rows import (
     MemoryRows,
     RowFilter,
@@ -180,6 +180,7 @@ class TextIndex(MemoryRows):
         if not documents:
             return index
         index._passages = passage_counts(np.fromiter((d.rowid for d in documents), dtype=np.int64))
+        index._extra = sum(counted(n) - 1 for n in index._passages.values())
         index._grow(max(16, len(documents)))
         vocabulary: dict[str, int] = {}
         term_ids: list[int] = []
@@ -246,6 +247,20 @@ class TextIndex(MemoryRows):
             and self._type_codes.get(document.type) == self._types[position]
             and self._created[position] == document.created
         )
+
+    def holds_all(self, key: int, wanted: Sequence[str]) -> bool:
+        """Whether the row holds every one of these terms in its own text."""
+        position = self._position.get(key)
+        if position is None or not wanted:
+            return False
+        for term in wanted:
+            postings = self._postings.get(term)
+            if postings is None:
+                return False
+            positions, content, _ = self._entries(postings)
+            if not bool(((positions == position) & (content > 0)).any()):
+                return False
+        return True
 
     def _remove_key(self, key: int) -> None:
         position = self._position.get(key)

@@ -176,3 +176,16 @@ def test_the_vector_index_keeps_passages_through_rewrites_removals_and_snapshots
     index.remove(5)
     assert all(memory_of(key)[0] != 5 for key, _ in index.search(target, 80, RowFilter()))
     assert index.memories() == 78
+
+
+def test_a_passage_still_waiting_for_its_vector_is_scored_by_its_memorys_first() -> None:
+    from mcp_memory.search.hybrid import with_first_passages
+
+    keys = np.array([5, 9, passage_key(9, 1)], dtype=np.int64)
+    cosines = np.array([0.2, 0.4, 0.7], dtype=np.float32)
+    named = np.array([passage_key(5, 3), passage_key(9, 1), passage_key(7, 2)], dtype=np.int64)
+    more_keys, more_cosines = with_first_passages(keys, cosines, named)
+    # Memory 5's third passage takes its first passage's cosine; memory 9's has its own; 7 has no vector.
+    assert dict(zip(more_keys.tolist(), more_cosines.tolist(), strict=True)) == pytest.approx(
+        {5: 0.2, 9: 0.4, passage_key(9, 1): 0.7, passage_key(5, 3): 0.2}
+    )

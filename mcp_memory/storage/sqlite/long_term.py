@@ -28,6 +28,7 @@ from mcp_memory.search.hybrid import (
     fuse_as_of,
     row_filter,
     text_candidates,
+    words_weight,
 )
 from mcp_memory.search.passages import ONE_PASSAGE_CHARS, ROWID_BITS, ROWID_MASK, passages
 from mcp_memory.storage.base import QueryVector, resolve_vector
@@ -224,8 +225,9 @@ class SqliteLongTermStore:
             elif query_vector is None:
                 scored = text_hits or []
             else:
+                words = await anyio.to_thread.run_sync(words_weight, index.text, query, text_hits or [])
                 scored = await anyio.to_thread.run_sync(
-                    fuse, index.vectors, query, query_vector, text_hits or [], pool, where
+                    fuse, index.vectors, query, query_vector, text_hits or [], pool, where, words
                 )
         return await self._hits(scored, query, query_vector)
 
@@ -246,7 +248,9 @@ class SqliteLongTermStore:
         if not query.phrases:
             # Candidates were already filtered (superseded, thread, type, time): read only what is returned.
             scored = scored[: query.limit]
-        best = {key & ROWID_MASK: (key >> ROWID_BITS, score) for key, score in scored}
+        best: dict[int, tuple[int, float]] = {}
+        for key, score in scored:  # ranked: a memory's first entry is its best passage
+            best.setdefault(key & ROWID_MASK, (key >> ROWID_BITS, score))
         rowids = list(best)
         marks = ",".join("?" * len(rowids))
         args: list[Any] = [*rowids, query.user_id]
