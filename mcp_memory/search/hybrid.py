@@ -21,6 +21,7 @@ from mcp_memory.search.vector_index import VectorIndex
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
 PASSAGE_ROWS = 4  # rows taken per memory wanted when some memories have several passages
+DISTINCT = 0.5  # words single a memory out when the next best text hit scores at most this share of it
 
 
 def candidate_pool(query: SearchQuery) -> int:
@@ -105,8 +106,8 @@ def with_first_passages(
 def words_weight(text: TextIndex, query: SearchQuery, text_hits: Sequence[tuple[int, float]]) -> float:
     """How much a word match counts, relative to the text weight (blocking).
 
-    In full when the best text hit holds every word of the query (a distinctive phrase, an error code:
-    the words say where the answer is); otherwise one over the mean passages of the user's memories
+    In full when the best text hit holds every word of the query and no other scores half as much by
+    its words (a distinctive phrase, an error code: the words say where the answer is); otherwise one over the mean passages of the user's memories
     (each counted up to PRIOR_PASSAGES, so a few pasted files do not silence words for everything
     else): chat turns (one passage each) keep the full weight, but where most memories are long answers
     their words match a question's by accident more often (measured on BEAM, bench/beam.py: the text
@@ -114,8 +115,10 @@ def words_weight(text: TextIndex, query: SearchQuery, text_hits: Sequence[tuple[
     share = 1.0 / text.passages_per_memory()
     if share >= 1.0 or not text_hits:
         return share
+    # Singled out: no other memory scores half as much by its words.
+    alone = len(text_hits) == 1 or text_hits[1][1] <= DISTINCT * text_hits[0][1]
     wanted = query_terms([*keywords(query.text), *query.phrases])
-    return 1.0 if text.holds_all(text_hits[0][0], wanted) else share
+    return 1.0 if alone and text.holds_all(text_hits[0][0], wanted) else share
 
 
 def memory_rrf(
