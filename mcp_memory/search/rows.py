@@ -43,6 +43,7 @@ class MemoryRows:
         self._type_codes: dict[str, int] = {}
         self._passages: dict[int, int] = {}  # rowid -> passages, of the memories with more than one
         self._extra = 0  # sum over those memories of their counted passages (passages.counted) less one
+        self._later_rows = 0  # sum over those memories of their passages less one: rows past memories
 
     def __len__(self) -> int:
         """Rows: passages of active memories."""
@@ -50,7 +51,7 @@ class MemoryRows:
 
     def memories(self) -> int:
         """Active memories (a long memory has several rows)."""
-        return len(self._position) - sum(self._passages.values()) + len(self._passages)
+        return len(self._position) - self._later_rows
 
     def passages_per_memory(self) -> float:
         """The mean of the active memories' passages, each counted up to PRIOR_PASSAGES (1.0 for chat)."""
@@ -74,6 +75,7 @@ class MemoryRows:
         """Leave the memory's rows for good (never matched, no longer found by key)."""
         passages = self._passages.pop(rowid, 1)
         self._extra -= counted(passages) - 1
+        self._later_rows -= passages - 1
         for number in range(passages):
             self._remove_key(passage_key(rowid, number))
 
@@ -88,6 +90,7 @@ class MemoryRows:
         for number in range(passages, before):
             self._remove_key(passage_key(rowid, number))
         self._extra += counted(passages) - counted(before)
+        self._later_rows += passages - before
         if passages > 1:
             self._passages[rowid] = passages
         else:
@@ -172,6 +175,7 @@ class MemoryRows:
         self._position = RowPositions.of(rowids)
         self._passages = passage_counts(rowids)
         self._extra = sum(counted(n) - 1 for n in self._passages.values())
+        self._later_rows = sum(n - 1 for n in self._passages.values())
         threads = unpacked_names(columns["thread_names"])
         self._thread_codes = {None if t == NO_THREAD else t: code for code, t in enumerate(threads)}
         self._type_codes = {t: code for code, t in enumerate(unpacked_names(columns["type_names"]))}

@@ -181,6 +181,7 @@ class TextIndex(MemoryRows):
             return index
         index._passages = passage_counts(np.fromiter((d.rowid for d in documents), dtype=np.int64))
         index._extra = sum(counted(n) - 1 for n in index._passages.values())
+        index._later_rows = sum(n - 1 for n in index._passages.values())
         index._grow(max(16, len(documents)))
         vocabulary: dict[str, int] = {}
         term_ids: list[int] = []
