@@ -55,6 +55,12 @@ def later_passage(content: str = LONG_CONTENT) -> tuple[int, int]:
     return found[0].start, found[0].end
 
 
+def later_passage_vector() -> list[float]:
+    """The query vector of the telescope paragraph (later_passage)."""
+    start, end = later_passage()
+    return embed(LONG_CONTENT[start:end])
+
+
 async def seed(store: LongTermStore, user: str) -> Memory:
     long = long_memory(user)
     await store.put(
@@ -174,8 +180,7 @@ async def test_search_filters_still_apply_to_long_memories(
 ) -> None:
     user = new_user()
     await seed(search_store, user)
-    start, end = later_passage()
-    vector = embed(LONG_CONTENT[start:end])
+    vector = later_passage_vector()
 
     other_thread = await search_store.search(search(user, "telescope", thread_id="t2"), vector)
     facts_only = await search_store.search(search(user, "telescope", types=["fact"]), vector)
@@ -224,8 +229,7 @@ async def test_a_forgotten_long_memory_is_never_found_again(
 ) -> None:
     user = new_user()
     await seed(search_store, user)
-    start, end = later_passage()
-    vector = embed(LONG_CONTENT[start:end])
+    vector = later_passage_vector()
 
     await search_store.forget(Scope(user_id=user, memory_id="long"))
 

@@ -30,7 +30,7 @@ from mcp_memory.search.hybrid import (
     text_candidates,
     words_weight,
 )
-from mcp_memory.search.passages import ONE_PASSAGE_CHARS, ROWID_BITS, ROWID_MASK, passages
+from mcp_memory.search.passages import ONE_PASSAGE_CHARS, memory_of, passages
 from mcp_memory.storage.base import QueryVector, resolve_vector
 from mcp_memory.storage.sqlite import usage as sqlite_usage
 from mcp_memory.storage.sqlite.codec import (
@@ -250,7 +250,8 @@ class SqliteLongTermStore:
             scored = scored[: query.limit]
         best: dict[int, tuple[int, float]] = {}
         for key, score in scored:  # ranked: a memory's first entry is its best passage
-            best.setdefault(key & ROWID_MASK, (key >> ROWID_BITS, score))
+            rowid, number = memory_of(key)
+            best.setdefault(rowid, (number, score))
         rowids = list(best)
         marks = ",".join("?" * len(rowids))
         args: list[Any] = [*rowids, query.user_id]
