@@ -10,6 +10,13 @@ on every backend alike.
 - **What is current**: when a newer memory says a thing changed ("now", "updated", "recently improved
   to") and ranks close below an older one on the same question, the newer ranks first, unless the query
   asks about the past (a time it names, as_of, or words like "originally", "at first", "used to").
+- **Who said it**: a question in the first person ("when does my sprint end?", "what did I decide")
+  asks what the user said; the assistant's replies restate it at length among much else, so in the
+  ranking a reply counts ASSISTANT_WEIGHT of its score. Not when the question asks what the assistant
+  said ("how did you recommend ...") or for a summary (the answers are half of the story).
+- **Standing instructions**: a user's rule for the future ("Always include tests when I ask about
+  parsing", "never use tabs") belongs beside every question it covers: it ranks as if it scored
+  RULE_WEIGHT times its score, moving only upward past hits that score less.
 """
 
 from __future__ import annotations
@@ -61,6 +68,27 @@ NEWER_AMONG = 5  # ... among the first this many hits
 _CHANGE_READ = 1500  # characters of a hit read for such words (its matching passage, or its start)
 
 
+# A question in the first person: about what the user said, did or has.
+_FIRST_PERSON = re.compile(r"\b(i|my|me|mine|i'm|i've|i'd|i'll)\b", re.IGNORECASE)
+# ... unless it asks what the assistant said or did ("how did you recommend", "your suggestion"); a
+# request to the assistant ("can you help me", "could you show me") is not that.
+_ASKS_THE_ASSISTANT = re.compile(
+    r"\b(you|your)\b(?! (help|show|tell|give|walk|list|provide|explain|remind|summari[sz]e|describe|"
+    r"outline|recap|suggest how|please))",
+    re.IGNORECASE,
+)
+_SUMMARY = re.compile(r"\b(summar\w*|overview|recap)\b", re.IGNORECASE)
+ASSISTANT_WEIGHT = 0.7  # an assistant's reply's share of its score, for a question about the user's words
+# A user's rule for what is to come: "Always ...", "Never ...", "from now on ...", "... when I ask about".
+_RULE = re.compile(
+    r"^\W*(always|never|please (always|never)|from now on|whenever i|make sure to always)\b|"
+    r"\bwhen(ever)? i ask\b",
+    re.IGNORECASE,
+)
+_RULE_READ = 300  # a rule says so in its first characters
+RULE_WEIGHT = 1.3  # a standing instruction ranks as if it scored this many times its score
+
+
 def over_time(query: str) -> bool:
     return _OVER_TIME.search(query) is not None
 
@@ -80,14 +108,51 @@ def about_the_past(query: str) -> bool:
     return _PAST.search(query) is not None
 
 
+def about_the_user(query: str) -> bool:
+    """A question about what the user said (who said it, above)."""
+    return (
+        _FIRST_PERSON.search(query) is not None
+        and _ASKS_THE_ASSISTANT.search(query) is None
+        and _SUMMARY.search(query) is None
+    )
+
+
+def standing_instruction(role: str | None, text: str) -> bool:
+    return role == "user" and _RULE.search(text[:_RULE_READ]) is not None
+
+
 @dataclass(frozen=True)
 class Ranked:
-    """A hit as the newer-first rule sees it."""
+    """A hit as the rules here see it."""
 
     score: float
     when: float  # created, epoch seconds
     order: int  # the store's order of writing, for memories of the same moment (rowid, or 0)
     text: str  # the part that matched
+    role: str | None = None  # a turn's speaker
+    content: str = ""  # the whole memory
+
+
+def users_words_first(hits: Sequence[Ranked]) -> list[int]:
+    """The hits' order for a question about the user (about_the_user): by score, an assistant's reply
+    weighted ASSISTANT_WEIGHT. Scores must not be negative (a fused score); otherwise the order is kept."""
+    if any(hit.score < 0 for hit in hits):
+        return list(range(len(hits)))
+    weight = [ASSISTANT_WEIGHT if hit.role == "assistant" else 1.0 for hit in hits]
+    return sorted(range(len(hits)), key=lambda i: -hits[i].score * weight[i])
+
+
+def rules_up(hits: Sequence[Ranked]) -> list[int]:
+    """The hits' order with standing instructions moved up: each above the hits that score less than
+    RULE_WEIGHT times its score, never down; the others keep their order."""
+    order = list(range(len(hits)))
+    for i, hit in enumerate(hits):
+        if hit.score > 0 and standing_instruction(hit.role, hit.content):
+            order.remove(i)
+            lifted = hit.score * RULE_WEIGHT
+            at = next((j for j, k in enumerate(order) if hits[k].score < lifted), len(order))
+            order.insert(min(at, i), i)  # where it was, if nothing scores less
+    return order
 
 
 def newer_first(hits: Sequence[Ranked]) -> list[int]:

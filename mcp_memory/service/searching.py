@@ -7,7 +7,7 @@ Made per search from the service's current parts, so a changed setting applies t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -97,7 +97,10 @@ class Searching:
         if search.mode != "text" and self.vectors is not None:
             for key in keys:
                 await self.vectors.settled(key)  # read-your-writes by meaning: service/vectors.py
-        searches = [search.model_copy(update={"user_id": key}) for key in keys]
+        # For a question about the user's words, a deeper pool than asked: the replies that outrank them
+        # move down, and what was below comes up (search/intent.py).
+        depth = max(limit, POOL) if intent.about_the_user(asked) else limit
+        searches = [search.model_copy(update={"user_id": key, "limit": depth}) for key in keys]
         hits, signals = await self._found(searches, query)
         if time_filter is not None and not hits:
             # Nothing was made in the time the query named: its words may have meant something else
@@ -105,8 +108,12 @@ class Searching:
             unbounded = [s.model_copy(update={"since": None, "until": None}) for s in searches]
             hits, signals = await self._found(unbounded, query)
             time_filter = time_filter.model_copy(update={"applied": False})
+        if intent.about_the_user(asked):
+            hits, signals = reordered(hits, signals, intent.users_words_first)
         if time_filter is None and as_of_ is None and not intent.about_the_past(asked):
-            hits, signals = current_first(hits, signals)
+            hits, signals = reordered(hits, signals, intent.newer_first)
+        hits, signals = reordered(hits, signals, intent.rules_up)
+        hits, signals = hits[:limit], signals[:limit]
         found = results.search_hits(
             hits, signals, self.tokens.count, query, min_score=min_score, max_tokens=max_tokens, mode=mode_
         )
@@ -157,21 +164,28 @@ class Searching:
         return vector
 
 
-def current_first(hits: Sequence[Hit], signals: Sequence[HitSignals]) -> tuple[list[Hit], list[HitSignals]]:
-    """The hits with what is current first (search/intent.py newer_first), ranks renumbered."""
-    order = intent.newer_first(
-        [
-            intent.Ranked(
-                score=hit.score,
-                when=hit.memory.created_at.timestamp(),
-                order=0,
-                text=hit.memory.content if hit.passage is None else hit.memory.content[slice(*hit.passage)],
-            )
-            for hit in hits
-        ]
-    )
+POOL = 40  # hits ranked for a question about the user's words, of which the first `limit` are kept
+
+
+def reordered(
+    hits: Sequence[Hit], signals: Sequence[HitSignals], rule: Callable[[Sequence[intent.Ranked]], list[int]]
+) -> tuple[list[Hit], list[HitSignals]]:
+    """The hits in the order a rule of search/intent.py gives, ranks renumbered."""
+    order = rule([_ranked(hit) for hit in hits])
     if order == list(range(len(hits))):
         return list(hits), list(signals)
     return [hits[i] for i in order], [
         HitSignals(rank, signals[i].overlap, signals[i].cosine) for rank, i in enumerate(order, start=1)
     ]
+
+
+def _ranked(hit: Hit) -> intent.Ranked:
+    memory = hit.memory
+    return intent.Ranked(
+        score=hit.score,
+        when=memory.created_at.timestamp(),
+        order=0,
+        text=memory.content if hit.passage is None else memory.content[slice(*hit.passage)],
+        role=memory.role,
+        content=memory.content,
+    )

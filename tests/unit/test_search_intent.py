@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from mcp_memory.search.intent import Ranked, about_the_past, focus, newer_first, over_time
+from mcp_memory.search.intent import (
+    Ranked,
+    about_the_past,
+    about_the_user,
+    focus,
+    newer_first,
+    over_time,
+    rules_up,
+    standing_instruction,
+    users_words_first,
+)
 
 
 def test_a_question_for_an_account_over_time_is_searched_by_what_it_is_about() -> None:
@@ -54,3 +64,45 @@ def test_the_order_stands_without_words_of_change_or_when_the_newer_scores_far_l
 def test_only_the_first_hits_are_reordered() -> None:
     hits = [hit(1.0 - i / 100, i, "plain") for i in range(8)] + [hit(0.95, 99, "updated now")]
     assert newer_first(hits) == list(range(9))
+
+
+def said(score: float, role: str, content: str) -> Ranked:
+    return Ranked(score=score, when=0, order=0, text=content, role=role, content=content)
+
+
+def test_a_question_in_the_first_person_asks_what_the_user_said() -> None:
+    assert about_the_user("When does my first sprint end?")
+    assert about_the_user("Could you show me how I set up the login?")  # a request, then the user
+    assert not about_the_user("How did you recommend handling the rate limit in my app?")
+    assert not about_the_user("What was your suggestion for my deadline?")
+    assert not about_the_user("Can you give me a summary of my project so far?")
+    assert not about_the_user("What did Maya suggest for dinner?")
+
+
+def test_for_such_a_question_the_users_words_rank_above_a_longer_reply_restating_them() -> None:
+    hits = [
+        said(1.0, "assistant", "Your sprint ends on March 29, so here is a plan ..."),
+        said(0.8, "user", "My first sprint ends on March 29."),
+        said(0.5, "user", "Something else."),
+    ]
+    assert users_words_first(hits) == [1, 0, 2]  # 1.0 x ASSISTANT_WEIGHT < 0.8
+    far_below = [said(1.0, "assistant", "a"), said(0.5, "user", "b")]
+    assert users_words_first(far_below) == [0, 1]
+    assert users_words_first([said(-0.1, "assistant", "a"), said(-0.2, "user", "b")]) == [0, 1]
+
+
+def test_a_standing_instruction_moves_up_past_what_scores_less_than_its_weighted_score() -> None:
+    rule = "Always include step-by-step explanations when I ask about probability."
+    assert standing_instruction("user", rule)
+    assert standing_instruction("user", "never use tabs in my Python files")
+    assert not standing_instruction("assistant", rule)  # the user's rule, not a reply's advice
+    assert not standing_instruction("user", "I always forget the formula for combinations.")
+    hits = [
+        said(1.0, "user", "How do I compute P(red card)?"),
+        said(0.9, "assistant", "Drawing a red card ..."),
+        said(0.8, "user", "Something else."),
+        said(0.75, "user", rule),
+    ]
+    assert rules_up(hits) == [0, 3, 1, 2]  # 0.75 x 1.3 = 0.975: above 0.9, not above 1.0
+    assert rules_up([said(1.0, "user", rule), said(0.9, "user", "x")]) == [0, 1]  # never down
+    assert rules_up(hits[:3]) == [0, 1, 2]
