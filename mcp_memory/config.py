@@ -178,6 +178,12 @@ class SummarySettings(BaseModel):
         default=0.2, gt=0.0, lt=1.0, description="Largest summary, as a share of the threshold."
     )
     lease_seconds: float = Field(default=60.0, gt=0, description="How long one summarizer holds a thread.")
+    inline_seconds: float = Field(
+        default=0.01,
+        ge=0,
+        description="How long add_turn waits for the summary its turn started; a longer one finishes after "
+        "the reply.",
+    )
 
 
 class SearchSettings(BaseModel):

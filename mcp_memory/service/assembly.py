@@ -26,6 +26,7 @@ from mcp_memory.search.when import prepare as prepare_time_words
 from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
 from mcp_memory.service.recall import default_floor
+from mcp_memory.service.summaries import SummaryRunner
 from mcp_memory.service.summarizer import build_summarizer
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
@@ -66,6 +67,10 @@ async def open_service(
             vectors = await stack.enter_async_context(
                 VectorWriter.running(embedder, stores.long_term, metrics=metrics)
             )
+        # Summaries that outlast their add_turn (service/summaries.py); closed before the stores.
+        summaries = await stack.enter_async_context(
+            SummaryRunner.running(settings.learning.shutdown_grace_seconds)
+        )
         warmup = None
         if settings.long_term.warm_on_start:
             users = [settings.user_id, *(t.user_id for t in load_tokens(settings.security))]
@@ -121,4 +126,5 @@ async def open_service(
             vectors=vectors,
             graph=graph,
             metrics=metrics,
+            summaries=summaries,
         )

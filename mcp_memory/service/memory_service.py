@@ -44,6 +44,7 @@ from mcp_memory.service import portability
 from mcp_memory.service.chat_exports import ChatFormat, parse_conversations
 from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.searching import Searching
+from mcp_memory.service.summaries import SummaryRunner
 from mcp_memory.service.summarizer import Summarizer
 from mcp_memory.service.threads import LearningHooks, Progress, ThreadKeeper
 from mcp_memory.service.vectors import VectorWriter
@@ -92,6 +93,8 @@ class MemoryService:
     # The knowledge graph (service/graph.py): its observations are memories here, so forget reaches it.
     graph: KnowledgeGraph | None = None
     metrics: Metrics = field(default_factory=Metrics)  # the server's (observability/metrics.py)
+    # Summaries that may finish after add_turn's reply (service/summaries.py); None: always before it.
+    summaries: SummaryRunner | None = None
     threads: ThreadKeeper = field(init=False)
     # Writes to one thread's full-text contexts (add_turn, forgetting a turn) take turns in this
     # process: a forget between an add's read of its neighbours and its rewrite of their contexts would
@@ -206,10 +209,7 @@ class MemoryService:
         window = totals.context_window or self.settings.summary.default_context_window
         summarized = False
         if totals.token_count > self.threads.threshold(window):
-            summarized = (
-                await self.threads.summarize(user_id, thread_id, keep_recent=None, progress=progress)
-                is not None
-            )
+            summarized = await self._summarize_soon(user_id, thread_id, progress)
             if summarized:
                 totals = await self.threads.totals(user_id, thread_id)
         await self._changed(user_id, thread_id)
@@ -231,6 +231,38 @@ class MemoryService:
             ),
             summarized=summarized,
         )
+
+    async def _summarize_soon(self, user_id: str, thread_id: str, progress: Progress | None) -> bool:
+        """The summary this turn started: True once written, or when it goes on after the reply
+        (service/summaries.py); False when another request or replica is summarizing the thread."""
+        if self.summaries is None:
+            return (
+                await self.threads.summarize(user_id, thread_id, keep_recent=None, progress=progress)
+                is not None
+            )
+        replying = True
+
+        async def report(done: float, total: float | None, message: str | None) -> None:
+            if replying and progress is not None:  # the client hears of it only while the request lasts
+                await progress(done, total, message)
+
+        async def summarize() -> SummarizeResult | None:
+            result = await self.threads.summarize(user_id, thread_id, keep_recent=None, progress=report)
+            if result is not None and not replying:
+                await self._changed(user_id, thread_id)  # the reply went before the summary
+            return result
+
+        try:
+            started = await self.summaries.start(
+                (user_id, thread_id), summarize, self.settings.summary.inline_seconds
+            )
+        finally:
+            replying = False
+        return not started.done or started.result is not None
+
+    async def _summary_settled(self, user_id: str, thread_id: str) -> None:
+        if self.summaries is not None:
+            await self.summaries.settled((user_id, thread_id))
 
     # ---- search --------------------------------------------------------------------------------
 
@@ -276,6 +308,7 @@ class MemoryService:
         thread_id = check.thread_id(thread_id)
         if recent is not None:
             recent = check.count(recent, "recent", low=0, high=10_000)
+        await self._summary_settled(user_id, thread_id)
         memory = await self.threads.load(user_id, thread_id)
         window = memory.context_window or self.settings.summary.default_context_window
         messages = memory.messages if recent is None else memory.messages[len(memory.messages) - recent :]
@@ -299,6 +332,7 @@ class MemoryService:
         thread_id = check.thread_id(thread_id)
         if keep_recent is not None:
             keep_recent = check.count(keep_recent, "keep_recent", low=0, high=10_000)
+        await self._summary_settled(user_id, thread_id)
         memory = await self.threads.load(user_id, thread_id)
         if not memory.messages and not memory.summary:
             raise NotFoundError(f"thread {thread_id!r} has no messages to summarize")
@@ -376,6 +410,8 @@ class MemoryService:
             _may_forget(user_id, None, "everything")
             kind = "everything"
 
+        if scope.thread_id is not None and not dry_run:
+            await self._summary_settled(user_id, scope.thread_id)  # not written after the forget
         one_turn = kind == "memory" and memory.type == "turn" and memory.thread_id is not None
         async with self._context_lock(user_id, scope.thread_id) if one_turn else contextlib.nullcontext():
             around = await self._turns_around(memory) if one_turn and not dry_run else []

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.config import Settings
+from mcp_memory.config import Settings, SummarySettings
+
+SUMMARY_BEFORE_THE_REPLY = 60.0  # seconds add_turn waits for a summary in tests
 
 
 @pytest.fixture
@@ -23,4 +25,8 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settin
         if name.startswith("MCP_MEMORY_"):
             monkeypatch.delenv(name)
     monkeypatch.chdir(tmp_path)  # no stray .env is read
-    yield Settings(user_id="tester", data_dir=tmp_path / "data")
+    # A summary a turn starts is written before add_turn replies, whatever the machine's load, so tests
+    # about what a summary holds see it in the reply; tests/unit/test_summaries_after_reply.py covers
+    # summaries finishing after the reply (the default for any taking over summary.inline_seconds).
+    summary = SummarySettings(inline_seconds=SUMMARY_BEFORE_THE_REPLY)
+    yield Settings(user_id="tester", data_dir=tmp_path / "data", summary=summary)
