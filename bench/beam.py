@@ -5,6 +5,8 @@
     .venv/bin/python bench/beam.py ../shared/data/beam/100K --per-conversation   # a fresh one for each
     .venv/bin/python bench/beam.py ../shared/data/beam/100K --conversations 1 --limit-messages 40
     .venv/bin/python bench/beam.py ../shared/data/beam/100K --modes hybrid,vector,text   # each mode
+    .venv/bin/python bench/beam.py ../shared/data/beam/100K --conversations 1,2 --pace-ms 200 \
+        --setting MCP_MEMORY_SUMMARY__INLINE_SECONDS=60   # paced turns, a server setting
 
 A temporary data dir, the embedded SQLite store and the local ONNX embedder (the defaults). Every message
 of a conversation is added with `add_turn` into one thread, in order (created_at: its time anchor's
@@ -92,7 +94,14 @@ class Run:
     refused: list[dict[str, Any]] = field(default_factory=list)  # messages add_turn refused
 
 
-def server_env(data_dir: Path) -> dict[str, str]:
+@dataclass(frozen=True)
+class Options:
+    modes: list[str]
+    pace_seconds: float = 0.0  # a pause after each add_turn: turns arriving as a conversation goes
+    settings: dict[str, str] = field(default_factory=dict)  # MCP_MEMORY_* given to the server
+
+
+def server_env(data_dir: Path, settings: dict[str, str]) -> dict[str, str]:
     """This process's environment without the developer's MCP_MEMORY_* settings, plus the bench's."""
     env = {name: value for name, value in os.environ.items() if not name.startswith("MCP_MEMORY_")}
     return env | {
@@ -100,6 +109,7 @@ def server_env(data_dir: Path) -> dict[str, str]:
         "MCP_MEMORY_USER_ID": "bench",
         "MCP_MEMORY_EMBEDDING__PROVIDER": "local",
         "MCP_MEMORY_LOG_LEVEL": "INFO",  # the request lines the server-side figures come from
+        **settings,
     }
 
 
@@ -123,7 +133,9 @@ async def call(client: Client, tool: str, arguments: dict[str, Any]) -> tuple[di
     return result.structured_content, elapsed
 
 
-async def add_conversation(client: Client, conversation: Conversation, run: Run) -> dict[str, int]:
+async def add_conversation(
+    client: Client, conversation: Conversation, run: Run, pace_seconds: float
+) -> dict[str, int]:
     """Every message into thread beam-<n>, in order; our memory id -> BEAM message id."""
     ids: dict[str, int] = {}
     for message in conversation.messages:
@@ -146,6 +158,8 @@ async def add_conversation(client: Client, conversation: Conversation, run: Run)
             continue
         ids[out["turn"]["id"]] = message.id
         run.calls.append(Call("add_turn", conversation.name, ms))
+        if pace_seconds:
+            await anyio.sleep(pace_seconds)
     return ids
 
 
@@ -217,12 +231,15 @@ def record(
     }
 
 
-async def serve_and_run(conversations: list[Conversation], modes: list[str], workdir: Path) -> Run:
+async def serve_and_run(conversations: list[Conversation], options: Options, workdir: Path) -> Run:
     """One `mcp-memory serve` over stdio on a fresh data dir: add and ask each conversation in turn."""
     await anyio.Path(workdir).mkdir(parents=True)
     stderr_path = workdir / "server.stderr"
     params = StdioServerParameters(
-        command=mcp_memory_command(), args=["serve"], env=server_env(workdir / "data"), cwd=workdir
+        command=mcp_memory_command(),
+        args=["serve"],
+        env=server_env(workdir / "data", options.settings),
+        cwd=workdir,
     )
     run = Run()
     with stderr_path.open("w") as errlog:
@@ -232,13 +249,13 @@ async def serve_and_run(conversations: list[Conversation], modes: list[str], wor
             long_added = 0
             for conversation in conversations:
                 began = time.perf_counter()
-                ids = await add_conversation(client, conversation, run)
+                ids = await add_conversation(client, conversation, run, options.pace_seconds)
                 added = time.perf_counter() - began
                 long_added += sum(
                     len(passages(m.content)) > 1 for m in conversation.messages if m.id in ids.values()
                 )
                 settled = functools.partial(settle, stderr_path, long_added)
-                await ask(client, conversation, ids, modes, run, settled)
+                await ask(client, conversation, ids, options.modes, run, settled)
                 print(
                     f"conversation {conversation.name}: {len(conversation.messages)} messages added in "
                     f"{added:.0f} s, {len(conversation.questions)} questions",
@@ -305,6 +322,8 @@ def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
     print(
         f"\nBEAM 100K, {len(run.conversations)} conversations, {summaries[modes[0]]['questions']} questions; "
         f"{'a fresh server per conversation' if args.per_conversation else 'one server'}; "
+        f"{f'{args.pace_ms:g} ms after each add_turn; ' if args.pace_ms else ''}"
+        f"{''.join(f'{item}; ' for item in args.setting)}"
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}\n"
     )
     print("| mode | " + " | ".join(f"R@{k}" for k in KS) + " | knowledge updates: update first |")
@@ -385,13 +404,13 @@ def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-async def run_all(conversations: list[Conversation], modes: list[str], per_conversation: bool) -> Run:
+async def run_all(conversations: list[Conversation], options: Options, per_conversation: bool) -> Run:
     with tempfile.TemporaryDirectory(prefix="mcp-memory-beam-") as scratch:
         if not per_conversation:
-            return await serve_and_run(conversations, modes, Path(scratch) / "all")
+            return await serve_and_run(conversations, options, Path(scratch) / "all")
         total = Run()
         for conversation in conversations:
-            one = await serve_and_run([conversation], modes, Path(scratch) / conversation.name)
+            one = await serve_and_run([conversation], options, Path(scratch) / conversation.name)
             total.calls += one.calls
             total.questions += one.questions
             total.conversations += one.conversations
@@ -420,13 +439,30 @@ def main() -> None:
         help="search_memory modes to ask every question in, e.g. hybrid,vector,text (default: hybrid); "
         "the first search after a conversation is in the first",
     )
+    parser.add_argument(
+        "--pace-ms",
+        type=float,
+        default=0.0,
+        help="pause this long after each add_turn (default 0: flat out), as turns come in a conversation",
+    )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting, e.g. MCP_MEMORY_SUMMARY__INLINE_SECONDS=60 (repeatable)",
+    )
     parser.add_argument("--json", type=Path, help="also write the results (and every ranking) here")
     args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.setting)
+    if bad := [name for name in settings if not name.startswith("MCP_MEMORY_")]:
+        parser.error(f"--setting takes MCP_MEMORY_* names; got {', '.join(bad)}")
     names = args.conversations.split(",") if args.conversations else None
     conversations = [load_conversation(folder) for folder in conversation_folders(args.data, names)]
     if args.limit_messages is not None:
         conversations = [first_messages(c, args.limit_messages) for c in conversations]
-    run = anyio.run(run_all, conversations, args.modes, args.per_conversation)
+    options = Options(args.modes, args.pace_ms / 1000, settings)
+    run = anyio.run(run_all, conversations, options, args.per_conversation)
     results = report(run, args)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
