@@ -11,6 +11,7 @@ import pytest
 
 from mcp_memory.config import Settings, SummarySettings
 from mcp_memory.service.assembly import open_service
+from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.summaries import SummaryRunner
 
 pytestmark = pytest.mark.anyio
@@ -47,26 +48,14 @@ async def test_summarize_thread_waits_for_the_summary_running_rather_than_refusi
     fast_settings: Settings,
 ) -> None:
     async with open_service(after_the_reply(fast_settings)) as service:
-        for i in range(30):
-            out = await service.add_turn(
-                USER, "t", "user", f"Turn {i} about the deploy plan. " * 3, None, 600
-            )
-            if out.summarized:
-                break
-        assert out.summarized
+        await _until_a_summary_starts(service)
         result = await service.summarize_thread(USER, "t", keep_recent=1)  # not "being summarized"
         assert result.kept_count == 1
 
 
 async def test_forgetting_a_thread_waits_so_no_summary_is_written_after_it(fast_settings: Settings) -> None:
     async with open_service(after_the_reply(fast_settings)) as service:
-        for i in range(30):
-            out = await service.add_turn(
-                USER, "t", "user", f"Turn {i} about the deploy plan. " * 3, None, 600
-            )
-            if out.summarized:
-                break
-        assert out.summarized
+        await _until_a_summary_starts(service)
         await service.forget(USER, thread_id="t")
         assert not await service.stores.working.exists(USER, "t")
         assert await service.list_threads(USER) == []
@@ -129,6 +118,16 @@ async def test_shutdown_lets_a_running_summary_finish_within_the_grace_period() 
     with anyio.fail_after(5):  # past the grace period the rest is cut short, not waited for
         async with SummaryRunner.running(grace_seconds=0.1) as runner:
             await runner.start(KEY, endless, wait_seconds=0)
+
+
+async def _until_a_summary_starts(service: MemoryService) -> None:
+    """Turns into thread "t" until one starts a summary (which then runs after the reply)."""
+    for i in range(30):
+        if (
+            await service.add_turn(USER, "t", "user", f"Turn {i} about the deploy plan. " * 3, None, 600)
+        ).summarized:
+            return
+    raise AssertionError("the thread never passed its threshold")
 
 
 async def _value(value: str) -> str:
