@@ -144,6 +144,12 @@ class EmbeddingSettings(BaseModel):
     azure_endpoint: str | None = Field(default=None, description="Azure OpenAI endpoint (provider azure).")
     api_version: str = Field(default="2024-10-21", description="Azure OpenAI API version.")
     threads: int = Field(default=1, ge=1, description="ONNX intra-op threads for the local model.")
+    parallel: int | None = Field(
+        default=None,
+        ge=1,
+        description="Local model inferences at once, each on `threads` cores (default: the machine's cores "
+        "divided by threads), plus one lane for background work.",
+    )
     batch_size: int = Field(
         default=32,
         ge=1,
@@ -211,6 +217,9 @@ class SearchSettings(BaseModel):
     max_limit: int = Field(default=100, ge=1, description="Largest `limit` search_memory accepts.")
     max_query_chars: int = Field(
         default=10_000, ge=1, description="Longest search query accepted, in characters."
+    )
+    cached_queries: int = Field(
+        default=4096, ge=0, description="Recent search queries whose vectors are kept for reuse (0: none)."
     )
 
 

@@ -9,6 +9,7 @@ rewritten to int8 kernels at load, see onnx_int8) -> mean pooling over the token
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,13 @@ MODEL_NAME = "all-MiniLM-L6-v2-int8"
 DIMENSION = 384
 MAX_SEQUENCE_LENGTH = 256  # sentence-transformers' max_seq_length for this model, [CLS]/[SEP] included
 TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+
+
+def inferences_at_once(settings: EmbeddingSettings) -> int:
+    """embedding.parallel, or as many inferences of `threads` cores each as the machine has cores."""
+    if settings.parallel is not None:
+        return settings.parallel
+    return max(1, (os.cpu_count() or 1) // settings.threads)
 
 
 def _sha256(path: Path) -> str:
@@ -62,7 +70,9 @@ class LocalMiniLMEmbedder:
     on CPU than padded batches, which spend work on the padding.
     """
 
-    def __init__(self, session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer) -> None:
+    def __init__(
+        self, session: onnxruntime.InferenceSession, tokenizer: tokenizers.Tokenizer, parallel: int = 1
+    ) -> None:
         self._session = session
         self._tokenizer = tokenizer
         self._input_names = {i.name for i in session.get_inputs()}
@@ -72,9 +82,12 @@ class LocalMiniLMEmbedder:
         outputs = [o.name for o in session.get_outputs()]
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         self._spec = EmbeddingSpec(model=MODEL_NAME, dimension=DIMENSION)
-        # One inference at a time: each already uses `threads` cores, more would only contend; and one
-        # more for background work (embed_background), so a query never waits behind it.
-        self._limiter = anyio.CapacityLimiter(1)
+        # `parallel` inferences at once (one session runs concurrent calls safely), each on `threads`
+        # cores: as many as the machine has cores, so searches and turns arriving together are embedded
+        # side by side rather than queued behind one another; each call is still one text at a time, so
+        # a vector never depends on what else was embedded. And one lane more for background work
+        # (embed_background), so a query never waits behind a long turn's later passages.
+        self._limiter = anyio.CapacityLimiter(parallel)
         self._background = anyio.CapacityLimiter(1)
 
     @classmethod
@@ -103,11 +116,16 @@ class LocalMiniLMEmbedder:
         session = onnxruntime.InferenceSession(
             graph.SerializeToString(), options, providers=["CPUExecutionProvider"]
         )
-        return cls(session, tokenizer)
+        return cls(session, tokenizer, parallel=inferences_at_once(settings))
 
     @property
     def spec(self) -> EmbeddingSpec:
         return self._spec
+
+    @property
+    def parallel(self) -> int:
+        """Inferences that may run at once on the foreground lane."""
+        return int(self._limiter.total_tokens)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

