@@ -8,6 +8,7 @@ every client adds turns to its own thread (add_turn), then every client searches
     .venv/bin/python bench/http_throughput.py --clients 1 8 32 --seconds 20
     .venv/bin/python bench/http_throughput.py --clients 8 --redis redis://127.0.0.1:6379/0
     .venv/bin/python bench/http_throughput.py --clients 8 --embedded --embedder hash
+    .venv/bin/python bench/http_throughput.py --embedded --setting MCP_MEMORY_EMBEDDING__PARALLEL=1
 
 Prints a table; nothing is asserted. The server's per-principal rate limit is lifted (all clients are
 one unauthenticated loopback principal), so the figures measure the server, not the limiter.
@@ -186,7 +187,17 @@ def main() -> None:
         default="local",
         help="local = shipped ONNX model",
     )
+    parser.add_argument(
+        "--setting",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a server setting, e.g. MCP_MEMORY_EMBEDDING__PARALLEL=1 (repeatable)",
+    )
     args = parser.parse_args()
+    settings = dict(item.split("=", 1) for item in args.setting)
+    if bad := [name for name in settings if not name.startswith("MCP_MEMORY_")]:
+        parser.error(f"--setting takes MCP_MEMORY_* names; got {', '.join(bad)}")
 
     with tempfile.TemporaryDirectory(prefix="mcp-memory-http-bench-") as scratch:
         workdir = Path(scratch)
@@ -210,6 +221,7 @@ def main() -> None:
         if redis_url:
             overrides["MCP_MEMORY_WORKING__REDIS_URL"] = redis_url
             overrides["MCP_MEMORY_WORKING__KEY_PREFIX"] = f"bench{time.time_ns()}"
+        overrides |= settings
         server = NetworkServer("http", workdir / "server", server_env(workdir / "data", overrides))
         server.start()
         try:
@@ -221,7 +233,7 @@ def main() -> None:
     backend = "redis" if redis_url else "sqlite (embedded)"
     print(
         f"\nstreamable HTTP, working memory: {backend}, long term: sqlite, embedder: {args.embedder}; "
-        f"{args.seconds:g} s per phase; {platform.machine()}, {os.cpu_count()} cores, "
+        f"{args.seconds:g} s per phase; {''.join(f'{item}; ' for item in args.setting)}{platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}\n"
     )
     print(HEADER)

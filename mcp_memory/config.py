@@ -148,7 +148,7 @@ class EmbeddingSettings(BaseModel):
         default=None,
         ge=1,
         description="Local model inferences at once, each on `threads` cores (default: the machine's cores "
-        "divided by threads), plus one lane for background work.",
+        "but one, divided by threads), plus one lane for background work.",
     )
     batch_size: int = Field(
         default=32,

@@ -34,10 +34,12 @@ TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f41157
 
 
 def inferences_at_once(settings: EmbeddingSettings) -> int:
-    """embedding.parallel, or as many inferences of `threads` cores each as the machine has cores."""
+    """embedding.parallel, or as many inferences of `threads` cores each as the machine has cores but
+    one, which the server's own work needs (its event loop, the stores, the JSON): on two cores, two
+    inferences at once served no more searches or turns a second than one (docs/benchmarks.md)."""
     if settings.parallel is not None:
         return settings.parallel
-    return max(1, (os.cpu_count() or 1) // settings.threads)
+    return max(1, ((os.cpu_count() or 1) - 1) // settings.threads)
 
 
 def _sha256(path: Path) -> str:
@@ -83,7 +85,7 @@ class LocalMiniLMEmbedder:
         self._output = "last_hidden_state" if "last_hidden_state" in outputs else outputs[0]
         self._spec = EmbeddingSpec(model=MODEL_NAME, dimension=DIMENSION)
         # `parallel` inferences at once (one session runs concurrent calls safely), each on `threads`
-        # cores: as many as the machine has cores, so searches and turns arriving together are embedded
+        # cores: on a machine with cores to spare, searches and turns arriving together are embedded
         # side by side rather than queued behind one another; each call is still one text at a time, so
         # a vector never depends on what else was embedded. And one lane more for background work
         # (embed_background), so a query never waits behind a long turn's later passages.

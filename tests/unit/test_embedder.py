@@ -299,8 +299,8 @@ async def test_local_inferences_run_side_by_side_each_giving_the_vector_it_gives
     np.testing.assert_allclose(np.vstack([found[i] for i in range(len(texts))]), alone, atol=1e-6)
 
 
-def test_local_inferences_at_once_default_to_the_cores() -> None:
+def test_local_inferences_at_once_default_to_the_cores_but_one() -> None:
     cores = os.cpu_count() or 1
-    assert inferences_at_once(EmbeddingSettings()) == cores
+    assert inferences_at_once(EmbeddingSettings()) == max(1, cores - 1)
     assert inferences_at_once(EmbeddingSettings(threads=cores)) == 1
     assert inferences_at_once(EmbeddingSettings(parallel=3)) == 3
