@@ -7,6 +7,7 @@ never depends on what else was embedded)."""
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 
 from mcp_memory.llm.embedder import Embedder
 
@@ -15,9 +16,12 @@ class QueryVectors:
     """The vectors of the last `capacity` distinct queries (search.cached_queries: 4,096 by default,
     ~7 MB of 384 floats each at most); 0 keeps none."""
 
-    def __init__(self, embedder: Embedder, capacity: int) -> None:
+    def __init__(
+        self, embedder: Embedder, capacity: int, counted: Callable[[bool], None] | None = None
+    ) -> None:
         self._embedder = embedder
         self._capacity = capacity
+        self._counted = counted  # told of each vector: True when reused
         self._kept: OrderedDict[tuple[str, str], tuple[float, ...]] = OrderedDict()
         self.hits = 0
         self.misses = 0
@@ -28,8 +32,12 @@ class QueryVectors:
         if kept is not None:
             self._kept.move_to_end(key)
             self.hits += 1
+            if self._counted is not None:
+                self._counted(True)
             return list(kept)
         self.misses += 1
+        if self._counted is not None:
+            self._counted(False)
         vector: list[float] = (await self._embedder.embed([text]))[0].tolist()
         if self._capacity:
             self._kept[key] = tuple(vector)

@@ -117,6 +117,12 @@ class Metrics:
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
+        self.query_vectors = Counter(
+            f"{PREFIX}_query_vectors",
+            "Search queries' vectors, by source (reused: kept from the same query before; embedded).",
+            ["source"],
+            registry=r,
+        )
         self.summarizations = Counter(
             f"{PREFIX}_summarizations",
             "Threads summarized, by summarizer (model or extractive).",
@@ -176,6 +182,9 @@ class Metrics:
 
     def embedded_after(self, seconds: float) -> None:
         self.embedding_wait.observe(seconds)
+
+    def query_vector(self, reused: bool) -> None:
+        self.query_vectors.labels("reused" if reused else "embedded").inc()
 
     def summarized(self, summarizer: str) -> None:
         self.summarizations.labels(summarizer).inc()

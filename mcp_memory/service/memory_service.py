@@ -104,7 +104,9 @@ class MemoryService:
     _context_locks: tuple[anyio.Lock, ...] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.query_vectors = QueryVectors(self.embedder, self.settings.search.cached_queries)
+        self.query_vectors = QueryVectors(
+            self.embedder, self.settings.search.cached_queries, self.metrics.query_vector
+        )
         self._context_locks = tuple(anyio.Lock() for _ in range(CONTEXT_LOCK_STRIPES))
         self.threads = ThreadKeeper(
             self.settings,

@@ -90,6 +90,8 @@ async def test_metric_values_move_with_calls(start_server: ServerStarter, tmp_pa
             await call(
                 client, "add_turn", thread_id=f"{thread}-b", role="user", content=long, context_window=256
             )
+        # Read back: a summary that outlasted its add_turn (past summary.inline_seconds) is awaited here.
+        await call(client, "get_working_memory", thread_id=f"{thread}-b")
         assert (await client.call_tool(f"{secret}_tool", {})).is_error
     text = (await scrape(server.base_url)).text
     after = parse(text)
@@ -121,6 +123,9 @@ async def test_metric_values_move_with_calls(start_server: ServerStarter, tmp_pa
     assert moved("mcp_memory_embedding_wait_seconds_count") >= 3
     assert value(after, "mcp_memory_embedding_backlog") >= 0
     assert moved("mcp_memory_summarizations_total", summarizer="extractive") >= 1
+    # Two hybrid searches for the same words: the second reuses the first's query vector.
+    assert moved("mcp_memory_query_vectors_total", source="embedded") == 1
+    assert moved("mcp_memory_query_vectors_total", source="reused") == 1
     assert value(after, "mcp_memory_backend_ready", store="working", backend="sqlite") == 1
     assert value(after, "mcp_memory_backend_ready", store="long_term", backend="sqlite") == 1
     assert value(after, "mcp_memory_index_users") >= 1
