@@ -214,8 +214,8 @@ class MemoryService:
         window = totals.context_window or self.settings.summary.default_context_window
         summarized = False
         if totals.token_count > self.threads.threshold(window):
-            summarized = await self._summarize_soon(user_id, thread_id, progress)
-            if summarized:
+            summarized, written = await self._summarize_soon(user_id, thread_id, progress)
+            if written:  # else the reply counts the thread as it is: the summary is still running
                 totals = await self.threads.totals(user_id, thread_id)
         await self._changed(user_id, thread_id)
         return AddTurnResult(
@@ -237,14 +237,18 @@ class MemoryService:
             summarized=summarized,
         )
 
-    async def _summarize_soon(self, user_id: str, thread_id: str, progress: Progress | None) -> bool:
-        """The summary this turn started: True once written, or when it goes on after the reply
-        (service/summaries.py); False when another request or replica is summarizing the thread."""
+    async def _summarize_soon(
+        self, user_id: str, thread_id: str, progress: Progress | None
+    ) -> tuple[bool, bool]:
+        """The summary this turn started (service/summaries.py): whether it was started (False when
+        another request or replica is summarizing the thread) and whether it is written already (False
+        when it goes on after the reply)."""
         if self.summaries is None:
-            return (
+            written = (
                 await self.threads.summarize(user_id, thread_id, keep_recent=None, progress=progress)
                 is not None
             )
+            return written, written
         replying = True
 
         async def report(done: float, total: float | None, message: str | None) -> None:
@@ -263,7 +267,8 @@ class MemoryService:
             )
         finally:
             replying = False
-        return not started.done or started.result is not None
+        written = started.done and started.result is not None
+        return written or not started.done, written
 
     async def _summary_settled(self, user_id: str, thread_id: str) -> None:
         if self.summaries is not None:

@@ -99,7 +99,8 @@ class Searching:
                 await self.vectors.settled(key)  # read-your-writes by meaning: service/vectors.py
         # For a question about the user's words, a deeper pool than asked: the replies that outrank them
         # move down, and what was below comes up (search/intent.py).
-        depth = max(limit, POOL) if intent.about_the_user(asked) else limit
+        about_the_user = intent.about_the_user(asked)
+        depth = max(limit, POOL) if about_the_user else limit
         searches = [search.model_copy(update={"user_id": key, "limit": depth}) for key in keys]
         hits, signals = await self._found(searches, query)
         if time_filter is not None and not hits:
@@ -108,7 +109,7 @@ class Searching:
             unbounded = [s.model_copy(update={"since": None, "until": None}) for s in searches]
             hits, signals = await self._found(unbounded, query)
             time_filter = time_filter.model_copy(update={"applied": False})
-        if intent.about_the_user(asked):
+        if about_the_user:
             hits, signals = reordered(hits, signals, intent.users_words_first)
         if time_filter is None and as_of_ is None and not intent.about_the_past(asked):
             hits, signals = reordered(hits, signals, intent.newer_first)

@@ -91,10 +91,13 @@ class SummaryRunner:
                 del self._running[key]
 
         self._tasks.start_soon(run)
-        with anyio.move_on_after(wait_seconds):
-            await job.finished.wait()
+        try:
+            with anyio.move_on_after(wait_seconds):
+                await job.finished.wait()
+        finally:
+            # Past the wait, or the caller cancelled while waiting: nobody raises its error any more.
+            job.awaited = job.finished.is_set()
         if not job.finished.is_set():
-            job.awaited = False
             return Started(done=False)
         if job.error is not None:
             raise job.error

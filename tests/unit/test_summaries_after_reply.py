@@ -132,3 +132,19 @@ async def _until_a_summary_starts(service: MemoryService) -> None:
 
 async def _value(value: str) -> str:
     return value
+
+
+async def test_an_error_after_the_caller_was_cancelled_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    release = anyio.Event()
+
+    async def fails_later() -> None:
+        await release.wait()
+        raise RuntimeError("the model went down")
+
+    async with SummaryRunner.running(grace_seconds=5) as runner:
+        with caplog.at_level(logging.ERROR, logger="mcp_memory.service.summaries"):
+            with anyio.move_on_after(0.01):  # the request is cancelled while it waits
+                await runner.start(KEY, fails_later, wait_seconds=5)
+            release.set()
+            await runner.settled(KEY)
+    assert "failed after the reply" in caplog.text and "the model went down" in caplog.text
