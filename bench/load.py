@@ -1,32 +1,51 @@
-"""Bounded load over streamable HTTP on loopback: N clients, each its own principal with its own bearer
-token, for a fixed time against the real `mcp-memory serve --transport http` process. Each client loops
-add_turn on its own thread, with a search_memory every third call and a get_working_memory every fifth.
+"""Load over streamable HTTP on loopback, measured as a team's clients would: the real
+`mcp-memory serve --transport http` process, every user its own static bearer token and MCP session,
+one call at a time each, for a bounded time.
 
-    .venv/bin/python bench/load.py                      # the full form: 32 clients for 60 s
-    .venv/bin/python bench/load.py --clients 8 --seconds 20 --embedder local
+The four rows of the README's throughput table, for each user count (--users, default 1 8 32):
+- writes: every user adds turns to their own thread flat out (turns/s, p50, p99, shed, lost: turns
+  acknowledged but not in the store afterwards, counted in the SQLite file once the server stopped);
+- searches: every user searches flat out over what was written (searches/s, p50, p99, shed: reads
+  answered 503 with Retry-After by admission, mcp/admission.py);
+- paced team: every user makes one call a second (a turn, then a search), starts spread over the
+  first second (p50, p99);
+- one user (once): sequential add_turn and search_memory over HTTP, and the same calls through the
+  in-process MCP client on the same kind of store, for what the HTTP path adds.
 
-Prints errors (must be 0: the exit code is 1 otherwise) and latency percentiles per tool. The CI form
-(32 clients, ~10 s) is tests/integration/test_load.py, which calls run_load() below. The per-principal
-rate limit is raised for the run (MCP_MEMORY_SECURITY__REQUESTS_PER_SECOND): the figures measure the
-server, not the limiter (tests/security/test_limits.py covers that).
+    .venv/bin/python bench/load.py                                  # 1 8 32 users, 10 s a phase
+    .venv/bin/python bench/load.py --users 32 --seconds 20 --corpus ../shared/data/locomo/locomo_dev.json
+    .venv/bin/python bench/load.py --mixed --clients 8 --seconds 20 --embedder hash   # the older mix
+
+Texts and questions are LoCoMo's when --corpus names its file (read where it is, never copied), else the
+synthetic corpus of bench/_corpus.py. Prints tables; nothing is asserted. The per-principal rate limit
+is lifted (MCP_MEMORY_SECURITY__REQUESTS_PER_SECOND): the figures measure the server, not the limiter.
+`--mixed` runs the older mixed loop (add_turn, a search every third call, get_working_memory every
+fifth), whose CI form is tests/integration/test_load.py (run_load() below).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+from _corpus import locomo, queries, turns  # noqa: E402
+
 from tests.security.bearer import Credential, bearer_client, credential, tokens_env  # noqa: E402
 from tests.services.server_process import NetworkServer, server_env  # noqa: E402
 
@@ -113,20 +132,253 @@ def load_principals(count: int) -> list[Credential]:
     return [credential(f"load{i:02d}") for i in range(count)]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+@dataclass
+class Row:
+    """One phase: every call's latency (ms), the reads shed with 503, and any other failure."""
+
+    name: str
+    users: int
+    latencies: list[float] = field(default_factory=list)
+    shed: int = 0
+    errors: list[str] = field(default_factory=list)
+    started: float = 0.0
+    ended: float = 0.0
+    lost: int | None = None
+
+    def per_second(self) -> float:
+        span = self.ended - self.started
+        return len(self.latencies) / span if span > 0 else 0.0
+
+    def line(self) -> str:
+        p = _percentiles(self.latencies) if self.latencies else {50: float("nan"), 99: float("nan")}
+        lost = "" if self.lost is None else str(self.lost)
+        return (
+            f"| {self.name} | {self.users} | {len(self.latencies)} | {self.per_second():.1f} | {p[50]:.1f} "
+            f"| {p[99]:.1f} | {p[99] / p[50]:.1f}x | {self.shed} | {len(self.errors)} | {lost} |"
+        )
+
+
+ROW_HEADER = (
+    "| row | users | calls | calls/s | p50 ms | p99 ms | p99/p50 | shed (503) | errors | lost |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+)
+
+
+async def _timed(client: Any, row: Row, tool: str, arguments: dict[str, Any]) -> bool:
+    """Call and record; True when the call succeeded."""
+    began = time.perf_counter()
+    try:
+        result = await client.call_tool(tool, arguments)
+    except Exception as e:  # benchmark boundary: every failure is counted, the run goes on
+        if "capacity" in str(e) or "503" in str(e):
+            row.shed += 1
+        else:
+            row.errors.append(f"{tool}: {type(e).__name__}: {e}")
+        return False
+    if result.is_error:
+        text = result.content[0].text if result.content else "error"
+        if "capacity" in text:
+            row.shed += 1
+        else:
+            row.errors.append(f"{tool}: {text[:300]}")
+        return False
+    row.latencies.append((time.perf_counter() - began) * 1000)
+    return True
+
+
+class Team:
+    """Every user's connected client, and what each has written (for counting what was lost)."""
+
+    def __init__(self, clients: list[Any], texts: list[str], questions: list[str], tag: str) -> None:
+        self.clients = clients
+        self.texts = texts
+        self.questions = questions
+        self.tag = tag
+        self.acknowledged = 0
+
+    def turn(self, user: int, n: int) -> dict[str, Any]:
+        text = self.texts[(user * 7919 + n) % len(self.texts)]
+        return {
+            "thread_id": f"{self.tag}-{user}",
+            "role": "user" if n % 2 == 0 else "assistant",
+            "content": text,
+        }
+
+    def search(self, user: int, n: int) -> dict[str, Any]:
+        return {"query": self.questions[(user * 104729 + n) % len(self.questions)], "limit": 10}
+
+    async def flat_out(self, name: str, seconds: float) -> Row:
+        row = Row(name, len(self.clients))
+        row.started = time.perf_counter()
+        deadline = row.started + seconds
+
+        async def one(user: int, client: Any) -> None:
+            n = 0
+            while time.perf_counter() < deadline:
+                if name == "writes":
+                    self.acknowledged += await _timed(client, row, "add_turn", self.turn(user, n))
+                else:
+                    await _timed(client, row, "search_memory", self.search(user, n))
+                n += 1
+
+        async with anyio.create_task_group() as group:
+            for user, client in enumerate(self.clients):
+                group.start_soon(one, user, client)
+        row.ended = time.perf_counter()
+        return row
+
+    async def paced(self, seconds: float) -> Row:
+        """One call a second each, a turn then a search, users' first calls spread over the first second."""
+        row = Row("paced team", len(self.clients))
+        row.started = time.perf_counter()
+        users = len(self.clients)
+
+        async def one(user: int, client: Any) -> None:
+            n = 0
+            while True:
+                at = row.started + user / users + n
+                if at >= row.started + seconds:
+                    return
+                await anyio.sleep(max(0.0, at - time.perf_counter()))
+                if n % 2 == 0:
+                    self.acknowledged += await _timed(client, row, "add_turn", self.turn(user, 10_000 + n))
+                else:
+                    await _timed(client, row, "search_memory", self.search(user, n))
+                n += 1
+
+        async with anyio.create_task_group() as group:
+            for user, client in enumerate(self.clients):
+                group.start_soon(one, user, client)
+        row.ended = row.started + seconds
+        return row
+
+
+async def one_user(client: Any, texts: list[str], questions: list[str], calls: int) -> tuple[Row, Row]:
+    """Sequential add_turn then search_memory, a short pause between (as a person's agent calls)."""
+    adding, searching = Row("one user: add_turn", 1), Row("one user: search_memory", 1)
+    for n in range(10):  # warm up: the first calls load what later ones reuse
+        await client.call_tool("add_turn", {"thread_id": "solo", "role": "user", "content": texts[n]})
+        await client.call_tool("search_memory", {"query": questions[n], "limit": 10})
+    adding.started = searching.started = time.perf_counter()
+    for n in range(calls):
+        arguments = {"thread_id": "solo", "role": "user", "content": texts[(n * 31 + 17) % len(texts)]}
+        await _timed(client, adding, "add_turn", arguments)
+        await anyio.sleep(0.05)
+        await _timed(
+            client,
+            searching,
+            "search_memory",
+            {"query": questions[(n * 17 + 5) % len(questions)], "limit": 10},
+        )
+        await anyio.sleep(0.05)
+    adding.ended = searching.ended = time.perf_counter()
+    return adding, searching
+
+
+async def in_process(
+    data: Path, env: dict[str, str], texts: list[str], questions: list[str], calls: int
+) -> tuple[Row, Row]:
+    """The one-user calls through the SDK's in-process client: the same server code, no HTTP."""
+    from mcp import Client
+
+    from mcp_memory.config import Settings
+    from mcp_memory.mcp.server import build_server
+
+    for name, value in env.items():
+        os.environ[name] = value
+    os.environ["MCP_MEMORY_DATA_DIR"] = str(data)
+    async with Client(build_server(Settings())) as client:
+        adding, searching = await one_user(client, texts, questions, calls)
+    adding.name, searching.name = "in process: add_turn", "in process: search_memory"
+    return adding, searching
+
+
+def count_turns(data: Path, tag: str) -> int:
+    """Turns of this run's threads in the stopped server's SQLite file."""
+    with sqlite3.connect(data / "memory.db") as db:
+        (count,) = db.execute(
+            "SELECT COUNT(*) FROM memories WHERE type = 'turn' AND thread_id LIKE ?", (f"{tag}-%",)
+        ).fetchone()
+    return int(count)
+
+
+def corpus(path: str | None) -> tuple[list[str], list[str]]:
+    if path:
+        texts, questions = locomo(path)
+        return texts, questions
+    return turns(5000), queries(500)
+
+
+async def team_rows(
+    server: NetworkServer, principals: list[Credential], args: argparse.Namespace, tag: str
+) -> tuple[list[Row], Team]:
+    texts, questions = corpus(args.corpus)
+    async with AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(bearer_client(server, who.token)) for who in principals]
+        team = Team(clients, texts, questions, tag)
+        rows = [await team.flat_out("writes", args.seconds)]
+        await anyio.sleep(args.settle)  # the writes' vectors, as a team's pause would let them finish
+        rows.append(await team.flat_out("searches", args.seconds))
+        rows.append(await team.paced(args.seconds))
+        if len(principals) == 1:
+            rows += await one_user(clients[0], texts, questions, args.calls)
+    return rows, team
+
+
+def server_overrides(args: argparse.Namespace) -> dict[str, str]:
+    settings = dict(item.split("=", 1) for item in args.setting)
+    return {
+        **LOAD_ENV,
+        "MCP_MEMORY_EMBEDDING__PROVIDER": args.embedder,
+        "MCP_MEMORY_LOG_LEVEL": "WARNING",
+        **settings,
+    }
+
+
+def four_rows(args: argparse.Namespace) -> None:
+    lines = []
+    for users in args.users:
+        principals = load_principals(users)
+        tag = f"load{users}"
+        with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
+            work = Path(tmp)
+            env = server_env(work / "data", tokens_env(principals, **server_overrides(args)))
+            server = NetworkServer("http", work, env)
+            server.start()
+            try:
+                rows, team = anyio.run(team_rows, server, principals, args, tag)
+            finally:
+                server.stop()
+            stored = count_turns(work / "data", tag)
+            writes = rows[0]
+            writes.lost = max(0, team.acknowledged - stored)
+        for row in rows:
+            lines.append(row.line())
+            print(lines[-1], file=sys.stderr)
+            if row.errors:
+                print(f"  first error: {row.errors[0]}", file=sys.stderr)
+    if 1 in args.users:
+        texts, questions = corpus(args.corpus)
+        with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
+            rows = anyio.run(
+                in_process, Path(tmp) / "data", server_overrides(args), texts, questions, args.calls
+            )
+        lines += [row.line() for row in rows]
+    print(
+        f"\nstreamable HTTP on loopback, every user its own token; embedded store (SQLite), embedder "
+        f"{args.embedder}; {args.seconds:g} s a phase; corpus: {'LoCoMo' if args.corpus else 'synthetic'}; "
+        f"{''.join(f'{item}; ' for item in args.setting)}{platform.machine()}, {os.cpu_count()} cores, "
+        f"Python {platform.python_version()}\n"
     )
-    parser.add_argument("--clients", type=int, default=32)
-    parser.add_argument("--seconds", type=float, default=60.0)
-    parser.add_argument("--embedder", choices=["hash", "local"], default="hash")
-    args = parser.parse_args()
+    print(ROW_HEADER)
+    print("\n".join(lines))
+
+
+def mixed(args: argparse.Namespace) -> None:
     principals = load_principals(args.clients)
     with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
         work = Path(tmp)
-        env = server_env(work / "data", tokens_env(principals, **LOAD_ENV))
-        env["MCP_MEMORY_EMBEDDING__PROVIDER"] = args.embedder
-        env["MCP_MEMORY_LOG_LEVEL"] = "WARNING"
+        env = server_env(work / "data", tokens_env(principals, **server_overrides(args)))
         server = NetworkServer("http", work, env)
         server.start()
         try:
@@ -138,6 +390,30 @@ def main() -> None:
     )
     print(report.summary())
     raise SystemExit(1 if report.errors else 0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--users", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--seconds", type=float, default=10.0, help="each phase's length")
+    parser.add_argument("--calls", type=int, default=200, help="one user's calls of each tool")
+    parser.add_argument("--settle", type=float, default=5.0, help="pause after the writes (seconds)")
+    parser.add_argument("--corpus", help="LoCoMo's locomo_dev.json: real texts and questions")
+    parser.add_argument("--embedder", choices=["hash", "local"], default="local")
+    parser.add_argument(
+        "--setting", action="append", default=[], metavar="NAME=VALUE", help="a server setting (repeatable)"
+    )
+    parser.add_argument("--mixed", action="store_true", help="the older mixed loop instead")
+    parser.add_argument("--clients", type=int, default=32, help="--mixed: clients")
+    args = parser.parse_args()
+    if bad := [item for item in args.setting if not item.startswith("MCP_MEMORY_") or "=" not in item]:
+        parser.error(f"--setting takes MCP_MEMORY_NAME=VALUE; got {', '.join(bad)}")
+    if args.mixed:
+        mixed(args)
+    else:
+        four_rows(args)
 
 
 if __name__ == "__main__":

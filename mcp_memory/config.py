@@ -223,6 +223,23 @@ class SearchSettings(BaseModel):
     )
 
 
+class AdmissionSettings(BaseModel):
+    """How the streamable-HTTP endpoint takes requests in under load (mcp/admission.py)."""
+
+    concurrent_requests: int | None = Field(
+        default=None,
+        ge=1,
+        description="Requests in progress at once; the rest wait their turn, round-robin across users. "
+        "Unset: two per core.",
+    )
+    max_wait_seconds: float = Field(
+        default=1.0,
+        gt=0,
+        description="Longest a read waits for its turn; past it (or expected past it) it is answered 503 "
+        "with Retry-After. Writes are never refused for load.",
+    )
+
+
 class TokenEntry(BaseModel):
     """One bearer token, stored as its SHA-256 hash only, and the principal it stands for."""
 
@@ -564,6 +581,7 @@ class Settings(BaseSettings):
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
+    admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
 
     @property
     def sqlite_path(self) -> Path:

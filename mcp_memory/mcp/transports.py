@@ -3,7 +3,7 @@ ones (and /metrics alone on a loopback port, when observability.metrics_port is 
 
 On the HTTP transports, when any way in is configured (static tokens, an identity provider), the MCP
 endpoints sit behind the resource guard (`oauth/resource.py`) and the protected-resource metadata is
-served beside them.
+served beside them. On streamable HTTP, requests then take their turns (`admission.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
+from mcp_memory.mcp.admission import Admission
 from mcp_memory.mcp.auth import check_exposure
 from mcp_memory.mcp.oauth.resource import Challenges, ResourceGuard, metadata_routes
 from mcp_memory.mcp.oauth.tokens import TokenVerifier, build_verifier
@@ -79,7 +80,17 @@ async def _serve_network(
     if observability.metrics:
         challenges = Challenges(settings) if verifier is not None else None
         app.router.routes.append(metrics_route(server.host, verifier, challenges))
-    served = await _guarded(app, server, verifier, endpoints)
+    taking_turns: ASGIApp = app
+    if transport == "http":  # SSE answers each POST before its work is done: nothing to hold there
+        taking_turns = Admission(
+            app,
+            settings=settings.admission,
+            tools=server.tool_scopes,
+            endpoint="/mcp",
+            max_body=settings.request_body_limit,
+            metrics=server.host.metrics,
+        )
+    served = await _guarded(taking_turns, server, verifier, endpoints)
     if observability.metrics_port is None or not observability.metrics:
         await serve_http(served, host, port, where)
         return

@@ -100,7 +100,7 @@ class Metrics:
         self.refusals = Counter(
             f"{PREFIX}_refusals",
             "Requests refused by a limit: requests (rate limit), stored_bytes (storage quota), "
-            "llm_calls (hourly model-call budget), scope (the token may not).",
+            "llm_calls (hourly model-call budget), scope (the token may not), overload (a read shed: 503).",
             ["limit"],
             registry=r,
         )
@@ -114,6 +114,12 @@ class Metrics:
         self.embedding_wait = Histogram(
             f"{PREFIX}_embedding_wait_seconds",
             "Time from a turn's acknowledgement to its vector being written (background embedding).",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.admission_wait = Histogram(
+            f"{PREFIX}_admission_wait_seconds",
+            "Time a streamable-HTTP request waited for its turn before the server worked on it.",
             buckets=LATENCY_BUCKETS,
             registry=r,
         )
@@ -182,6 +188,9 @@ class Metrics:
 
     def embedded_after(self, seconds: float) -> None:
         self.embedding_wait.observe(seconds)
+
+    def admitted_after(self, seconds: float) -> None:
+        self.admission_wait.observe(seconds)
 
     def query_vector(self, reused: bool) -> None:
         self.query_vectors.labels("reused" if reused else "embedded").inc()

@@ -21,7 +21,6 @@ not the SDK's: the SDK ties `scopes_supported` to the scopes it requires of ever
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,7 +31,7 @@ from starlette.authentication import AuthCredentials
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import PermissionDeniedError
@@ -40,6 +39,7 @@ from mcp_memory.mcp.auth import LEVEL, READ, ToolScopes, principal_of
 from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules, covering
 from mcp_memory.mcp.oauth.issuer import InvalidToken, IssuerUnavailable
 from mcp_memory.mcp.oauth.tokens import TokenVerifier, resource_of
+from mcp_memory.mcp.request_body import buffered, messages, tool_called
 from mcp_memory.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -165,7 +165,7 @@ class ResourceGuard:
             )
             await unavailable(scope, receive, send)
             return
-        body, receive = await _buffered(scope, receive, self.max_body)
+        body, receive = await buffered(scope, receive, self.max_body)
         if body is None:
             too_large = JSONResponse({"error": "the request body is too large"}, status_code=413)
             await too_large(scope, receive, send)
@@ -188,53 +188,16 @@ class ResourceGuard:
     async def _needed(self, method: str, body: bytes) -> tuple[str, str]:
         """The scope a request needs and what it is, for the challenge: the most any message needs."""
         needed, what = READ, "this request"
-        if method != "POST" or not body:
+        if method != "POST":
             return needed, what
-        try:
-            parsed = json.loads(body)
-        except ValueError:
-            return needed, what  # the SDK answers the parse error, to a reader
-        for message in parsed if isinstance(parsed, list) else [parsed]:
-            if not isinstance(message, dict) or message.get("method") != "tools/call":
+        for message in messages(body):
+            name = tool_called(message)
+            if name is None:
                 continue
-            params = message.get("params")
-            name = str(params.get("name")) if isinstance(params, dict) else ""
             tool_needs = await self.tools.needed(name)
             if LEVEL[tool_needs] > LEVEL[needed]:
                 needed, what = tool_needs, name
         return needed, what
-
-
-async def _buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
-    """Read a request's whole body (None past `limit` bytes) and a receive that replays it first."""
-    if scope["method"] not in ("POST", "PUT", "PATCH"):
-        return b"", receive
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return b"".join(chunks), _replay([message], receive)
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None, receive
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
-    body = b"".join(chunks)
-    return body, _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
-
-
-def _replay(first: list[Message], receive: Receive) -> Receive:
-    pending = list(first)
-
-    async def replaying() -> Message:
-        if pending:
-            return pending.pop(0)
-        return await receive()
-
-    return replaying
 
 
 def metadata_routes(settings: Settings, endpoint_paths: tuple[str, ...]) -> list[Route]:

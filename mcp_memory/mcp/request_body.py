@@ -1,0 +1,62 @@
+"""A request's whole body read ahead of the app that answers it (ASGI), for the middleware that must look
+at the JSON-RPC message first: the resource guard (which scope a tool needs) and admission (is it a write).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.types import Message, Receive, Scope
+
+
+async def buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
+    """Read a request's whole body (None past `limit` bytes) and a receive that replays it first."""
+    if scope["method"] not in ("POST", "PUT", "PATCH"):
+        return b"", receive
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return b"".join(chunks), _replay([message], receive)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None, receive
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    return body, _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
+
+
+def _replay(first: list[Message], receive: Receive) -> Receive:
+    pending = list(first)
+
+    async def replaying() -> Message:
+        if pending:
+            return pending.pop(0)
+        return await receive()
+
+    return replaying
+
+
+def messages(body: bytes) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a POST body (one, or a 2025-03-26 batch); none when it does not parse,
+    which the SDK answers with its parse error."""
+    if not body:
+        return []
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return []
+    return [m for m in (parsed if isinstance(parsed, list) else [parsed]) if isinstance(m, dict)]
+
+
+def tool_called(message: dict[str, Any]) -> str | None:
+    """The tool a `tools/call` message names; None for any other message."""
+    if message.get("method") != "tools/call":
+        return None
+    params = message.get("params")
+    return str(params.get("name")) if isinstance(params, dict) else ""
