@@ -9,6 +9,7 @@ existed are flagged too. A flag never blocks a write: the user may be quoting an
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -48,8 +49,16 @@ _PATTERNS: dict[str, list[str]] = {
         r"</\s*(memory|recalled_memories)\s*>",
     ],
 }
-_COMPILED = {flag: [re.compile(p, re.IGNORECASE) for p in patterns] for flag, patterns in _PATTERNS.items()}
+# One alternation per flag: one scan of the text per flag rather than one per pattern.
+_COMPILED = {
+    flag: re.compile("|".join(f"(?:{p})" for p in patterns), re.IGNORECASE)
+    for flag, patterns in _PATTERNS.items()
+}
 FLAG_NAMES: tuple[str, ...] = tuple(_PATTERNS)
+# Every search hit is checked on read, and the same memories come back search after search: the flags of
+# texts up to this long are remembered (at most FLAGS_CACHED of them, a few MB at most).
+CACHED_UP_TO_CHARS = 4096
+FLAGS_CACHED = 4096
 
 
 def _normalized(text: str) -> str:
@@ -58,8 +67,19 @@ def _normalized(text: str) -> str:
 
 def flags_of(text: str) -> list[str]:
     """Which kinds of instruction-like content the text holds, in a fixed order; [] when none."""
+    if len(text) <= CACHED_UP_TO_CHARS:
+        return list(_flags_cached(text))
+    return list(_flags(text))
+
+
+@functools.lru_cache(maxsize=FLAGS_CACHED)
+def _flags_cached(text: str) -> tuple[str, ...]:
+    return _flags(text)
+
+
+def _flags(text: str) -> tuple[str, ...]:
     normalized = _normalized(text)
-    return [flag for flag, patterns in _COMPILED.items() if any(p.search(normalized) for p in patterns)]
+    return tuple(flag for flag, pattern in _COMPILED.items() if pattern.search(normalized))
 
 
 def stamp(metadata: Mapping[str, Any], text: str) -> dict[str, Any]:
