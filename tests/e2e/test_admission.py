@@ -18,6 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.mcp.admission import SERVER_BUSY
+from tests.e2e.test_metrics import scraped, value
 from tests.security.bearer import bearer_client, credential, start_with_tokens
 from tests.services.mcp_client import call
 from tests.services.server_process import NetworkServer, ServerStarter
@@ -56,7 +57,8 @@ async def test_under_overload_reads_are_shed_with_retry_after_and_every_write_la
     start_server: ServerStarter, tmp_path: Path
 ) -> None:
     team = [credential(f"user{i}") for i in range(USERS)]
-    server = start_with_tokens(start_server, tmp_path, team, **OVERLOADED)
+    monitor = credential("prometheus", "metrics")
+    server = start_with_tokens(start_server, tmp_path, [*team, monitor], **OVERLOADED)
     answers: list[httpx2.Response] = []
     refused: list[MCPError] = []
     served = {"search_memory": 0, "add_turn": 0}
@@ -95,6 +97,10 @@ async def test_under_overload_reads_are_shed_with_retry_after_and_every_write_la
             "nothing was done" in error.error.message and f"retry in {retry_after} s" in error.error.message
         )
         assert answer.json()["error"]["data"] == {"retry_after": retry_after}
+    samples = await scraped(server.base_url, monitor.token)
+    assert value(samples, "mcp_memory_refusals_total", limit="overload") == len(refused)
+    admitted = value(samples, "mcp_memory_admission_wait_seconds_count")
+    assert admitted == served["add_turn"] + served["search_memory"]
     for who in team:
         async with bearer_client(server, who.token) as client:
             thread = await call(client, "get_working_memory", thread_id="burst")
