@@ -6,17 +6,26 @@ For each thread count: p50/p95 of embedding one question (what a search waits fo
 the first 500 turns one by one (what add_turn pays), alternating the two models round by round because
 this machine's speed drifts; then the cosine between the two models' vectors of every question and those
 turns (vectors stored before the int8 change must still match new queries). Prints a table; --json too.
+
+    .venv/bin/python bench/embedder.py --locomo ... --batches 4 8 16
+
+instead embeds 320 turns one by one and in padded batches of each size (CPU seconds of the process per
+text, and each batched vector's cosine to the same text embedded alone): whether batching concurrent
+texts would buy throughput, and what it would do to the vectors (issue 37).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import locomo
@@ -65,6 +74,48 @@ def run(questions: list[str], turns: list[str], threads: int) -> dict[str, Any]:
     }
 
 
+def batched(embedder: LocalMiniLMEmbedder, texts: list[str]) -> np.ndarray:
+    """One padded inference for these texts, each vector the mean of its own tokens (as the model's
+    sentence-transformers pooling does with an attention mask)."""
+    encodings = embedder._tokenizer.encode_batch(texts)
+    length = max(len(e.ids) for e in encodings)
+    ids = np.zeros((len(texts), length), dtype=np.int64)
+    mask = np.zeros_like(ids)
+    for row, encoding in enumerate(encodings):
+        ids[row, : len(encoding.ids)] = encoding.ids
+        mask[row, : len(encoding.ids)] = 1
+    feeds = {"input_ids": ids, "attention_mask": mask}
+    if "token_type_ids" in embedder._input_names:
+        feeds["token_type_ids"] = np.zeros_like(ids)
+    (hidden,) = embedder._session.run([embedder._output], feeds)
+    pooled = (np.asarray(hidden) * mask[..., None]).sum(axis=1) / mask.sum(axis=1, keepdims=True)
+    vectors: np.ndarray = pooled / np.linalg.norm(pooled, axis=1, keepdims=True)
+    return vectors
+
+
+def batches(turns: list[str], sizes: list[int]) -> None:
+    embedder = LocalMiniLMEmbedder.load(EmbeddingSettings(threads=1))
+    embedder.embed_now(turns[:20])  # warm
+    began = time.process_time()
+    alone = embedder.embed_now(turns)
+    per_text = (time.process_time() - began) / len(turns)
+    print(f"{os.cpu_count()} cores; {len(turns)} LoCoMo turns\n")
+    print("| inference | CPU ms per text | cosine to alone: min | 1st percentile | mean |")
+    print("|---|---:|---:|---:|---:|")
+    print(f"| one text alone (the product) | {1000 * per_text:.2f} | | | |")
+    for size in sizes:
+        began = time.process_time()
+        together = np.concatenate(
+            [batched(embedder, turns[i : i + size]) for i in range(0, len(turns), size)]
+        )
+        per_text = (time.process_time() - began) / len(turns)
+        cosines = (together * alone).sum(axis=1)
+        print(
+            f"| padded batches of {size} | {1000 * per_text:.2f} | {cosines.min():.4f} "
+            f"| {np.percentile(cosines, 1):.4f} | {cosines.mean():.4f} |"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -72,8 +123,14 @@ def main() -> None:
     parser.add_argument("--locomo", required=True, help="path to locomo_dev.json (read, never copied)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--batches", type=int, nargs="+", help="measure padded batches of these sizes instead"
+    )
     args = parser.parse_args()
     turns, questions = locomo(args.locomo)
+    if args.batches:
+        batches(turns[1000:1320], args.batches)
+        return
     results = [run(questions[::4], turns[:500], threads) for threads in args.threads]  # 255 questions
     print("| threads | model | query p50 ms | p95 | turns/s (one at a time) |\n|---:|---|---:|---:|---:|")
     for r in results:

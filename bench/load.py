@@ -16,6 +16,11 @@ The four rows of the README's throughput table, for each user count (--users, de
     .venv/bin/python bench/load.py --users 32 --seconds 20 --corpus ../shared/data/locomo/locomo_dev.json
     .venv/bin/python bench/load.py --mixed --clients 8 --seconds 20 --embedder hash   # the older mix
 
+Flat-out phases run --warmup seconds (2) before they are counted: every user's first calls load their
+indexes and threads, and 32 first calls land at once; the rows give the steady state that follows.
+Each row also says how many of the machine's cores were at work: the server process's CPU seconds and
+this process's (every user's client) over the row's wall time, read from /proc (Linux; blank elsewhere).
+
 Texts and questions are LoCoMo's when --corpus names its file (read where it is, never copied), else the
 synthetic corpus of bench/_corpus.py. Prints tables; nothing is asserted. The per-principal rate limit
 is lifted (MCP_MEMORY_SECURITY__REQUESTS_PER_SECOND): the figures measure the server, not the limiter.
@@ -28,13 +33,15 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,6 +151,8 @@ class Row:
     started: float = 0.0
     ended: float = 0.0
     lost: int | None = None
+    server_cores: float | None = None
+    client_cores: float | None = None
 
     def per_second(self) -> float:
         span = self.ended - self.started
@@ -152,15 +161,47 @@ class Row:
     def line(self) -> str:
         p = _percentiles(self.latencies) if self.latencies else {50: float("nan"), 99: float("nan")}
         lost = "" if self.lost is None else str(self.lost)
+        cores = " | ".join("" if c is None else f"{c:.2f}" for c in (self.server_cores, self.client_cores))
         return (
             f"| {self.name} | {self.users} | {len(self.latencies)} | {self.per_second():.1f} | {p[50]:.1f} "
-            f"| {p[99]:.1f} | {p[99] / p[50]:.1f}x | {self.shed} | {len(self.errors)} | {lost} |"
+            f"| {p[99]:.1f} | {p[99] / p[50]:.1f}x | {self.shed} | {len(self.errors)} | {lost} | {cores} |"
         )
 
 
+def process_cpu_seconds(pid: int) -> float | None:
+    """A process's CPU seconds (user + system, every thread), from /proc; None where there is none."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@asynccontextmanager
+async def cores_at_work(row: Row, server_pid: int | None) -> AsyncIterator[None]:
+    """Record in `row` the cores the server and the clients kept busy while the block ran."""
+    began, server_began, own_began = time.perf_counter(), _cpu(server_pid), own_cpu_seconds()
+    yield
+    wall = time.perf_counter() - began
+    server_ended = _cpu(server_pid)
+    if server_began is not None and server_ended is not None:
+        row.server_cores = (server_ended - server_began) / wall
+    row.client_cores = (own_cpu_seconds() - own_began) / wall
+
+
+def _cpu(pid: int | None) -> float | None:
+    return None if pid is None else process_cpu_seconds(pid)
+
+
 ROW_HEADER = (
-    "| row | users | calls | calls/s | p50 ms | p99 ms | p99/p50 | shed (503) | errors | lost |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+    "| row | users | calls | calls/s | p50 ms | p99 ms | p99/p50 | shed (503) | errors | lost "
+    "| server cores | client cores |\n"
+    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 )
 
 
@@ -189,8 +230,11 @@ async def _timed(client: Any, row: Row, tool: str, arguments: dict[str, Any]) ->
 class Team:
     """Every user's connected client, and what each has written (for counting what was lost)."""
 
-    def __init__(self, clients: list[Any], texts: list[str], questions: list[str], tag: str) -> None:
+    def __init__(
+        self, clients: list[Any], texts: list[str], questions: list[str], tag: str, server_pid: int | None
+    ) -> None:
         self.clients = clients
+        self.server_pid = server_pid
         self.texts = texts
         self.questions = questions
         self.tag = tag
@@ -207,24 +251,35 @@ class Team:
     def search(self, user: int, n: int) -> dict[str, Any]:
         return {"query": self.questions[(user * 104729 + n) % len(self.questions)], "limit": 10}
 
-    async def flat_out(self, name: str, seconds: float) -> Row:
-        row = Row(name, len(self.clients))
-        row.started = time.perf_counter()
+    async def flat_out(self, name: str, seconds: float, warmup: float) -> Row:
+        """Every user calls flat out for `warmup` + `seconds`; the row counts the calls begun after the
+        warm-up (every user's first calls load what later ones reuse: a steady state is measured)."""
+        row, warming = Row(name, len(self.clients)), Row(name, len(self.clients))
+        row.started = time.perf_counter() + warmup
         deadline = row.started + seconds
 
         async def one(user: int, client: Any) -> None:
             n = 0
-            while time.perf_counter() < deadline:
+            while (now := time.perf_counter()) < deadline:
+                into = row if now >= row.started else warming
                 if name == "writes":
-                    self.acknowledged += await _timed(client, row, "add_turn", self.turn(user, n))
+                    self.acknowledged += await _timed(client, into, "add_turn", self.turn(user, n))
                 else:
-                    await _timed(client, row, "search_memory", self.search(user, n))
+                    await _timed(client, into, "search_memory", self.search(user, n))
                 n += 1
 
+        async def measured() -> None:
+            await anyio.sleep(max(0.0, row.started - time.perf_counter()))
+            async with cores_at_work(row, self.server_pid):
+                await anyio.sleep(max(0.0, deadline - time.perf_counter()))
+
         async with anyio.create_task_group() as group:
+            group.start_soon(measured)
             for user, client in enumerate(self.clients):
                 group.start_soon(one, user, client)
         row.ended = time.perf_counter()
+        row.shed += warming.shed
+        row.errors += warming.errors
         return row
 
     async def paced(self, seconds: float) -> Row:
@@ -246,7 +301,7 @@ class Team:
                     await _timed(client, row, "search_memory", self.search(user, n))
                 n += 1
 
-        async with anyio.create_task_group() as group:
+        async with cores_at_work(row, self.server_pid), anyio.create_task_group() as group:
             for user, client in enumerate(self.clients):
                 group.start_soon(one, user, client)
         row.ended = row.started + seconds
@@ -315,10 +370,10 @@ async def team_rows(
     texts, questions = corpus(args.corpus)
     async with AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(bearer_client(server, who.token)) for who in principals]
-        team = Team(clients, texts, questions, tag)
-        rows = [await team.flat_out("writes", args.seconds)]
+        team = Team(clients, texts, questions, tag, server.pid)
+        rows = [await team.flat_out("writes", args.seconds, args.warmup)]
         await anyio.sleep(args.settle)  # the writes' vectors, as a team's pause would let them finish
-        rows.append(await team.flat_out("searches", args.seconds))
+        rows.append(await team.flat_out("searches", args.seconds, args.warmup))
         rows.append(await team.paced(args.seconds))
         if len(principals) == 1:
             rows += await one_user(clients[0], texts, questions, args.calls)
@@ -360,13 +415,13 @@ def four_rows(args: argparse.Namespace) -> None:
     if 1 in args.users:
         texts, questions = corpus(args.corpus)
         with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
-            rows = anyio.run(
+            solo = anyio.run(
                 in_process, Path(tmp) / "data", server_overrides(args), texts, questions, args.calls
             )
-        lines += [row.line() for row in rows]
+        lines += [row.line() for row in solo]
     print(
         f"\nstreamable HTTP on loopback, every user its own token; embedded store (SQLite), embedder "
-        f"{args.embedder}; {args.seconds:g} s a phase; corpus: {'LoCoMo' if args.corpus else 'synthetic'}; "
+        f"{args.embedder}; {args.seconds:g} s a phase (flat out: after {args.warmup:g} s of warm-up); corpus: {'LoCoMo' if args.corpus else 'synthetic'}; "
         f"{''.join(f'{item}; ' for item in args.setting)}{platform.machine()}, {os.cpu_count()} cores, "
         f"Python {platform.python_version()}\n"
     )
@@ -398,6 +453,9 @@ def main() -> None:
     )
     parser.add_argument("--users", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=10.0, help="each phase's length")
+    parser.add_argument(
+        "--warmup", type=float, default=2.0, help="flat-out phases: seconds run first and not counted"
+    )
     parser.add_argument("--calls", type=int, default=200, help="one user's calls of each tool")
     parser.add_argument("--settle", type=float, default=5.0, help="pause after the writes (seconds)")
     parser.add_argument("--corpus", help="LoCoMo's locomo_dev.json: real texts and questions")

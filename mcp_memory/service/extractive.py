@@ -19,6 +19,7 @@ match a query it cannot answer. Its cost is counted as written, labels included.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import math
 import re
@@ -405,6 +406,9 @@ def _compress(sentence: str) -> str:
     return text[0].upper() + text[1:]
 
 
+# A thread is summarized again and again, and each time its messages' sentences are read again: the
+# dates already pinned are remembered rather than parsed anew (dateparser takes about a millisecond).
+@functools.lru_cache(maxsize=4096)
 def _pin_dates(sentence: str, said_at: datetime) -> tuple[str, str]:
     """A relative time ("yesterday", "last week") followed by the date it meant when it was said; and
     that date ("" when nothing was pinned)."""

@@ -105,6 +105,11 @@ class NetworkServer:
     def url(self) -> str:
         return f"{self.base_url}/sse" if self.transport == "sse" else f"{self.base_url}/mcp"
 
+    @property
+    def pid(self) -> int | None:
+        """The running server's process id (None when it is not running)."""
+        return self._process.pid if self._process is not None else None
+
     def connect(self, **options: Any) -> Client:
         """A client for this server, to enter with `async with`; options go to the Client (mode, ...)."""
         transport = sse_client(self.url) if self.transport == "sse" else self.url
