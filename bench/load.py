@@ -40,8 +40,8 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -390,21 +390,30 @@ def server_overrides(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
+@contextmanager
+def serving(principals: list[Credential], args: argparse.Namespace) -> Iterator[NetworkServer]:
+    """The real server over streamable HTTP on a scratch data dir (removed after the block), these users'
+    tokens configured."""
+    with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
+        work = Path(tmp)
+        env = server_env(work / "data", tokens_env(principals, **server_overrides(args)))
+        server = NetworkServer("http", work, env)
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
+
+
 def four_rows(args: argparse.Namespace) -> None:
     lines = []
     for users in args.users:
         principals = load_principals(users)
         tag = f"load{users}"
-        with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
-            work = Path(tmp)
-            env = server_env(work / "data", tokens_env(principals, **server_overrides(args)))
-            server = NetworkServer("http", work, env)
-            server.start()
-            try:
-                rows, team = anyio.run(team_rows, server, principals, args, tag)
-            finally:
-                server.stop()
-            stored = count_turns(work / "data", tag)
+        with serving(principals, args) as server:
+            rows, team = anyio.run(team_rows, server, principals, args, tag)
+            server.stop()  # the file is counted once the server has let go of it
+            stored = count_turns(server.workdir / "data", tag)
             writes = rows[0]
             writes.lost = max(0, team.acknowledged - stored)
         for row in rows:
@@ -431,15 +440,8 @@ def four_rows(args: argparse.Namespace) -> None:
 
 def mixed(args: argparse.Namespace) -> None:
     principals = load_principals(args.clients)
-    with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
-        work = Path(tmp)
-        env = server_env(work / "data", tokens_env(principals, **server_overrides(args)))
-        server = NetworkServer("http", work, env)
-        server.start()
-        try:
-            report = anyio.run(run_load, server, principals, args.seconds)
-        finally:
-            server.stop()
+    with serving(principals, args) as server:
+        report = anyio.run(run_load, server, principals, args.seconds)
     print(
         f"{platform.processor() or platform.machine()}, {platform.python_version()}, embedder={args.embedder}"
     )

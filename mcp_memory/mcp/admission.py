@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.config import AdmissionSettings
 from mcp_memory.mcp.auth import READ, ToolScopes
-from mcp_memory.mcp.request_body import buffered, messages, tool_called
+from mcp_memory.mcp.request_body import body_or_413, messages, tool_called
 from mcp_memory.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -182,11 +182,10 @@ class Admission:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.endpoint:
             await self.app(scope, receive, send)
             return
-        body, receive = await buffered(scope, receive, self.max_body)
-        if body is None:
-            too_large = JSONResponse({"error": "the request body is too large"}, status_code=413)
-            await too_large(scope, receive, send)
+        read = await body_or_413(scope, receive, send, self.max_body)
+        if read is None:
             return
+        body, receive = read
         sent = messages(body)
         kind = await self._kind(sent)
         if kind is None:

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from starlette.types import Message, Receive, Scope
+from starlette.responses import JSONResponse
+from starlette.types import Message, Receive, Scope, Send
 
 
 async def buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | None, Receive]:
@@ -29,6 +30,17 @@ async def buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | 
             break
     body = b"".join(chunks)
     return body, _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
+
+
+async def body_or_413(scope: Scope, receive: Receive, send: Send, limit: int) -> tuple[bytes, Receive] | None:
+    """The request's body and a receive that replays it; or, past `limit` bytes, None once the client
+    has been answered 413."""
+    body, receive = await buffered(scope, receive, limit)
+    if body is None:
+        too_large = JSONResponse({"error": "the request body is too large"}, status_code=413)
+        await too_large(scope, receive, send)
+        return None
+    return body, receive
 
 
 def _replay(first: list[Message], receive: Receive) -> Receive:

@@ -39,7 +39,7 @@ from mcp_memory.mcp.auth import LEVEL, READ, ToolScopes, principal_of
 from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules, covering
 from mcp_memory.mcp.oauth.issuer import InvalidToken, IssuerUnavailable
 from mcp_memory.mcp.oauth.tokens import TokenVerifier, resource_of
-from mcp_memory.mcp.request_body import buffered, messages, tool_called
+from mcp_memory.mcp.request_body import body_or_413, messages, tool_called
 from mcp_memory.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -165,11 +165,10 @@ class ResourceGuard:
             )
             await unavailable(scope, receive, send)
             return
-        body, receive = await buffered(scope, receive, self.max_body)
-        if body is None:
-            too_large = JSONResponse({"error": "the request body is too large"}, status_code=413)
-            await too_large(scope, receive, send)
+        read = await body_or_413(scope, receive, send, self.max_body)
+        if read is None:
             return
+        body, receive = read
         needed, what = await self._needed(scope["method"], body)
         if not principal.may(needed):
             log.info("refused %s to %s: no %s scope", what, principal.name, needed)
