@@ -178,8 +178,8 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     recall.append(len(set(found) & {f"m{i}" for i in exact}) / 10)
                     # How far the 10th returned is below the exact 10th (the bench's ids are m{row}; the
                     # add_turn memories of an earlier size, not in the matrix, are never near).
-                    rows = [int(i[1:]) for i in found if i[1:].isdigit()]
-                    returned = sorted(cosines[rows].tolist() + [-1.0] * 10, reverse=True)[9]
+                    positions = [int(i[1:]) for i in found if i[1:].isdigit()]
+                    returned = sorted(cosines[positions].tolist() + [-1.0] * 10, reverse=True)[9]
                     gaps.append(float(cosines[exact].min()) - returned)
                 async with store.indexes.current(USER) as index:
                     approximate = index.vectors.approximate
