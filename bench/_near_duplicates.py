@@ -35,6 +35,10 @@ from mcp_memory.config import EmbeddingSettings
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
 
 BEAM_MESSAGE_CHARS = 1200  # the model reads 256 tokens: a long message's head is what it embeds
+# A memory's text: its base's first characters, as long as a LoCoMo turn or two (the synthetic corpus's),
+# so that the text index of a million holds what the synthetic one does (whole BEAM messages, each with
+# two more as context, made it 24 GB and the bench was killed).
+CONTENT_CHARS = 280
 CALIBRATION_TEXTS = 400  # base texts edited, each in every way below
 EDITS = ("word dropped", "words swapped", "number changed", "typo", "sentence appended")
 DIRECTIONS = 8  # measured differences a base's variants move along, mixed at random
@@ -102,6 +106,9 @@ class NearDuplicates:
             ]
             beam_questions += [q.text for q in conversation.questions]
         self.texts = list(dict.fromkeys(t for t in turns + beam_texts if len(t.split()) > 2))
+        self.contents = [
+            t if len(t) <= CONTENT_CHARS else t[:CONTENT_CHARS].rsplit(" ", 1)[0] for t in self.texts
+        ]
         rng = random.Random(seed)
         self.questions = rng.sample(locomo_questions, QUERIES_EACH) + rng.sample(beam_questions, QUERIES_EACH)
         self._embedder: LocalMiniLMEmbedder | None = None
@@ -145,7 +152,7 @@ class NearDuplicates:
         return vectors
 
     def draw(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, list[str]]:
-        """`count` near-duplicates: their unit vectors and their base texts (the memories' contents)."""
+        """`count` near-duplicates: their unit vectors and their contents (their bases' heads)."""
         picked = self._order[rng.choice(len(self.texts), size=count, p=self._weights)]
         base = self.bases[picked]
         mix = self._directions[self._own[picked]]
@@ -155,4 +162,4 @@ class NearDuplicates:
         cosine = self._cosines[rng.integers(0, len(self._cosines), count)][:, None].astype(np.float32)
         vectors = cosine * base + np.sqrt(1.0 - cosine**2) * direction
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-        return vectors.astype(np.float32), [self.texts[i] for i in picked]
+        return vectors.astype(np.float32), [self.contents[i] for i in picked]

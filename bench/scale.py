@@ -84,6 +84,7 @@ class Synthetic:
 
     def __init__(self, locomo_path: str) -> None:
         self.texts, questions = locomo(locomo_path)
+        self.contents = self.texts
         self.questions = [questions[k * 7 % len(questions)] for k in range(SEARCHES)]
         self.clusters = Clusters(seed=3)
         self.query_vectors = self.clusters.draw(SEARCHES, np.random.default_rng(5))
@@ -136,7 +137,7 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
         print(json.dumps({"calibration": corpus.calibration.summary()}), file=sys.stderr, flush=True)
     else:
         corpus = Synthetic(args.locomo)
-    texts, questions, query_vectors = corpus.texts, corpus.questions, corpus.query_vectors
+    texts, questions, query_vectors = corpus.contents, corpus.questions, corpus.query_vectors
     rng = np.random.default_rng(4)
     ann = {"ann_min_memories": args.ann_min_memories, "ann_expansion": args.ann_expansion}
     rows: list[dict[str, Any]] = []
