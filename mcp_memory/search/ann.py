@@ -9,11 +9,11 @@ a file it can save and restore, and half-precision storage at the recall of floa
 The graph only proposes candidates: the caller asks it for several times the rows it needs, drops what
 its filters exclude and what was removed, and ranks the rest by their exact cosines from its own
 float32 rows (vector_index.py). The graph stores its vectors as bfloat16 (half the size of float32,
-at float32's recall). It stored int8 before (a quarter), whose coarser
-distances also steer the walk through the graph: where memories cluster as near-duplicates, the walk
-then stops in the wrong copies, and re-ranking candidates it never reached cannot help (bench/scale.py
---corpus near-duplicates). A snapshot's graph stored otherwise is not viewed: the index builds a new
-one from its rows (vector_index.py), once, and the next snapshot saves that.
+at float32's recall). It stored int8 before (a quarter), whose coarser distances also steer the walk
+through the graph: where memories cluster as near-duplicates, the walk then stops in the wrong copies,
+and re-ranking candidates it never reached cannot help (bench/scale.py --corpus near-duplicates). A
+snapshot's graph stored otherwise is not viewed: the index builds a new one from its rows
+(vector_index.py), once, and the next snapshot saves that.
 
 A graph loaded from a snapshot is viewed where it lies in the file (0.1 s at a million memories; a copy
 takes half a second and holds the interpreter meanwhile): read-only, so the rows added since go to a
