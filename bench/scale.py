@@ -3,14 +3,20 @@ against exact search, first search after opening, RSS and bytes on disk.
 
     .venv/bin/python bench/scale.py --locomo ../shared/data/locomo/locomo_dev.json --sizes 10000 100000
     .venv/bin/python bench/scale.py --locomo ... --sizes 100000 --ann-min-memories 0   # exact only
+    .venv/bin/python bench/scale.py --corpus near-duplicates --locomo ../shared/data/locomo/locomo_dev.json \
+        --beam ../shared/data/beam/100K --sizes 100000 --cache /tmp/mcp-memory-bench
 
 The store is filled fast and documented as such: synthetic turns (LoCoMo turn texts, repeated, each with
 its two previous texts as context, 100 to a thread) with precomputed vectors, written in batches through
 the store's own write path (`SqliteLongTermStore.put`), not through add_turn and the embedder. The vectors
 are clustered (2,000 centres of Zipf-like sizes plus noise, 384 dimensions, unit length), as in
 ../shared/research/vector-indexes.md: uniform random vectors have no near neighbours to find. Queries are
-LoCoMo questions with vectors drawn the same way (not stored ones). Recall@10 compares the store's vector
-search with an exact search (numpy, float32) over the same vectors. add_turn is timed through the service
+LoCoMo questions with vectors drawn the same way (not stored ones). `--corpus near-duplicates` fills it
+instead with near-duplicates of real turns (bench/_near_duplicates.py: LoCoMo turns and BEAM messages
+embedded with the local model, each memory its base vector moved by as much as real edits move it; the
+calibration is printed), searched with held-out real questions embedded with the same model. Recall@10
+compares the store's vector search with an exact search (numpy, float32) over the same vectors; the
+worst query's gap is how far the cosine of the 10th memory returned is below the exact 10th's. add_turn is timed through the service
 (`open_service` on the same file: working memory, the long-term write, the embedder's queue, graph links),
 with the storage quota off (a million memories pass the default). One BLAS thread, as the server.
 Numbers are wall-clock on this machine; nothing is asserted.
@@ -36,6 +42,7 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import locomo
+from _near_duplicates import NearDuplicates
 from latency import percentiles, rss_mb
 
 from mcp_memory.config import LongTermSettings, SecuritySettings, Settings
@@ -72,7 +79,24 @@ class Clusters:
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def turns(texts: list[str], start: int, count: int, vectors: np.ndarray) -> Iterator[Memory]:
+class Synthetic:
+    """The synthetic corpus: LoCoMo texts in turn with clustered vectors, and LoCoMo questions."""
+
+    def __init__(self, locomo_path: str) -> None:
+        self.texts, questions = locomo(locomo_path)
+        self.contents = self.texts
+        self.questions = [questions[k * 7 % len(questions)] for k in range(SEARCHES)]
+        self.clusters = Clusters(seed=3)
+        self.query_vectors = self.clusters.draw(SEARCHES, np.random.default_rng(5))
+
+    def draw(self, count: int, rng: np.random.Generator) -> tuple[np.ndarray, list[str] | None]:
+        return self.clusters.draw(count, rng), None
+
+
+def turns(
+    texts: list[str], start: int, count: int, vectors: np.ndarray, contents: list[str] | None = None
+) -> Iterator[Memory]:
+    """Memories m{start}..: `contents` theirs, else the texts in turn."""
     began = datetime(2024, 1, 1, tzinfo=UTC)
     for offset in range(count):
         i = start + offset
@@ -82,7 +106,7 @@ def turns(texts: list[str], start: int, count: int, vectors: np.ndarray) -> Iter
             thread_id=f"t{i // 100}",
             role="user",
             type="turn",
-            content=texts[i % len(texts)],
+            content=contents[offset] if contents is not None else texts[i % len(texts)],
             index_context=f"{texts[(i - 1) % len(texts)]} {texts[(i - 2) % len(texts)]}",
             embedding=vectors[offset].tolist(),
             created_at=began + timedelta(minutes=i),
@@ -105,10 +129,16 @@ async def timed(store: SqliteLongTermStore, queries: list[SearchQuery], vectors:
 
 
 async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
-    texts, questions = locomo(args.locomo)
-    clusters = Clusters(seed=3)
+    corpus: Synthetic | NearDuplicates
+    if args.corpus == "near-duplicates":
+        if not args.beam:
+            raise SystemExit("--corpus near-duplicates needs --beam (the BEAM 100K folder) beside --locomo")
+        corpus = NearDuplicates(args.locomo, args.beam, cache=args.cache)
+        print(json.dumps({"calibration": corpus.calibration.summary()}), file=sys.stderr, flush=True)
+    else:
+        corpus = Synthetic(args.locomo)
+    texts, questions, query_vectors = corpus.contents, corpus.questions, corpus.query_vectors
     rng = np.random.default_rng(4)
-    query_vectors = clusters.draw(SEARCHES, np.random.default_rng(5))
     ann = {"ann_min_memories": args.ann_min_memories, "ann_expansion": args.ann_expansion}
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mcp-memory-scale-", dir=args.scratch) as scratch:
@@ -121,9 +151,9 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 began = time.perf_counter()
                 while count < size:
                     batch = min(5000, size - count)
-                    vectors = clusters.draw(batch, rng)
+                    vectors, contents = corpus.draw(batch, rng)
                     stored.append(vectors)
-                    await store.put(list(turns(texts, count, batch, vectors)))
+                    await store.put(list(turns(texts, count, batch, vectors, contents)))
                     count += batch
                 fill_s = time.perf_counter() - began
                 began = time.perf_counter()
@@ -135,24 +165,33 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                 by_mode: dict[str, dict[str, float]] = {}
                 for mode in ("vector", "hybrid", "text"):
                     queries = [
-                        SearchQuery(user_id=USER, text=questions[k * 7 % len(questions)], mode=mode, limit=10)
+                        SearchQuery(user_id=USER, text=questions[k], mode=mode, limit=10)
                         for k in range(SEARCHES)
                     ]
                     by_mode[mode] = percentiles(await timed(store, queries, query_vectors))
                 matrix = np.concatenate(stored)
-                recall = []
+                recall, gaps = [], []
                 for k in range(SEARCHES):
                     query = SearchQuery(user_id=USER, text=questions[0], mode="vector", limit=10)
-                    found = {h.memory.id for h in await store.search(query, query_vectors[k].tolist())}
-                    exact = np.argpartition(-(matrix @ query_vectors[k]), 10)[:10]
-                    recall.append(len(found & {f"m{i}" for i in exact}) / 10)
+                    found = [h.memory.id for h in await store.search(query, query_vectors[k].tolist())]
+                    cosines = matrix @ query_vectors[k]
+                    exact = np.argpartition(-cosines, 10)[:10]
+                    recall.append(len(set(found) & {f"m{i}" for i in exact}) / 10)
+                    # How far the 10th returned is below the exact 10th (the bench's ids are m{row}; the
+                    # add_turn memories of an earlier size, not in the matrix, are never near).
+                    positions = [int(i[1:]) for i in found if i[1:].isdigit()]
+                    returned = sorted(cosines[positions].tolist() + [-1.0] * 10, reverse=True)[9]
+                    gaps.append(float(cosines[exact].min()) - returned)
                 async with store.indexes.current(USER) as index:
                     approximate = index.vectors.approximate
-                extra = clusters.draw(2 * CATCH_UPS, rng)
-                writes, after_foreign = await writes_and_catch_up(path, store, texts, extra, count, ann)
+                extra, extra_contents = corpus.draw(2 * CATCH_UPS, rng)
+                writes, after_foreign = await writes_and_catch_up(
+                    path, store, texts, extra, count, ann, extra_contents
+                )
                 stored.append(extra)  # ids and matrix rows stay in step for the next size's recall
                 count += 2 * CATCH_UPS
                 row = {
+                    "corpus": args.corpus,
                     "memories": count + added,
                     "approximate": approximate,
                     "fill_s": round(fill_s, 1),
@@ -163,6 +202,10 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     # A hybrid search right after another connection (another process) wrote a memory.
                     "hybrid_after_foreign_write": percentiles(after_foreign),
                     "vector_recall_at_10": round(float(np.mean(recall)), 3),
+                    "worst_query_recall_at_10": round(float(np.min(recall)), 1),
+                    # The exact 10th's cosine less the returned 10th's: worst query, and the mean.
+                    "worst_query_gap": round(max(gaps), 3),
+                    "mean_gap": round(float(np.mean(gaps)), 4),
                     "rss_mb": round(rss_mb()),
                     "disk_mb": round(disk_mb(path)),
                     "first_search": first_search_elsewhere(path, questions[1], query_vectors[1], ann),
@@ -184,12 +227,13 @@ async def writes_and_catch_up(
     vectors: np.ndarray,
     count: int,
     ann: dict[str, int],
+    contents: list[str] | None = None,
 ) -> tuple[list[float], list[float]]:
     """Timings of single puts by this store, and of this store's hybrid search right after a put by
     another connection on the file (it catches up on that write first). Adds 2 * CATCH_UPS memories."""
     writes = []
     for i in range(CATCH_UPS):
-        [memory] = turns(texts, count + i, 1, vectors[i : i + 1])
+        [memory] = turns(texts, count + i, 1, vectors[i : i + 1], contents and contents[i : i + 1])
         began = time.perf_counter()
         await store.put([memory])
         writes.append(time.perf_counter() - began)
@@ -200,7 +244,9 @@ async def writes_and_catch_up(
     async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, SPEC, **ann) as other:
         for i in range(CATCH_UPS):
             j = CATCH_UPS + i
-            await other.put(list(turns(texts, count + j, 1, vectors[j : j + 1])))
+            await other.put(
+                list(turns(texts, count + j, 1, vectors[j : j + 1], contents and contents[j : j + 1]))
+            )
             began = time.perf_counter()
             await store.search(query, vector)
             searches.append(time.perf_counter() - began)
@@ -288,10 +334,11 @@ def status_mb(field: str) -> float:
 def print_table(rows: list[dict[str, Any]]) -> None:
     print(
         "| memories | vector index | vector p50 / p95 ms | hybrid p50 / p95 ms | text p50 / p95 ms | recall@10 "
+        "| worst query: recall, gap "
         "| after a foreign write p50 ms | put p50 ms | add_turn p50 ms | first search s | serving RSS MB | disk MB "
         "| fill s | index s |"
     )
-    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         m = r["search_ms"]
         cells = " | ".join(
@@ -300,6 +347,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         kind = "approximate" if r["approximate"] else "exact"
         print(
             f"| {r['memories']:,} | {kind} | {cells} | {r['vector_recall_at_10']:.3f} "
+            f"| {r['worst_query_recall_at_10']:.1f}, {r['worst_query_gap']:.3f} "
             f"| {r['hybrid_after_foreign_write']['p50_ms']:.1f} | {r['put_one']['p50_ms']:.1f} "
             f"| {r['add_turn']['p50_ms']:.1f} | {r['first_search']['seconds']:.2f} "
             f"| {r['first_search']['rss_mb_serving']:,} | {r['disk_mb']:,} | {r['fill_s']} | {r['index_s']} |"
@@ -311,6 +359,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--locomo", help="path to locomo_dev.json (its turn texts and questions)")
+    parser.add_argument("--corpus", choices=["synthetic", "near-duplicates"], default="synthetic")
+    parser.add_argument("--beam", help="near-duplicates: the BEAM 100K folder (its messages and questions)")
+    parser.add_argument(
+        "--cache", type=Path, help="near-duplicates: a folder for the embeddings (not the repo)"
+    )
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000])
     parser.add_argument(
         "--ann-min-memories",

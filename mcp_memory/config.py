@@ -115,7 +115,7 @@ class LongTermSettings(BaseModel):
         "exact. 0 = always exact.",
     )
     ann_expansion: int = Field(
-        default=1024,
+        default=2048,
         ge=8,
         description="sqlite: candidates the approximate index weighs per search (more: better recall, "
         "slower).",

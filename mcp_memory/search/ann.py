@@ -8,9 +8,12 @@ a file it can save and restore, and half-precision storage at the recall of floa
 
 The graph only proposes candidates: the caller asks it for several times the rows it needs, drops what
 its filters exclude and what was removed, and ranks the rest by their exact cosines from its own
-float32 rows (vector_index.py). So the graph stores its vectors as int8 (a quarter of float32: 0.5 GB
-at a million memories instead of 1.5 GB), whose own recall levels off near 0.90, and the exact
-re-ranking of its candidates gives the recall bench/scale.py reports.
+float32 rows (vector_index.py). The graph stores its vectors as bfloat16 (half the size of float32,
+at float32's recall). It stored int8 before (a quarter), whose coarser distances also steer the walk
+through the graph: where memories cluster as near-duplicates, the walk then stops in the wrong copies,
+and re-ranking candidates it never reached cannot help (bench/scale.py --corpus near-duplicates). A
+snapshot's graph stored otherwise is not viewed: the index builds a new one from its rows
+(vector_index.py), once, and the next snapshot saves that.
 
 A graph loaded from a snapshot is viewed where it lies in the file (0.1 s at a million memories; a copy
 takes half a second and holds the interpreter meanwhile): read-only, so the rows added since go to a
@@ -31,6 +34,7 @@ if TYPE_CHECKING:
     from usearch.index import Index
 
 CONNECTIVITY = 16  # edges per node: the library's default
+STORAGE = "bf16"  # how the graph stores its vectors (usearch's scalar kind)
 EXPANSION_ADD = 128  # candidate list while inserting: a better graph for a slower build
 
 
@@ -60,7 +64,7 @@ class ApproximateIndex:
         index: Index = _usearch_index()(
             ndim=self.dimension,
             metric="ip",  # vectors are unit length: inner product is the cosine
-            dtype="i8",
+            dtype=STORAGE,
             connectivity=CONNECTIVITY,
             expansion_add=EXPANSION_ADD,
             expansion_search=self.expansion,
@@ -151,6 +155,16 @@ class ApproximateIndex:
         saved = self._index.save()
         assert saved is not None  # saved to no path: the bytes come back
         return np.frombuffer(bytes(saved), dtype=np.uint8)
+
+    @staticmethod
+    def current(data: memoryview) -> bool:
+        """Whether a saved graph stores its vectors as this version does (an older one's are int8: it
+        loads, but at the recall that made them change, so the caller builds a new one instead)."""
+        try:
+            kind = _usearch_index().metadata(data)["kind_scalar"]
+        except (RuntimeError, ValueError, TypeError, KeyError):
+            return True  # not a graph usearch can read: viewing() says why
+        return str(getattr(kind, "name", kind)).lower() == STORAGE
 
     @classmethod
     def viewing(cls, data: memoryview, dimension: int, *, expansion: int) -> ApproximateIndex:

@@ -34,7 +34,7 @@ BUILD_BLOCK = 65_536
 
 
 class VectorIndex(MemoryRows):
-    def __init__(self, dimension: int, *, ann_min_rows: int = 0, ann_expansion: int = 1024) -> None:
+    def __init__(self, dimension: int, *, ann_min_rows: int = 0, ann_expansion: int = 2048) -> None:
         super().__init__()
         self.dimension = dimension
         self.ann_min_rows = ann_min_rows  # 0: always exact
@@ -256,6 +256,12 @@ class VectorIndex(MemoryRows):
                 f"a {matrix.shape} matrix for {len(columns['rowids'])} vectors of {self.dimension}"
             )
         graph = columns.get("graph")
+        data: memoryview | None = None
+        if graph is not None and self.ann_min_rows:
+            # Viewed where it lies in the snapshot (a FileArray's map), not copied in.
+            data = graph.mapped() if isinstance(graph, FileArray) else np.ascontiguousarray(graph).data
+            if not ApproximateIndex.current(data):
+                data = None  # stored as an older version did: settle() builds one from the rows below
         if isinstance(matrix, FileArray) and (graph is None or not self.ann_min_rows):
             matrix = matrix[:]  # no graph: every search reads every row, so they are kept in memory
         # Adopted, not copied (150 MB at 100k memories): the index grows it into a new array anyway.
@@ -270,9 +276,7 @@ class VectorIndex(MemoryRows):
         super()._load_row_columns(columns)
         if self._passages:
             self._prior[: self._size] = passage_prior(rows_passages(self._rowids[: self._size]))
-        if graph is not None and self.ann_min_rows:
-            # Viewed where it lies in the snapshot (a FileArray's map), not copied in.
-            data = graph.mapped() if isinstance(graph, FileArray) else np.ascontiguousarray(graph).data
+        if data is not None:
             self._ann = ApproximateIndex.viewing(data, self.dimension, expansion=self.ann_expansion)
             if len(self._ann) != len(self):
                 raise ValueError(f"a graph of {len(self._ann)} vectors for {len(self)} rows")

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcp_memory.search import vector_index
+from mcp_memory.search import ann, vector_index
+from mcp_memory.search.ann import ApproximateIndex
 from mcp_memory.search.rows import RowFilter
 from mcp_memory.search.vector_index import VectorIndex
 
@@ -117,6 +118,31 @@ def test_a_snapshot_carries_the_graph(data: tuple[np.ndarray, np.ndarray]) -> No
     broken = dict(columns, graph=filled(vectors[:1500], ann_min_rows=1000).columns()["graph"])
     with pytest.raises(ValueError, match="graph of 1500 vectors"):
         VectorIndex.from_columns(broken, dimension=DIM, ann_min_rows=1000, ann_expansion=128)
+
+
+def test_a_graph_stored_as_int8_by_an_older_version_is_rebuilt_as_it_loads(
+    data: tuple[np.ndarray, np.ndarray], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vectors, queries = data
+    monkeypatch.setattr(ann, "STORAGE", "i8")  # what versions before bfloat16 stored
+    older = filled(vectors, ann_min_rows=1000).columns()
+    monkeypatch.setattr(ann, "STORAGE", "bf16")
+    assert not ApproximateIndex.current(np.ascontiguousarray(older["graph"]).data)
+    loaded = VectorIndex.from_columns(older, dimension=DIM, ann_min_rows=1000, ann_expansion=128)
+    assert loaded.approximate and len(loaded) == N
+    saved = np.ascontiguousarray(loaded.columns()["graph"]).data
+    assert ApproximateIndex.current(saved)  # the next snapshot holds the new graph
+    assert ann._usearch_index().metadata(saved)["kind_scalar"].name == "BF16"
+    exact = filled(vectors, ann_min_rows=0)
+    recall = [
+        len(
+            {r for r, _ in exact.search(q, 10, RowFilter())}
+            & {r for r, _ in loaded.search(q, 10, RowFilter())}
+        )
+        / 10
+        for q in queries
+    ]
+    assert np.mean(recall) >= 0.95
 
 
 def test_rows_added_after_a_load_go_beside_the_loaded_block(data: tuple[np.ndarray, np.ndarray]) -> None:

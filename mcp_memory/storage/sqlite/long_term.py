@@ -77,7 +77,7 @@ class SqliteLongTermStore:
         *,
         index_memory: int = DEFAULT_INDEX_MEMORY,
         ann_min_memories: int = 0,
-        ann_expansion: int = 1024,
+        ann_expansion: int = 2048,
         max_stored_bytes: int | None = None,
     ) -> AsyncIterator[SqliteLongTermStore]:
         async with SearchIndexes.open(
