@@ -21,7 +21,7 @@ service/vectors.py). The rest (initialize, ping, the lists a client asks for bef
 notifications, responses, the GET stream and DELETE) is cheap and goes straight through.
 
 stdio has one client and needs none of this; the legacy SSE transport answers each POST with 202 before
-the work is done, so the work cannot be held there: it is not admitted (docs/operations.md).
+the work is done, so the work cannot be held there: it is not admitted (README, "Under load").
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ SMOOTHING = 0.1  # weight of each finished request in the running time per reque
 
 def default_slots() -> int:
     """Two requests in progress per core: one computing while the other waits on a thread (the database,
-    the embedder). Measured in bench/load.py (docs/benchmarks.md): more only lengthens every wait."""
+    the embedder). Measured at 32 users (bench/load.py, docs/benchmarks.md): 2, 4 and 8 served the same
+    rates within the run-to-run spread, and the paced team waited longer the more ran at once."""
     return 2 * (os.cpu_count() or 1)
 
 
