@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.config import AdmissionSettings
 from mcp_memory.mcp.auth import READ, ToolScopes
-from mcp_memory.mcp.request_body import body_or_413, messages, tool_called
+from mcp_memory.mcp.request_body import messages_or_413, tool_called
 from mcp_memory.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -183,11 +183,10 @@ class Admission:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.endpoint:
             await self.app(scope, receive, send)
             return
-        read = await body_or_413(scope, receive, send, self.max_body)
+        read = await messages_or_413(scope, receive, send, self.max_body)
         if read is None:
             return
-        body, receive = read
-        sent = messages(body)
+        sent, receive = read
         kind = await self._kind(sent)
         if kind is None:
             await self.app(scope, receive, send)

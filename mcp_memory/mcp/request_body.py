@@ -32,15 +32,24 @@ async def buffered(scope: Scope, receive: Receive, limit: int) -> tuple[bytes | 
     return body, _replay([{"type": "http.request", "body": body, "more_body": False}], receive)
 
 
-async def body_or_413(scope: Scope, receive: Receive, send: Send, limit: int) -> tuple[bytes, Receive] | None:
-    """The request's body and a receive that replays it; or, past `limit` bytes, None once the client
-    has been answered 413."""
+MESSAGES = "mcp_memory.messages"  # where the scope keeps them: the guard reads them, admission reuses
+
+
+async def messages_or_413(
+    scope: Scope, receive: Receive, send: Send, limit: int
+) -> tuple[list[dict[str, Any]], Receive] | None:
+    """The request's JSON-RPC messages and a receive that replays its body; or, past `limit` bytes,
+    None once the client has been answered 413. Read and parsed once per request: a middleware further
+    in finds them in the scope (the receive it is given already replays the body)."""
+    if MESSAGES in scope:
+        return scope[MESSAGES], receive
     body, receive = await buffered(scope, receive, limit)
     if body is None:
         too_large = JSONResponse({"error": "the request body is too large"}, status_code=413)
         await too_large(scope, receive, send)
         return None
-    return body, receive
+    scope[MESSAGES] = messages(body)
+    return scope[MESSAGES], receive
 
 
 def _replay(first: list[Message], receive: Receive) -> Receive:

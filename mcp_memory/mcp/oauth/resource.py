@@ -39,7 +39,7 @@ from mcp_memory.mcp.auth import LEVEL, READ, ToolScopes, principal_of
 from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules, covering
 from mcp_memory.mcp.oauth.issuer import InvalidToken, IssuerUnavailable
 from mcp_memory.mcp.oauth.tokens import TokenVerifier, resource_of
-from mcp_memory.mcp.request_body import body_or_413, messages, tool_called
+from mcp_memory.mcp.request_body import messages_or_413, tool_called
 from mcp_memory.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -165,11 +165,11 @@ class ResourceGuard:
             )
             await unavailable(scope, receive, send)
             return
-        read = await body_or_413(scope, receive, send, self.max_body)
+        read = await messages_or_413(scope, receive, send, self.max_body)
         if read is None:
             return
-        body, receive = read
-        needed, what = await self._needed(scope["method"], body)
+        sent, receive = read
+        needed, what = await self._needed(scope["method"], sent)
         if not principal.may(needed):
             log.info("refused %s to %s: no %s scope", what, principal.name, needed)
             if self.metrics is not None:
@@ -184,12 +184,12 @@ class ResourceGuard:
         finally:
             auth_context_var.reset(bound)
 
-    async def _needed(self, method: str, body: bytes) -> tuple[str, str]:
+    async def _needed(self, method: str, sent: list[dict[str, Any]]) -> tuple[str, str]:
         """The scope a request needs and what it is, for the challenge: the most any message needs."""
         needed, what = READ, "this request"
         if method != "POST":
             return needed, what
-        for message in messages(body):
+        for message in sent:
             name = tool_called(message)
             if name is None:
                 continue
