@@ -1,6 +1,6 @@
 """What verifying one bearer token costs the server, with the issuer's keys already cached.
 
-Runs the product's own verifier (`mcp_memory.mcp.oauth.tokens.TokenVerifier`, as the guard in front of
+Runs the product's own verifier (`mcp_memory.security.oauth.tokens.TokenVerifier`, as the guard in front of
 the MCP endpoints calls it) against a local issuer (tests/services/local_issuer.py: its metadata and
 JWKS over HTTP on 127.0.0.1), warms the key cache, then times --tokens verifications of distinct
 tokens each: RS256 (2048-bit), ES256, PS256, and a static hashed token. A whole call over HTTP is
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry  # noqa: E402
-from mcp_memory.mcp.auth import hash_token  # noqa: E402
-from mcp_memory.mcp.oauth.tokens import build_verifier  # noqa: E402
+from mcp_memory.security.oauth.tokens import build_verifier  # noqa: E402
+from mcp_memory.security.static_tokens import hash_token  # noqa: E402
 from tests.services.local_issuer import LocalIssuer, SigningKey, local_issuer  # noqa: E402
 
 RESOURCE = "https://memory.example.com/mcp"

@@ -64,7 +64,7 @@ class Owner(str):
     "@" + the name for a shared space (so a space's thread, summary, facts, quota and Cosmos DB
     partition are its own, as a user's are). `author` is the user acting (recorded on what they
     write to a space); `role` is what they may do there (a user owns their personal memory).
-    The server builds an Owner from the verified principal (mcp/access.py); a plain user id string
+    The server builds an Owner from the verified principal (security/spaces.py); a plain user id string
     stands for that user's personal memory, as everywhere before spaces.
     """
 

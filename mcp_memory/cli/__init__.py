@@ -154,7 +154,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             else:
                 restore_command(settings, args.file, args.force)
         elif args.command == "token":
-            from mcp_memory.mcp.auth import token_command
+            from mcp_memory.cli.tokens import token_command
 
             token_command(args.user, args.name, args.scope or [], args.expires)
         elif args.command == "ui":

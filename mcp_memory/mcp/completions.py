@@ -8,8 +8,8 @@ of) that start with what was typed, at most 100 (the protocol's cap), with `has_
 more. A space's thread (`memory://spaces/{space}/threads/{thread_id}`, or `recall` with `space` given)
 completes `space` to the names of the spaces the principal is a member of and `thread_id` to that
 space's threads. Any other argument completes to nothing. The principal is the request's
-(mcp/auth.py), never an argument, and ScopeGuard requires the read scope; a space the principal is not
-a member of completes to nothing, as one that does not exist.
+(security/principals.py), never an argument, and ScopeGuard requires the read scope; a space the
+principal is not a member of completes to nothing, as one that does not exist.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ from mcp_types import (
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.access import current_access
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.models import Owner
+from mcp_memory.security.spaces import current_access
 
 MAX_VALUES = 100  # completion/complete never returns more values than this
 MAX_ID_CHARS = 256  # longer than any thread or memory id: nothing can start with it

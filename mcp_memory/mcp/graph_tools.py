@@ -22,11 +22,11 @@ from pydantic import Field
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.access import current_access
 from mcp_memory.mcp.errors import resource_errors
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.models import Owner, space_of
 from mcp_memory.observability.metrics import note_error
+from mcp_memory.security.spaces import current_access
 from mcp_memory.service.graph import KnowledgeGraph, Page
 from mcp_memory.views import (
     DeletionResult,

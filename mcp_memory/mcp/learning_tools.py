@@ -27,11 +27,11 @@ from mcp_memory.learning import Learning
 from mcp_memory.llm.metered import SAMPLING
 from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.sampling import SamplingSessions, answer_text, sample_request, supports_sampling
-from mcp_memory.mcp.access import current_access
-from mcp_memory.mcp.auth import current_principal
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.models import Owner, SpaceRole
 from mcp_memory.observability.metrics import note_error
+from mcp_memory.security.principals import current_principal
+from mcp_memory.security.spaces import current_access
 from mcp_memory.views import (
     ExtractionReport,
     HistoryResult,

@@ -20,9 +20,9 @@ import anyio
 from mcp.server.subscriptions import ResourceUpdated
 from mcp_types import EmptyResult, SubscribeRequestParams, UnsubscribeRequestParams
 
-from mcp_memory.mcp.auth import Principal
 from mcp_memory.mcp.connections import connection_of
 from mcp_memory.models import UserEvent
+from mcp_memory.security.principals import Principal
 
 log = logging.getLogger(__name__)
 

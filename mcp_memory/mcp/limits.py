@@ -25,9 +25,9 @@ from mcp_types import CallToolResult, TextContent
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError, LimitExceededError
-from mcp_memory.mcp.auth import current_principal
 from mcp_memory.observability.metrics import RATE_LIMITED as LIMITED_OUTCOME
 from mcp_memory.observability.metrics import note_outcome
+from mcp_memory.security.principals import current_principal
 
 log = logging.getLogger(__name__)
 

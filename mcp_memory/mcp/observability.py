@@ -23,8 +23,8 @@ from starlette.responses import JSONResponse
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.auth import current_principal
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.security.principals import current_principal
 
 log = logging.getLogger("mcp_memory.requests")
 

@@ -25,18 +25,19 @@ from mcp_memory import validation as check
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
 from mcp_memory.llm.prompts import load_prompt
-from mcp_memory.mcp.access import SPACES_FILE, current_access
-from mcp_memory.mcp.auth import ScopeGuard, ToolScopes, current_principal
 from mcp_memory.mcp.client_log import install_client_log
 from mcp_memory.mcp.errors import resource_errors
 from mcp_memory.mcp.graph_tools import graph_change_uri, register_graph
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.limits import RateLimit
 from mcp_memory.mcp.observability import RequestLog
+from mcp_memory.mcp.scope_guard import ScopeGuard, ToolScopes
 from mcp_memory.mcp.subscriptions import ReplicaBus
 from mcp_memory.mcp.telemetry import CallMetrics
 from mcp_memory.models import GRAPH_CHANGE, Owner, space_of
 from mcp_memory.observability.metrics import note_error
+from mcp_memory.security.principals import current_principal
+from mcp_memory.security.spaces import SPACES_FILE, current_access
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.recall import recall as recall_memories
 from mcp_memory.service.recall import render_memories

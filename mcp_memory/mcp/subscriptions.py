@@ -10,7 +10,7 @@ Each listen stream belongs to the principal that opened it: the SDK's ListenHand
 `subscribe` inside the `subscriptions/listen` request, where the request's token is known, and the
 stream then hears only that user's events, and those of the shared spaces the principal is a member
 of when the event is delivered (membership is read from settings then, so a member removed hears
-nothing more; mcp/access.py).
+nothing more; security/spaces.py).
 """
 
 from __future__ import annotations
@@ -23,10 +23,10 @@ import anyio.lowlevel
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated, ServerEvent
 
 from mcp_memory.config import Settings
-from mcp_memory.mcp.access import roles_of
-from mcp_memory.mcp.auth import Principal, current_principal
 from mcp_memory.mcp.legacy_subscriptions import LegacySubscriptions
 from mcp_memory.models import UserEvent, space_of
+from mcp_memory.security.principals import Principal, current_principal
+from mcp_memory.security.spaces import roles_of
 
 log = logging.getLogger(__name__)
 Listener = Callable[[ServerEvent], None]

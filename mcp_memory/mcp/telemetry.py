@@ -25,11 +25,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from mcp_memory.errors import PermissionDeniedError
-from mcp_memory.mcp.auth import ADMIN, METRICS
 from mcp_memory.mcp.host import ServiceHost
-from mcp_memory.mcp.oauth.issuer import InvalidToken, IssuerUnavailable
-from mcp_memory.mcp.oauth.resource import Challenges, bearer_token
-from mcp_memory.mcp.oauth.tokens import TokenVerifier
 from mcp_memory.mcp.observability import Probe, readiness
 from mcp_memory.observability.metrics import (
     ERROR,
@@ -44,6 +40,10 @@ from mcp_memory.observability.metrics import (
     start_call,
 )
 from mcp_memory.observability.tracing import Tracing
+from mcp_memory.security.oauth.bearer import Challenges, bearer_token
+from mcp_memory.security.oauth.issuer import InvalidToken, IssuerUnavailable
+from mcp_memory.security.oauth.tokens import TokenVerifier
+from mcp_memory.security.principals import ADMIN, METRICS
 from mcp_memory.service.figures import figures_of
 
 log = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 ones (and /metrics alone on a loopback port, when observability.metrics_port is set).
 
 On the HTTP transports, when any way in is configured (static tokens, an identity provider), the MCP
-endpoints sit behind the resource guard (`oauth/resource.py`) and the protected-resource metadata is
+endpoints sit behind the resource guard (`oauth_guard.py`) and the protected-resource metadata is
 served beside them. On streamable HTTP, requests then take their turns (`admission.py`).
 """
 
@@ -26,13 +26,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
 from mcp_memory.mcp.admission import Admission
-from mcp_memory.mcp.auth import check_exposure
-from mcp_memory.mcp.oauth.resource import Challenges, ResourceGuard, metadata_routes
-from mcp_memory.mcp.oauth.tokens import TokenVerifier, build_verifier
+from mcp_memory.mcp.oauth_guard import ResourceGuard, metadata_routes
 from mcp_memory.mcp.observability import add_readiness_route
 from mcp_memory.mcp.server import MemoryServer
 from mcp_memory.mcp.telemetry import PATH, exposition, metrics_route
 from mcp_memory.observability.tracing import open_tracing
+from mcp_memory.security.exposure import check_exposure
+from mcp_memory.security.oauth.bearer import Challenges
+from mcp_memory.security.oauth.tokens import TokenVerifier, build_verifier
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,10 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError, MemoryServerError, NotFoundError, PermissionDeniedError
-from mcp_memory.mcp.auth import READ, is_loopback
 from mcp_memory.mcp.host import ServiceHost
-from mcp_memory.mcp.oauth.tokens import build_verifier
+from mcp_memory.security.exposure import is_loopback
+from mcp_memory.security.oauth.tokens import build_verifier
+from mcp_memory.security.principals import READ
 from mcp_memory.ui import editing, reading, signin
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import Guard, Refused, Visitor

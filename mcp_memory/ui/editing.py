@@ -16,8 +16,8 @@ from starlette.responses import Response
 
 from mcp_memory import validation as check
 from mcp_memory.learning.editing import MemoryEditor
-from mcp_memory.mcp.auth import ADMIN, WRITE
 from mcp_memory.models import Owner
+from mcp_memory.security.principals import ADMIN, WRITE
 from mcp_memory.ui import signin
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import CSRF_FIELD, TOKEN_COOKIE, Guard, Refused, Visitor

@@ -15,9 +15,9 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memory import __version__
 from mcp_memory.learning import Learning
-from mcp_memory.mcp.access import Access
-from mcp_memory.mcp.auth import ADMIN, READ, WRITE
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.security.principals import ADMIN, READ, WRITE
+from mcp_memory.security.spaces import Access
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.ui.guard import CSRF_COOKIE, CSRF_FIELD, Guard, Refused, Visitor
 
@@ -53,7 +53,7 @@ class Explorer:
         return self.host.service
 
     def access(self, visitor: Visitor) -> Access:
-        """The visitor's memories: their own and the shared spaces they are a member of (mcp/access.py)."""
+        """The visitor's memories: their own and the shared spaces they are a member of (security/spaces.py)."""
         principal = visitor.principal
         return Access.of(self.guard.settings, principal.user_id, principal.groups)
 

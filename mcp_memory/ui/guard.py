@@ -25,10 +25,11 @@ from starlette.responses import Response
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.auth import Principal, is_loopback, principal_of
-from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, covering
-from mcp_memory.mcp.oauth.resource import Challenges
-from mcp_memory.mcp.oauth.tokens import TokenVerifier
+from mcp_memory.security.exposure import is_loopback
+from mcp_memory.security.oauth.bearer import Challenges
+from mcp_memory.security.oauth.claims import BASIC_SCOPES, covering
+from mcp_memory.security.oauth.tokens import TokenVerifier
+from mcp_memory.security.principals import Principal, principal_of
 
 TOKEN_COOKIE = "mm_token"
 CSRF_COOKIE = "mm_csrf"

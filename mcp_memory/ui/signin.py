@@ -28,9 +28,9 @@ import httpx2
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules
-from mcp_memory.mcp.oauth.issuer import FETCH_SECONDS, IssuerMetadata, IssuerUnavailable
-from mcp_memory.mcp.oauth.tokens import resource_of
+from mcp_memory.security.oauth.claims import BASIC_SCOPES, ClaimRules
+from mcp_memory.security.oauth.issuer import FETCH_SECONDS, IssuerMetadata, IssuerUnavailable
+from mcp_memory.security.oauth.tokens import resource_of
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import Guard, Refused, Visitor
 

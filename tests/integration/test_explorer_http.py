@@ -25,9 +25,9 @@ from starlette.types import ASGIApp
 from mcp_memory.config import Settings, TokenEntry
 from mcp_memory.errors import ConfigError
 from mcp_memory.learning import Learning
-from mcp_memory.mcp.auth import hash_token, new_token
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.server import build_server
+from mcp_memory.security.static_tokens import hash_token, new_token
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.ui.app import check_explorer_exposure, explorer_mount, standalone_app
 from tests.services.mcp_client import call

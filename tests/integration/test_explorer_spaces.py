@@ -11,9 +11,9 @@ import httpx2
 import pytest
 
 from mcp_memory.config import Settings, SpaceSettings, TokenEntry
-from mcp_memory.mcp.auth import hash_token, new_token
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.models import Owner
+from mcp_memory.security.static_tokens import hash_token, new_token
 from mcp_memory.ui.app import standalone_app
 from tests.integration.test_explorer_http import ORIGIN, Site, bearer, csrf_of, error_of
 

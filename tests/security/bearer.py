@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from mcp_memory.mcp.auth import hash_token, new_token
+from mcp_memory.security.static_tokens import hash_token, new_token
 from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, ServerStarter
 
 

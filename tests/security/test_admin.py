@@ -12,8 +12,8 @@ import pytest
 from mcp import Client
 
 from mcp_memory.config import Settings
-from mcp_memory.mcp.auth import new_token
 from mcp_memory.mcp.server import build_server
+from mcp_memory.security.static_tokens import new_token
 from mcp_memory.service.memory_service import MemoryService
 from tests.security.bearer import (
     Credential,

@@ -11,7 +11,8 @@ import pytest
 
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry, load_tokens
 from mcp_memory.errors import ConfigError
-from mcp_memory.mcp.auth import HashedTokenVerifier, check_exposure, hash_token
+from mcp_memory.security.exposure import check_exposure
+from mcp_memory.security.static_tokens import HashedTokenVerifier, hash_token
 from tests.security.bearer import bearer_client, challenge, credential, start_with_tokens
 from tests.services.mcp_client import call
 from tests.services.server_process import START_SECONDS, ServerStarter, mcp_memory_command, server_env

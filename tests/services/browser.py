@@ -33,7 +33,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.wait import WebDriverWait
 
-from mcp_memory.mcp.auth import hash_token, new_token
+from mcp_memory.security.static_tokens import hash_token, new_token
 from tests.services.server_process import (
     E2E_USER,
     READ_TIMEOUT_SECONDS,

@@ -10,8 +10,9 @@ import pytest
 from starlette.requests import Request
 
 from mcp_memory.config import Settings, TokenEntry
-from mcp_memory.mcp.auth import Principal, hash_token
-from mcp_memory.mcp.oauth.tokens import build_verifier
+from mcp_memory.security.oauth.tokens import build_verifier
+from mcp_memory.security.principals import Principal
+from mcp_memory.security.static_tokens import hash_token
 from mcp_memory.ui.guard import CSRF_COOKIE, TOKEN_COOKIE, Guard, Refused, Visitor
 
 pytestmark = pytest.mark.anyio

@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from mcp_memory.config import SecuritySettings, Settings
-from mcp_memory.mcp.oauth.claims import ClaimRules
-from mcp_memory.mcp.oauth.issuer import InvalidToken, Issuer, discovery_urls
-from mcp_memory.mcp.oauth.tokens import JwtVerifier
+from mcp_memory.security.oauth.claims import ClaimRules
+from mcp_memory.security.oauth.issuer import InvalidToken, Issuer, discovery_urls
+from mcp_memory.security.oauth.tokens import JwtVerifier
 from tests.services.local_issuer import LocalIssuer, local_issuer
 
 pytestmark = pytest.mark.anyio

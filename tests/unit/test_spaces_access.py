@@ -13,10 +13,10 @@ import pytest
 
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings
 from mcp_memory.errors import ConfigError, InvalidInputError, NotFoundError, PermissionDeniedError
-from mcp_memory.mcp.access import Access, roles_of
-from mcp_memory.mcp.oauth.claims import ClaimRules
 from mcp_memory.mcp.server import build_server
 from mcp_memory.models import Owner, space_of
+from mcp_memory.security.oauth.claims import ClaimRules
+from mcp_memory.security.spaces import Access, roles_of
 
 SPACES = [
     SpaceSettings(name="team", members={"ann": "reader", "group:leads": "owner", "group:staff": "writer"}),

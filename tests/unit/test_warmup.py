@@ -15,7 +15,7 @@ import pytest
 
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry
 from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.mcp.auth import hash_token
+from mcp_memory.security.static_tokens import hash_token
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.warmup import Warmup

@@ -30,9 +30,16 @@ from mcp.server.auth.provider import AccessToken
 
 from mcp_memory.config import Settings, load_tokens
 from mcp_memory.errors import ConfigError
-from mcp_memory.mcp.auth import GROUPS, HashedTokenVerifier
-from mcp_memory.mcp.oauth.claims import ClaimRules
-from mcp_memory.mcp.oauth.issuer import FETCH_SECONDS, InvalidToken, Issuer, IssuerUnavailable, same_issuer
+from mcp_memory.security.oauth.claims import ClaimRules
+from mcp_memory.security.oauth.issuer import (
+    FETCH_SECONDS,
+    InvalidToken,
+    Issuer,
+    IssuerUnavailable,
+    same_issuer,
+)
+from mcp_memory.security.principals import GROUPS
+from mcp_memory.security.static_tokens import HashedTokenVerifier
 
 log = logging.getLogger(__name__)
 

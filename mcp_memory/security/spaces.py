@@ -22,8 +22,8 @@ from pathlib import Path
 from mcp_memory import validation as check
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings, load_spaces
 from mcp_memory.errors import ConfigError, NotFoundError, PermissionDeniedError
-from mcp_memory.mcp.auth import current_principal
 from mcp_memory.models import GROUP_MEMBER, SPACE_ROLES, Owner, SpaceRole
+from mcp_memory.security.principals import current_principal
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +122,6 @@ class Access:
 
 
 def current_access(settings: Settings) -> Access:
-    """The memories this request's principal may use, from its verified identity (mcp/auth.py)."""
+    """The memories this request's principal may use, from its verified identity (principals.py)."""
     principal = current_principal(settings)
     return Access.of(settings, principal.user_id, principal.groups)

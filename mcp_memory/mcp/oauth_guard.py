@@ -10,7 +10,8 @@ Every request to /mcp, /sse or /messages/ must carry `Authorization: Bearer <tok
   written;
 - the identity provider unreachable with no keys held: 503 with Retry-After.
 A verified request goes on with the token where the SDK keeps it (`scope["user"]` and the auth context
-variable), so sessions stay bound to their principal and `current_principal()` finds it.
+variable), so sessions stay bound to their principal and `current_principal()` finds it. The
+challenges themselves are security's (`security/oauth/bearer.py`).
 
 The metadata document (RFC 9728) is served at `/.well-known/oauth-protected-resource` plus the
 resource's path (and at the bare well-known path, for 2025-03-26 clients): `resource` without a
@@ -35,82 +36,16 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import PermissionDeniedError
-from mcp_memory.mcp.auth import LEVEL, READ, ToolScopes, principal_of
-from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules, covering
-from mcp_memory.mcp.oauth.issuer import InvalidToken, IssuerUnavailable
-from mcp_memory.mcp.oauth.tokens import TokenVerifier, resource_of
 from mcp_memory.mcp.request_body import messages_or_413, tool_called
+from mcp_memory.mcp.scope_guard import ToolScopes
 from mcp_memory.observability.metrics import Metrics
+from mcp_memory.security.oauth.bearer import WELL_KNOWN, Challenges, bearer_token
+from mcp_memory.security.oauth.claims import BASIC_SCOPES, ClaimRules
+from mcp_memory.security.oauth.issuer import InvalidToken, IssuerUnavailable
+from mcp_memory.security.oauth.tokens import TokenVerifier, resource_of
+from mcp_memory.security.principals import LEVEL, READ, principal_of
 
 log = logging.getLogger(__name__)
-
-WELL_KNOWN = "/.well-known/oauth-protected-resource"
-
-
-def metadata_url(resource: str) -> str:
-    """RFC 9728 section 3.1: the well-known path goes between the host and the resource's path."""
-    parts = urlsplit(resource)
-    return f"{parts.scheme}://{parts.netloc}{WELL_KNOWN}{parts.path.rstrip('/')}"
-
-
-class Challenges:
-    """The WWW-Authenticate values of this server (RFC 6750 section 3, RFC 9728 section 5.1)."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.rules = ClaimRules.of(settings.security)
-        resource = resource_of(settings)
-        advertised = resource is not None and settings.security.authorization_server is not None
-        self.metadata_url = metadata_url(resource) if advertised and resource else None
-
-    def header(
-        self, scopes: tuple[str, ...], error: str | None = None, description: str | None = None
-    ) -> str:
-        parts = []
-        if error is not None:
-            parts.append(f'error="{error}"')
-            if description:
-                parts.append(f'error_description="{_quotable(description)}"')
-        if self.metadata_url is not None:
-            parts.append(f'resource_metadata="{self.metadata_url}"')
-        parts.append(f'scope="{self.rules.requested(scopes)}"')
-        return "Bearer " + ", ".join(parts)
-
-    def missing(self) -> JSONResponse:
-        return self._response(401, self.header(BASIC_SCOPES), "unauthorized", "a bearer token is required")
-
-    def invalid(self, reason: str) -> JSONResponse:
-        return self._response(
-            401, self.header(BASIC_SCOPES, "invalid_token", reason), "invalid_token", reason
-        )
-
-    def insufficient(self, needed: str, what: str) -> JSONResponse:
-        scopes = covering(needed)
-        reason = f"{what} needs the {self.rules.requested((needed,))} scope"
-        header = self.header(scopes, "insufficient_scope", reason)
-        return self._response(403, header, "insufficient_scope", reason)
-
-    @staticmethod
-    def _response(status: int, header: str, error: str, description: str) -> JSONResponse:
-        return JSONResponse(
-            {"error": error, "error_description": description},
-            status_code=status,
-            headers={"WWW-Authenticate": header, "Cache-Control": "no-store"},
-        )
-
-
-def _quotable(text: str) -> str:
-    """A quoted-string value (RFC 7230) of printable ASCII: no quote, backslash or control character."""
-    return "".join(c if 0x20 <= ord(c) < 0x7F and c not in '"\\' else "'" for c in text)
-
-
-def bearer_token(headers: list[tuple[bytes, bytes]]) -> str | None:
-    """The token of an `Authorization: Bearer` header (scheme case-insensitive), or None."""
-    for name, value in headers:
-        if name.lower() == b"authorization":
-            text = value.decode("latin-1")
-            scheme, _, token = text.partition(" ")
-            return token.strip() or None if scheme.lower() == "bearer" else None
-    return None
 
 
 class ResourceGuard:

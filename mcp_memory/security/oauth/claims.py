@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcp_memory.config import SecuritySettings
-from mcp_memory.mcp.auth import ADMIN, ALL_SCOPES, READ, WRITE
-from mcp_memory.mcp.oauth.issuer import InvalidToken
 from mcp_memory.models import THREAD_ID_PATTERN
+from mcp_memory.security.oauth.issuer import InvalidToken
+from mcp_memory.security.principals import ADMIN, ALL_SCOPES, READ, WRITE
 
 # What a client asks for to use the server at all (the 401 challenge and scopes_supported): a memory
 # client reads and writes. admin is asked for only when an admin tool says so (403, step-up).

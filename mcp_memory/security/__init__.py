@@ -1,0 +1,17 @@
+"""Security: who is calling, what they may do, and which memories they may use.
+
+Everything here is independent of the MCP SDK's server and of the stores: the MCP layer (`mcp/`), the
+explorer (`ui/`), the service (`forget_user`) and the command line use it; it uses none of them.
+- `principals.py`: the principal a request stands for, the scopes (read, write, admin, metrics) and
+  which covers which; `current_principal()` reads the verified token of the running request.
+- `static_tokens.py`: operator-configured bearer tokens, kept as SHA-256 hashes, and their verifier.
+- `exposure.py`: the refusal to serve on a network address without any authentication configured.
+- `spaces.py`: shared spaces' membership: the one cached reader of `security.spaces_file` (a broken
+  edit keeps the last good file), a principal's roles, and `Access` (which memories a call may use).
+- `http.py`: the one HTTP client helper for talking to the identity provider (injectable for tests).
+- `oauth/`: the identity provider (issuer metadata and keys), token claims, the JWT and introspection
+  verifiers, and the RFC 6750 bearer challenges.
+The SDK and ASGI plumbing that applies these stays in the MCP layer: `mcp/scope_guard.py` (scopes per
+tool, before it runs) and `mcp/oauth_guard.py` (the guard in front of the endpoints, the
+protected-resource metadata); `mcp-memory token` is `cli/tokens.py`.
+"""
