@@ -10,6 +10,9 @@ anything: a `space` argument only chooses among the spaces the principal already
 
 To someone who is not a member, a space does not exist: naming it gets the same answer as naming a
 space nobody configured.
+
+`SPACES_FILE` is the one reader of the spaces: the tools (through `Access`), the explorer and
+`MemoryService.forget_user` all see the same spaces, and the same last good file after a broken edit.
 """
 
 from __future__ import annotations

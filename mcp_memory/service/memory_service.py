@@ -22,7 +22,7 @@ import anyio
 
 from mcp_memory import safety
 from mcp_memory import validation as check
-from mcp_memory.config import Settings, load_spaces
+from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError, InvalidInputError, NotFoundError, PermissionDeniedError
 from mcp_memory.learning.budget import LlmBudget
 from mcp_memory.llm.embedder import Embedder, embed_passages, memory_vectors
@@ -41,6 +41,7 @@ from mcp_memory.models import (
 )
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.search.context import TurnContexts, contexts_without, thread_contexts, turn_contexts
+from mcp_memory.security.spaces import SPACES_FILE
 from mcp_memory.service import portability
 from mcp_memory.service.chat_exports import ChatFormat, parse_conversations
 from mcp_memory.service.graph import KnowledgeGraph
@@ -456,9 +457,10 @@ class MemoryService:
         they wrote (their turns, the facts they remembered), each thread's summary that their turns went
         into (rebuilt from the turns that remain at its next summarization) and the working memory of
         those threads; what others wrote, and what the server learned in a space, stay (docs/security.md).
-        One receipt for all of it."""
+        One receipt for all of it. The spaces are the ones every request sees (the cached reader of
+        security/spaces.py: a broken edit of the spaces file keeps the last good one)."""
         result = await self.forget(user_id, everything=True, dry_run=dry_run)
-        for space in load_spaces(self.settings.security):
+        for space in SPACES_FILE.spaces(self.settings.security):
             written = await self._written_by(space_key(space.name), user_id)
             for memory in written:
                 with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary

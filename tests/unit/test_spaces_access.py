@@ -14,9 +14,10 @@ import pytest
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings
 from mcp_memory.errors import ConfigError, InvalidInputError, NotFoundError, PermissionDeniedError
 from mcp_memory.mcp.server import build_server
-from mcp_memory.models import Owner, space_of
+from mcp_memory.models import Owner, space_key, space_of
 from mcp_memory.security.oauth.claims import ClaimRules
 from mcp_memory.security.spaces import Access, roles_of
+from mcp_memory.service.assembly import open_service
 
 SPACES = [
     SpaceSettings(name="team", members={"ann": "reader", "group:leads": "owner", "group:staff": "writer"}),
@@ -140,3 +141,27 @@ def test_a_bad_spaces_file_is_refused_at_start(tmp_path: Path, content: str, pro
     with pytest.raises(ConfigError) as refused:
         build_server(settings)
     assert problem in str(refused.value) and str(path) in str(refused.value)
+
+
+@pytest.mark.anyio
+async def test_forget_user_reads_the_spaces_as_requests_do_and_a_broken_edit_keeps_the_last_good(
+    fast_settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    path = tmp_path / "spaces.json"
+    path.write_text(json.dumps({"spaces": [{"name": "team", "members": {"ann": "writer", "olga": "owner"}}]}))
+    security = fast_settings.security.model_copy(update={"spaces_file": path})
+    settings = fast_settings.model_copy(update={"security": security})
+    async with open_service(settings) as service:
+        ann = Access.of(settings, "ann")  # a request reads the file: the reader holds it now
+        await service.add_turn(ann.owner("team", "writer"), "plan", "user", "staging listens on 5439")
+        await service.add_turn(Access.of(settings, "olga").owner("team"), "plan", "user", "olga's turn")
+
+        path.write_text('{"spaces": [{"name": "team", "members": {"ann": "god"}}]}')  # a broken edit
+        os.utime(path, ns=(time.time_ns(), time.time_ns() + 1_000_000))
+        with caplog.at_level(logging.ERROR):
+            receipt = await service.forget_user("ann")
+        assert "the spaces read before stay in force" in caplog.text
+        # Her turn in the space, found through the last good file (reading the file anew would refuse).
+        assert receipt.long_term.by_type == {"turn": 1}
+        left = await service.stores.long_term.memories_of(space_key("team"))
+        assert [(m.author, m.content) for m in left] == [("olga", "olga's turn")]
