@@ -23,13 +23,12 @@ import logging
 import secrets
 from urllib.parse import urlencode, urlsplit
 
-import anyio
-import httpx2
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
+from mcp_memory.security.http import Unreachable
 from mcp_memory.security.oauth.claims import BASIC_SCOPES, ClaimRules
-from mcp_memory.security.oauth.issuer import FETCH_SECONDS, IssuerMetadata, IssuerUnavailable
+from mcp_memory.security.oauth.issuer import IssuerMetadata, IssuerUnavailable
 from mcp_memory.security.oauth.tokens import resource_of
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import Guard, Refused, Visitor
@@ -122,6 +121,8 @@ async def _metadata(ex: Explorer) -> IssuerMetadata:
 
 async def _exchange(ex: Explorer, request: Request, code: str, verifier: str) -> str:
     metadata = await _metadata(ex)
+    assert ex.guard.verifier is not None and ex.guard.verifier.jwt is not None  # _metadata checked
+    http = ex.guard.verifier.jwt.issuer.http  # the one client for the identity provider
     if metadata.token_endpoint is None:
         raise Refused(502, "the identity provider's metadata names no token endpoint")
     security = ex.guard.settings.security
@@ -139,11 +140,9 @@ async def _exchange(ex: Explorer, request: Request, code: str, verifier: str) ->
     else:  # a public client: PKCE is its proof
         form["client_id"] = security.explorer_client_id or ""
     try:
-        with anyio.fail_after(FETCH_SECONDS):
-            async with httpx2.AsyncClient(timeout=FETCH_SECONDS) as http:
-                answer = await http.post(metadata.token_endpoint, data=form, headers=headers)
-    except (httpx2.HTTPError, TimeoutError, OSError) as e:
-        raise Refused(502, f"the identity provider's token endpoint did not answer: {e}") from e
+        answer = await http.post(metadata.token_endpoint, data=form, headers=headers)
+    except Unreachable as e:
+        raise Refused(502, f"the identity provider's token endpoint did not answer: {e.cause}") from e.cause
     try:
         body = answer.json()
     except ValueError:

@@ -6,8 +6,9 @@ document must name the configured issuer (RFC 8414 section 3.3), or it is not us
 
 Keys (JWKS) are kept for `jwks_cache_seconds`. A token whose `kid` is not among them triggers one
 re-read, at most once per `jwks_refetch_seconds` however many such tokens arrive, so the provider's key
-rotation works at once and a flood of made-up kids costs it nothing. All fetches are async (httpx2)
-and bounded in time; when the provider cannot be reached, keys already held keep working.
+rotation works at once and a flood of made-up kids costs it nothing. All fetches are async and bounded
+in time (`security/http.py`, whose client the issuer is given or makes); when the provider cannot be
+reached, keys already held keep working.
 """
 
 from __future__ import annotations
@@ -20,14 +21,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
-import httpx2
 
 from mcp_memory.config import SecuritySettings
 from mcp_memory.errors import BackendUnavailableError, ConfigError
+from mcp_memory.security.http import Http, Unreachable
 
 log = logging.getLogger(__name__)
-
-FETCH_SECONDS = 10.0
 
 
 class InvalidToken(Exception):
@@ -78,16 +77,15 @@ def same_issuer(a: str, b: str) -> bool:
     return a == b or (a.rstrip("/") == b.rstrip("/") and urlsplit(a).path in ("", "/"))
 
 
-async def fetch_json(url: str) -> dict[str, Any]:
+async def fetch_json(http: Http, url: str) -> dict[str, Any]:
     """GET a JSON object, bounded in time; IssuerUnavailable on any failure."""
     try:
-        with anyio.fail_after(FETCH_SECONDS):
-            async with httpx2.AsyncClient(timeout=FETCH_SECONDS, follow_redirects=False) as http:
-                response = await http.get(url, headers={"Accept": "application/json"})
-    except (httpx2.HTTPError, TimeoutError, OSError) as e:
+        response = await http.get(url, headers={"Accept": "application/json"})
+    except Unreachable as e:
+        cause = e.cause
         raise IssuerUnavailable(
-            f"the identity provider did not answer at {url}: {e or type(e).__name__}"
-        ) from e
+            f"the identity provider did not answer at {url}: {cause or type(cause).__name__}"
+        ) from cause
     if response.status_code != 200:
         raise IssuerUnavailable(f"the identity provider answered {response.status_code} at {url}")
     try:
@@ -102,10 +100,17 @@ async def fetch_json(url: str) -> dict[str, Any]:
 class Issuer:
     """The configured authorization server: its metadata and its signing keys, read lazily."""
 
-    def __init__(self, security: SecuritySettings, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        security: SecuritySettings,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        http: Http | None = None,
+    ) -> None:
         if security.authorization_server is None:
             raise ConfigError("security.authorization_server is not set")
         self.url = security.authorization_server
+        self.http = http or Http()  # every request to the provider, the explorer's code exchange too
         self._jwks_uri = security.jwks_uri
         self._cache_seconds = security.jwks_cache_seconds
         self._refetch_seconds = security.jwks_refetch_seconds
@@ -128,7 +133,7 @@ class Issuer:
         failures: list[str] = []
         for url in discovery_urls(self.url):
             try:
-                found = IssuerMetadata.of(await fetch_json(url))
+                found = IssuerMetadata.of(await fetch_json(self.http, url))
             except IssuerUnavailable as e:
                 failures.append(str(e))
                 continue
@@ -199,7 +204,7 @@ class Issuer:
         if uri is None:
             raise IssuerUnavailable("the issuer's metadata names no jwks_uri; set security.jwks_uri")
         self.fetches += 1
-        document = await fetch_json(uri)
+        document = await fetch_json(self.http, uri)
         listed = document.get("keys")
         if not isinstance(listed, list):
             raise IssuerUnavailable(f"the JWKS at {uri} has no keys list")

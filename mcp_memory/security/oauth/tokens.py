@@ -24,15 +24,14 @@ from collections.abc import Mapping
 from typing import Any
 
 import anyio
-import httpx2
 import jwt
 from mcp.server.auth.provider import AccessToken
 
 from mcp_memory.config import Settings, load_tokens
 from mcp_memory.errors import ConfigError
+from mcp_memory.security.http import Http, Unreachable
 from mcp_memory.security.oauth.claims import ClaimRules
 from mcp_memory.security.oauth.issuer import (
-    FETCH_SECONDS,
     InvalidToken,
     Issuer,
     IssuerUnavailable,
@@ -144,11 +143,12 @@ class IntrospectionVerifier:
 
     CACHE_SECONDS = 60.0
 
-    def __init__(self, settings: Settings, issuer: Issuer | None) -> None:
+    def __init__(self, settings: Settings, issuer: Issuer | None, *, http: Http | None = None) -> None:
         security = settings.security
         if security.introspection_client_id is None:
             raise ConfigError("introspection needs security.introspection_client_id")
         self.issuer = issuer
+        self.http = http or (issuer.http if issuer is not None else Http())
         self.endpoint = security.introspection_endpoint
         self.rules = ClaimRules.of(security)
         self.audiences = [a for a in (resource_of(settings), *security.audiences) if a]
@@ -194,15 +194,13 @@ class IntrospectionVerifier:
         if endpoint is None:
             raise IssuerUnavailable("no introspection endpoint: set security.introspection_endpoint")
         try:
-            with anyio.fail_after(FETCH_SECONDS):
-                async with httpx2.AsyncClient(timeout=FETCH_SECONDS) as http:
-                    response = await http.post(
-                        endpoint,
-                        data={"token": token, "token_type_hint": "access_token"},
-                        headers={"Authorization": self._authorization, "Accept": "application/json"},
-                    )
-        except (httpx2.HTTPError, TimeoutError, OSError) as e:
-            raise IssuerUnavailable(f"the introspection endpoint did not answer: {e}") from e
+            response = await self.http.post(
+                endpoint,
+                data={"token": token, "token_type_hint": "access_token"},
+                headers={"Authorization": self._authorization, "Accept": "application/json"},
+            )
+        except Unreachable as e:
+            raise IssuerUnavailable(f"the introspection endpoint did not answer: {e.cause}") from e.cause
         if response.status_code != 200:
             raise IssuerUnavailable(f"the introspection endpoint answered {response.status_code}")
         try:
@@ -273,19 +271,23 @@ class TokenVerifier:
             return None
 
 
-def build_verifier(settings: Settings) -> TokenVerifier | None:
-    """The verifier for these settings, or None when no way in is configured (no authentication)."""
+def build_verifier(settings: Settings, *, http: Http | None = None) -> TokenVerifier | None:
+    """The verifier for these settings, or None when no way in is configured (no authentication).
+    `http` carries every request to the identity provider (by default, a client per request)."""
     security = settings.security
     entries = load_tokens(security)
     static = HashedTokenVerifier(entries) if entries else None
-    issuer = Issuer(security) if security.authorization_server else None
+    http = http or Http()
+    issuer = Issuer(security, http=http) if security.authorization_server else None
     if issuer is not None and resource_of(settings) is None:
         raise ConfigError(
             "security.authorization_server needs security.resource_url: this server's public MCP URL, "
             "e.g. MCP_MEMORY_SECURITY__RESOURCE_URL=https://memory.example.com/mcp (tokens must be issued for it)"
         )
     jwt_verifier = JwtVerifier(settings, issuer) if issuer is not None else None
-    introspection = IntrospectionVerifier(settings, issuer) if security.introspection_client_id else None
+    introspection = (
+        IntrospectionVerifier(settings, issuer, http=http) if security.introspection_client_id else None
+    )
     if static is None and jwt_verifier is None and introspection is None:
         return None
     return TokenVerifier(static, jwt_verifier, introspection)
