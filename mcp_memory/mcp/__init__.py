@@ -1,2 +1,3 @@
-"""The MCP surface: the server's tools, resources and prompts, its auth, limits, subscriptions and
-transports. Thin: every rule lives in the service below (mcp_memory/service)."""
+"""The MCP surface: the server's tools, resources and prompts, its scope and OAuth guards (the rules are
+mcp_memory/security's), limits, subscriptions and transports. Thin: every rule lives in the service
+below (mcp_memory/service)."""
