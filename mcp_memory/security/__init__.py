@@ -1,7 +1,8 @@
 """Security: who is calling, what they may do, and which memories they may use.
 
-Everything here is independent of the MCP SDK's server and of the stores: the MCP layer (`mcp/`), the
-explorer (`ui/`), the service (`forget_user`) and the command line use it; it uses none of them.
+The MCP layer (`mcp/`), the explorer (`ui/`), the service (`forget_user`) and the command line use it;
+it uses none of them, nor the stores (of the MCP SDK only the token type, `AccessToken`, and the
+context variable that holds the running request's token).
 - `principals.py`: the principal a request stands for, the scopes (read, write, admin, metrics) and
   which covers which; `current_principal()` reads the verified token of the running request.
 - `static_tokens.py`: operator-configured bearer tokens, kept as SHA-256 hashes, and their verifier.
