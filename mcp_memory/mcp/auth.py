@@ -46,7 +46,7 @@ from mcp_memory.observability.metrics import REFUSED, note_outcome
 log = logging.getLogger(__name__)
 
 READ, WRITE, ADMIN = "read", "write", "admin"
-METRICS = "metrics"  # reads /metrics and nothing else; admin may too (mcp/telemetry.py)
+METRICS = "metrics"  # reads /metrics and nothing else; admin may too (mcp/routes.py)
 ALL_SCOPES = frozenset({READ, WRITE, ADMIN, METRICS})
 TOKENLESS_SCOPES = frozenset({READ, WRITE})  # never admin: see the module docstring
 ADMIN_TOOLS = frozenset({"forget_user"})

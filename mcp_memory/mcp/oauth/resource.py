@@ -36,10 +36,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_memory.config import Settings
 from mcp_memory.errors import PermissionDeniedError
 from mcp_memory.mcp.auth import LEVEL, READ, ToolScopes, principal_of
+from mcp_memory.mcp.middleware.request_body import messages_or_413, tool_called
 from mcp_memory.mcp.oauth.claims import BASIC_SCOPES, ClaimRules, covering
 from mcp_memory.mcp.oauth.issuer import InvalidToken, IssuerUnavailable
 from mcp_memory.mcp.oauth.tokens import TokenVerifier, resource_of
-from mcp_memory.mcp.request_body import messages_or_413, tool_called
 from mcp_memory.observability.metrics import Metrics
 
 log = logging.getLogger(__name__)
