@@ -8,7 +8,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
-from typing import Any, get_args
+from typing import Any, Literal, get_args
 
 import anyio
 from mcp import Client
@@ -18,7 +18,7 @@ from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.mcp.server import build_server
 from mcp_memory.mcp.tools import Profile
 
-ENCODING = "o200k_base"  # the tokenizer of current OpenAI models; Claude's counts are close
+ENCODING: Literal["o200k_base"] = "o200k_base"  # the tokenizer of current OpenAI models; Claude's counts are close
 
 
 @dataclass(frozen=True)
