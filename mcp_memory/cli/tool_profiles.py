@@ -18,7 +18,9 @@ from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.mcp.server import build_server
 from mcp_memory.mcp.tools import Profile
 
-ENCODING: Literal["o200k_base"] = "o200k_base"  # the tokenizer of current OpenAI models; Claude's counts are close
+ENCODING: Literal["o200k_base"] = (
+    "o200k_base"  # the tokenizer of current OpenAI models; Claude's counts are close
+)
 
 
 @dataclass(frozen=True)

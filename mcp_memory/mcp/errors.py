@@ -6,7 +6,8 @@ exception it shows the client:
 - a tool: `ToolError` (the SDK answers `is_error=true` with the message);
 - a knowledge-graph tool: the reference server's own shape, the message alone with `is_error` set;
 - a resource: `ResourceNotFoundError` for a missing thing, else `ResourceError`;
-- a prompt: `MCPError(INVALID_PARAMS)` (the SDK hides any other exception from a prompt).
+- a prompt: `MCPError(INVALID_PARAMS)` (the SDK hides any other exception from a prompt);
+- a completion: `MCPError(INTERNAL_ERROR)`.
 Anything else is a crash: the SDK logs it and tells the client only that the call failed.
 """
 
@@ -19,7 +20,7 @@ from typing import Any, ParamSpec, TypeVar
 
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, CallToolResult
 
 from mcp_memory.errors import MalformedAnswerError, MemoryServerError, NotFoundError
 from mcp_memory.mcp.middleware.results import error_result
@@ -45,6 +46,8 @@ def _translated(error: MemoryServerError, kind: str) -> Exception:
             return ResourceNotFoundError(message_of(error))
         case "resource":
             return ResourceError(message_of(error))
+        case "completion":
+            return MCPError(INTERNAL_ERROR, message_of(error))
         case _:
             return MCPError(INVALID_PARAMS, message_of(error))
 
@@ -67,6 +70,7 @@ def _boundary(kind: str) -> Callable[[Callable[P, Awaitable[R]]], Callable[P, Aw
 tool_errors = _boundary("tool")
 resource_errors = _boundary("resource")
 prompt_errors = _boundary("prompt")
+completion_errors = _boundary("completion")
 
 
 def reference_errors(fn: Callable[P, Awaitable[CallToolResult]]) -> Callable[P, Awaitable[CallToolResult]]:

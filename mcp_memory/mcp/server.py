@@ -53,7 +53,7 @@ def build_server(settings: Settings) -> MemoryServer:
     register_tools(server, settings.tools, graph_tools=settings.graph.tools)
     register_resources(server, graph_resources=settings.graph.tools)
     register_prompts(server)
-    register_completions(server, host, settings)
+    register_completions(server)
     return server
 
 
