@@ -43,6 +43,18 @@ def test_every_setting_is_documented_in_docs_configuration() -> None:
     assert not missing, f"docs/configuration.md lacks {missing}: run scripts/update-docs"
 
 
+def test_every_setting_named_in_the_docs_exists() -> None:
+    """A variable named in README.md or docs/ is a setting (or the prefix of a section of them)."""
+    settings = {env for env, _, _ in rows()}
+    unknown = sorted(
+        f"{page.relative_to(ROOT)}: {name}"
+        for page in PAGES
+        for name in set(re.findall(r"MCP_MEMORY_[A-Z0-9_]*[A-Z0-9]", page.read_text(encoding="utf-8")))
+        if name not in settings and not any(env.startswith(name + "_") for env in settings)
+    )
+    assert not unknown, f"no such setting: {unknown}"
+
+
 def test_every_relative_link_resolves() -> None:
     """Every relative link of README.md, docs/*.md and prompts/README.md names a file or folder that
     exists, and a `#fragment` into a Markdown page names one of its headings (GitHub's anchors)."""
