@@ -35,6 +35,10 @@ from mcp_memory.mcp.server import build_server
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# The reference documents every tool, whichever profile is the default: `tools` is the tool profile
+# (MCP_MEMORY_TOOLS, issue 38); until the setting exists, Settings ignores the unknown name.
+EVERY_TOOL: dict[str, Any] = {"tools": "all"}
+
 
 @dataclass(frozen=True)
 class Generated:
@@ -87,7 +91,7 @@ def list_server(data_dir: Path) -> Listing:
 
     async def listed() -> Listing:
         settings = _DefaultSettings(
-            user_id="docs", data_dir=data_dir, embedding=EmbeddingSettings(provider="hash")
+            user_id="docs", data_dir=data_dir, embedding=EmbeddingSettings(provider="hash"), **EVERY_TOOL
         )
         async with Client(build_server(settings)) as client:
             tools = (await client.list_tools()).tools
