@@ -27,7 +27,7 @@ import anyio
 from mcp import Client
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
 
-from mcp_memory.cli import settings_table
+from mcp_memory.cli import settings_table, tool_profiles
 from mcp_memory.config import EmbeddingSettings, Settings
 
 # The one import of the server: if build_server moves, change this line only.
@@ -239,6 +239,7 @@ def _resource_row(item: Mapping[str, Any], uri: str) -> str:
 GENERATED = (
     Generated("docs/configuration.md", "settings-table", settings_table.markdown),
     Generated("docs/tools.md", "tools-reference", tools_markdown),
+    Generated("README.md", "tool-profiles", tool_profiles.markdown),
 )
 
 
