@@ -91,7 +91,7 @@ class MemoryService:
     llm_budget: LlmBudget | None = None
     # Embeds turns after add_turn acknowledges them, when the embedder and the store allow it.
     vectors: VectorWriter | None = None
-    # The knowledge graph (service/graph.py): its observations are memories here, so forget reaches it.
+    # The knowledge graph (service/graph/): its observations are memories here, so forget reaches it.
     graph: KnowledgeGraph | None = None
     metrics: Metrics = field(default_factory=Metrics)  # the server's (observability/metrics.py)
     # Summaries that may finish after add_turn's reply (service/summaries.py); None: always before it.
@@ -205,7 +205,7 @@ class MemoryService:
                 backend=e.backend,
             ) from e
         if self.graph is not None:
-            await self.graph.link_memory(turn)  # the entities it names (service/graph.py)
+            await self.graph.link_memory(turn)  # the entities it names (service/graph/)
         if self.learning is not None:
             self.learning.turn_stored(user_id, thread_id, turn.id)  # queued: no latency here
         if created:
