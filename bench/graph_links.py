@@ -5,7 +5,7 @@ costs add_turn. Measured on the LoCoMo development conversations; the data is re
 
 1. Every turn's text ("speaker: text") through `mentions()`: turns with a mention, mentions per turn,
    distinct names, kinds, the most linked names, the extractor's time per turn, and a seeded sample of
-   mentions with their turn, to judge by eye (the README reports that judgement).
+   mentions with their turn, to judge by eye (docs/benchmarks.md reports that judgement).
 2. add_turn through the service (the hashing embedder, so the model's time does not hide the
    difference) with graph.link_memories on and off: p50 and p95.
 What following the links does to retrieval is bench/locomo.py --link-weights.

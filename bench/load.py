@@ -2,7 +2,7 @@
 `mcp-memory serve --transport http` process, every user its own static bearer token and MCP session,
 one call at a time each, for a bounded time.
 
-The four rows of the README's throughput table, for each user count (--users, default 1 8 32):
+The four rows of the throughput table in docs/benchmarks.md ("A team on one server"), for each user count (--users, default 1 8 32):
 - writes: every user adds turns to their own thread flat out (turns/s, p50, p99, shed, lost: turns
   acknowledged but not in the store afterwards, counted in the SQLite file once the server stopped);
 - searches: every user searches flat out over what was written (searches/s, p50, p99, shed: reads

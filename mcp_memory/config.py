@@ -570,6 +570,12 @@ class Settings(BaseSettings):
     prompts_dir: Path | None = Field(
         default=None, description="Your own prompt templates; default: shipped ones."
     )
+    tools: Literal["core", "standard", "all"] = Field(
+        default="standard",
+        description="Which tools clients see (each costs tokens in every conversation): core (8 daily "
+        "tools), standard (15: also revisions, export/import, extraction), all (25: also forget_user and "
+        "the knowledge graph's nine). README: Tool profiles.",
+    )
 
     working: WorkingSettings = Field(default_factory=WorkingSettings)
     long_term: LongTermSettings = Field(default_factory=LongTermSettings)

@@ -339,7 +339,7 @@ class ListQuery(BaseModel):
     after: tuple[datetime, str] | None = None
 
 
-# ---- the knowledge graph (service/graph.py) ---------------------------------------------------------
+# ---- the knowledge graph (service/graph/) -----------------------------------------------------------
 # Entities with observations, and relations between entity names: the model of the reference MCP memory
 # server (@modelcontextprotocol/server-memory), stored per owner (a user or a space) like memories are.
 

@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    from mcp_memory.mcp.observability import add_request_ids_to_logs
+    from mcp_memory.mcp.middleware.request_log import add_request_ids_to_logs
 
     add_request_ids_to_logs()
     try:

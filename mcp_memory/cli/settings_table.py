@@ -1,6 +1,7 @@
-"""The README's settings table, generated from the Settings model so the two never disagree.
+"""The settings table of docs/configuration.md, generated from the Settings model so the two never disagree.
 
-`python -m mcp_memory.cli.settings_table` prints it; a unit test checks the README holds exactly this.
+`python -m mcp_memory.cli.settings_table` prints it; `scripts/update-docs` writes it into the page
+(docs_tables.py), and tests/unit/test_docs_current.py checks the page holds exactly this.
 """
 
 from __future__ import annotations

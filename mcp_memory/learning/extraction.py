@@ -60,7 +60,7 @@ class Extractor:
     writer: MemoryWriter
     prompts: LearningPrompts
     settings: LearningSettings
-    # Where the entities and relations an answer names go (the knowledge graph: service/graph.py).
+    # Where the entities and relations an answer names go (the knowledge graph: service/graph/).
     on_graph: GraphSink | None = None
 
     async def prepare(self, user_id: str, thread_id: str) -> ExtractionBatch | None:
@@ -94,7 +94,7 @@ class Extractor:
         facts = parse_facts(answer, batch.labels)
         entities, relations = parse_graph(answer)
         if self.on_graph is not None and (entities or relations):
-            # Before the facts, so each fact links to the entities it names (service/graph.py).
+            # Before the facts, so each fact links to the entities it names (service/graph/).
             await self.on_graph(batch.user_id, entities, relations)
         kept = sorted(
             (f for f in facts if f.confidence >= self.settings.min_confidence), key=lambda f: -f.confidence

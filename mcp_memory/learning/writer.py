@@ -88,7 +88,7 @@ class MemoryWriter:
     # Told of every memory written or rewritten (the knowledge graph links it to the entities it names).
     on_written: Callable[[Memory], Awaitable[object]] | None = None
 
-    async def write_fact(
+    async def write_fact(  # noqa: PLR0913 - keyword-only provenance of a fact (its revision record)
         self,
         user_id: str,
         thread_id: str | None,
@@ -153,7 +153,7 @@ class MemoryWriter:
         await self.save(memory, "create", cause, source_text=source_text or text, labels=labels)
         return WriteOutcome("created", memory)
 
-    async def edit(
+    async def edit(  # noqa: PLR0913 - keyword-only provenance of an edit (its revision record)
         self,
         memory: Memory,
         content: str,

@@ -14,12 +14,7 @@ principal is not a member of completes to nothing, as one that does not exist.
 
 from __future__ import annotations
 
-from typing import Any
-
-from mcp.server.mcpserver import MCPServer
-from mcp.shared.exceptions import MCPError
 from mcp_types import (
-    INTERNAL_ERROR,
     Completion,
     CompletionArgument,
     CompletionContext,
@@ -27,11 +22,11 @@ from mcp_types import (
     ResourceTemplateReference,
 )
 
-from mcp_memory.config import Settings
-from mcp_memory.errors import MemoryServerError
-from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.mcp.app import MemoryServer
+from mcp_memory.mcp.errors import completion_errors
+from mcp_memory.mcp.tools.dependencies import access_of
 from mcp_memory.models import Owner
-from mcp_memory.security.spaces import current_access
+from mcp_memory.service.memory_service import MemoryService
 
 MAX_VALUES = 100  # completion/complete never returns more values than this
 MAX_ID_CHARS = 256  # longer than any thread or memory id: nothing can start with it
@@ -56,48 +51,59 @@ KNOWN = THREAD_ARGUMENTS | SPACE_ARGUMENTS | SPACE_THREAD_ARGUMENTS | MEMORY_ARG
 NOTHING = Completion(values=[], total=0, has_more=False)
 
 
-def register_completions(server: MCPServer[Any], host: ServiceHost, settings: Settings) -> None:
-    async def thread_ids(owner: str, prefix: str) -> Completion:
-        threads = await host.service.list_threads(owner)
-        return _listed([t.thread_id for t in threads if t.thread_id.startswith(prefix)])
+async def _thread_ids(service: MemoryService, owner: Owner, prefix: str) -> Completion:
+    threads = await service.list_threads(owner)
+    return _listed([t.thread_id for t in threads if t.thread_id.startswith(prefix)])
 
-    async def memory_ids(owners: list[Owner], prefix: str) -> Completion:
-        # One more than returned tells whether there are more, without counting them all.
-        found: list[str] = []
-        for owner in owners:
-            found += await host.service.stores.long_term.memory_ids(owner, prefix, MAX_VALUES + 1)
-        found = sorted(found)
-        if len(found) > MAX_VALUES:
-            return Completion(values=found[:MAX_VALUES], total=None, has_more=True)
-        return Completion(values=found, total=len(found), has_more=False)
 
-    def chosen_space(context: CompletionContext | None) -> str | None:
-        return (context.arguments or {}).get("space") if context is not None else None
+async def _memory_ids(service: MemoryService, owners: list[Owner], prefix: str) -> Completion:
+    # One more than returned tells whether there are more, without counting them all.
+    found: list[str] = []
+    for owner in owners:
+        found += await service.stores.long_term.memory_ids(owner, prefix, MAX_VALUES + 1)
+    found = sorted(found)
+    if len(found) > MAX_VALUES:
+        return Completion(values=found[:MAX_VALUES], total=None, has_more=True)
+    return Completion(values=found, total=len(found), has_more=False)
 
-    async def complete(
+
+def _chosen_space(context: CompletionContext | None) -> str | None:
+    return (context.arguments or {}).get("space") if context is not None else None
+
+
+async def complete(
+    server: MemoryServer,
+    ref: PromptReference | ResourceTemplateReference,
+    argument: CompletionArgument,
+    context: CompletionContext | None,
+) -> Completion:
+    """completion/complete for one argument of a resource template or prompt."""
+    target = ref.uri if isinstance(ref, ResourceTemplateReference) else ref.name
+    key = (ref.type, target, argument.name)
+    if len(argument.value) > MAX_ID_CHARS or key not in KNOWN:
+        return NOTHING
+    access = access_of(server)
+    if key in SPACE_ARGUMENTS:
+        return _listed(sorted(name for name in access.roles if name.startswith(argument.value)))
+    if key in THREAD_ARGUMENTS | SPACE_THREAD_ARGUMENTS:
+        space = _chosen_space(context) if key in SPACE_THREAD_ARGUMENTS or target == "recall" else None
+        if space is not None and space not in access.roles:
+            return NOTHING  # not a member, or no such space: the same nothing
+        return await _thread_ids(server.service, access.owner(space), argument.value)
+    return await _memory_ids(server.service, access.readable(), argument.value)
+
+
+def register_completions(server: MemoryServer) -> None:
+    @completion_errors
+    async def completing(
         ref: PromptReference | ResourceTemplateReference,
         argument: CompletionArgument,
         context: CompletionContext | None,
     ) -> Completion:
-        target = ref.uri if isinstance(ref, ResourceTemplateReference) else ref.name
-        key = (ref.type, target, argument.name)
-        if len(argument.value) > MAX_ID_CHARS or key not in KNOWN:
-            return NOTHING
-        access = current_access(settings)
-        try:
-            if key in SPACE_ARGUMENTS:
-                return _listed(sorted(name for name in access.roles if name.startswith(argument.value)))
-            if key in THREAD_ARGUMENTS | SPACE_THREAD_ARGUMENTS:
-                space = chosen_space(context) if key in SPACE_THREAD_ARGUMENTS or target == "recall" else None
-                if space is not None and space not in access.roles:
-                    return NOTHING  # not a member, or no such space: the same nothing
-                return await thread_ids(access.owner(space), argument.value)
-            return await memory_ids(access.readable(), argument.value)
-        except MemoryServerError as e:
-            raise MCPError(code=INTERNAL_ERROR, message=str(e)) from e
+        return await complete(server, ref, argument, context)
 
     # The SDK's completion() decorator is unannotated; registering through it keeps our signature.
-    server.completion()(complete)  # type: ignore[no-untyped-call]
+    server.completion()(completing)  # type: ignore[no-untyped-call]
 
 
 def _listed(matching: list[str]) -> Completion:

@@ -16,7 +16,7 @@ import anyio
 
 from mcp_memory.config import Settings
 from mcp_memory.llm.sampling import SamplingSessions
-from mcp_memory.mcp.limits import SharedBuckets
+from mcp_memory.mcp.middleware.rate_limit import SharedBuckets
 from mcp_memory.mcp.subscriptions import ReplicaBus
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.service.assembly import open_service
@@ -36,8 +36,8 @@ class ServiceHost:
         self.settings = settings
         self.on_change = on_change
         self.bus = bus
-        self.metrics = Metrics()  # this server's registry: what /metrics shows (mcp/telemetry.py)
-        # Set by mcp/learning_tools.register_learning: the client sessions MCP sampling can reach.
+        self.metrics = Metrics()  # this server's registry: what /metrics shows (mcp/routes.py)
+        # Set by mcp/server.install_chain: the client sessions MCP sampling can reach.
         self.sampling: SamplingSessions | None = None
         self._lock = anyio.Lock()
         self._users = 0

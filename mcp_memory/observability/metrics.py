@@ -13,7 +13,7 @@ as the `Figures` the server passes to `exposition`.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector
@@ -64,6 +64,55 @@ class CallNote:
     error: MemoryServerError | None = None  # the product error it failed with, if any (a 2025 client's log)
 
 
+# What each metric counts (its HELP line), by name (after the prefix).
+_DESCRIPTIONS = {
+    "calls": (
+        "Tool calls, resource reads and prompts, by name and outcome "
+        "(ok, error, refused, rate_limited, limit, unavailable)."
+    ),
+    "call_duration_seconds": "Time to answer a tool call, resource read or prompt, by name.",
+    "search_duration_seconds": "Time to answer search_memory, by search mode (hybrid, vector, text).",
+    "refusals": (
+        "Requests refused by a limit: requests (rate limit), stored_bytes (storage quota), "
+        "llm_calls (hourly model-call budget), scope (the token may not), overload (a read shed: 503)."
+    ),
+    "backend_errors": (
+        "Calls that failed because a backend could not answer (sqlite, redis, cosmos, llm, "
+        "embeddings, sampling)."
+    ),
+    "embedding_wait_seconds": (
+        "Time from a turn's acknowledgement to its vector being written (background embedding)."
+    ),
+    "admission_wait_seconds": (
+        "Time a streamable-HTTP request waited for its turn before the server worked on it."
+    ),
+    "query_vectors": (
+        "Search queries' vectors, by source (reused: kept from the same query before; embedded)."
+    ),
+    "summarizations": "Threads summarized, by summarizer (model or extractive).",
+    "facts_learned": "Facts written by extraction, by action (created, updated, unchanged).",
+    "model_calls": (
+        "Model calls, by provider (llm: the configured model; sampling: the client's), purpose "
+        "(summary, extraction, reconciliation, profile) and outcome (ok, error)."
+    ),
+    "model_tokens": (
+        "Tokens sent to and received from models (counted with the server's tokenizer), by provider "
+        "and direction (prompt, answer)."
+    ),
+}
+
+
+def _counter(registry: CollectorRegistry, name: str, labels: Sequence[str] = ()) -> Counter:
+    return Counter(f"{PREFIX}_{name}", _DESCRIPTIONS[name], labels, registry=registry)
+
+
+def _latency(registry: CollectorRegistry, name: str, labels: Sequence[str] = ()) -> Histogram:
+    """A histogram of seconds, in LATENCY_BUCKETS."""
+    return Histogram(
+        f"{PREFIX}_{name}", _DESCRIPTIONS[name], labels, buckets=LATENCY_BUCKETS, registry=registry
+    )
+
+
 _call: contextvars.ContextVar[CallNote | None] = contextvars.ContextVar("mcp_memory_call", default=None)
 
 
@@ -76,85 +125,18 @@ class Metrics:
         self.names: dict[str, frozenset[str]] = {}
         self.figures = Figures()  # what the scrape-time collector reports; set by exposition()
         r = self.registry
-        self.calls = Counter(
-            f"{PREFIX}_calls",
-            "Tool calls, resource reads and prompts, by name and outcome "
-            "(ok, error, refused, rate_limited, limit, unavailable).",
-            ["kind", "name", "outcome"],
-            registry=r,
-        )
-        self.call_seconds = Histogram(
-            f"{PREFIX}_call_duration_seconds",
-            "Time to answer a tool call, resource read or prompt, by name.",
-            ["kind", "name"],
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        self.search_seconds = Histogram(
-            f"{PREFIX}_search_duration_seconds",
-            "Time to answer search_memory, by search mode (hybrid, vector, text).",
-            ["mode"],
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        self.refusals = Counter(
-            f"{PREFIX}_refusals",
-            "Requests refused by a limit: requests (rate limit), stored_bytes (storage quota), "
-            "llm_calls (hourly model-call budget), scope (the token may not), overload (a read shed: 503).",
-            ["limit"],
-            registry=r,
-        )
-        self.backend_errors = Counter(
-            f"{PREFIX}_backend_errors",
-            "Calls that failed because a backend could not answer (sqlite, redis, cosmos, llm, "
-            "embeddings, sampling).",
-            ["backend"],
-            registry=r,
-        )
-        self.embedding_wait = Histogram(
-            f"{PREFIX}_embedding_wait_seconds",
-            "Time from a turn's acknowledgement to its vector being written (background embedding).",
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        self.admission_wait = Histogram(
-            f"{PREFIX}_admission_wait_seconds",
-            "Time a streamable-HTTP request waited for its turn before the server worked on it.",
-            buckets=LATENCY_BUCKETS,
-            registry=r,
-        )
-        self.query_vectors = Counter(
-            f"{PREFIX}_query_vectors",
-            "Search queries' vectors, by source (reused: kept from the same query before; embedded).",
-            ["source"],
-            registry=r,
-        )
-        self.summarizations = Counter(
-            f"{PREFIX}_summarizations",
-            "Threads summarized, by summarizer (model or extractive).",
-            ["summarizer"],
-            registry=r,
-        )
-        self.facts = Counter(
-            f"{PREFIX}_facts_learned",
-            "Facts written by extraction, by action (created, updated, unchanged).",
-            ["action"],
-            registry=r,
-        )
-        self.model_calls = Counter(
-            f"{PREFIX}_model_calls",
-            "Model calls, by provider (llm: the configured model; sampling: the client's), purpose "
-            "(summary, extraction, reconciliation, profile) and outcome (ok, error).",
-            ["provider", "purpose", "outcome"],
-            registry=r,
-        )
-        self.model_tokens = Counter(
-            f"{PREFIX}_model_tokens",
-            "Tokens sent to and received from models (counted with the server's tokenizer), by provider "
-            "and direction (prompt, answer).",
-            ["provider", "direction"],
-            registry=r,
-        )
+        self.calls = _counter(r, "calls", ["kind", "name", "outcome"])
+        self.call_seconds = _latency(r, "call_duration_seconds", ["kind", "name"])
+        self.search_seconds = _latency(r, "search_duration_seconds", ["mode"])
+        self.refusals = _counter(r, "refusals", ["limit"])
+        self.backend_errors = _counter(r, "backend_errors", ["backend"])
+        self.embedding_wait = _latency(r, "embedding_wait_seconds")
+        self.admission_wait = _latency(r, "admission_wait_seconds")
+        self.query_vectors = _counter(r, "query_vectors", ["source"])
+        self.summarizations = _counter(r, "summarizations", ["summarizer"])
+        self.facts = _counter(r, "facts_learned", ["action"])
+        self.model_calls = _counter(r, "model_calls", ["provider", "purpose", "outcome"])
+        self.model_tokens = _counter(r, "model_tokens", ["provider", "direction"])
         r.register(_FigureCollector(self))
         ProcessCollector(registry=r)  # process_* : CPU seconds, resident memory, open files (Linux)
 

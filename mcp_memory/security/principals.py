@@ -30,7 +30,7 @@ from mcp_memory.config import Settings
 from mcp_memory.errors import PermissionDeniedError
 
 READ, WRITE, ADMIN = "read", "write", "admin"
-METRICS = "metrics"  # reads /metrics and nothing else; admin may too (mcp/telemetry.py)
+METRICS = "metrics"  # reads /metrics and nothing else; admin may too (mcp/routes.py)
 ALL_SCOPES = frozenset({READ, WRITE, ADMIN, METRICS})
 TOKENLESS_SCOPES = frozenset({READ, WRITE})  # never admin: see the module docstring
 LEVEL = {READ: 1, WRITE: 2, ADMIN: 3}

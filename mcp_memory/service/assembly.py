@@ -15,22 +15,23 @@ import anyio
 from threadpoolctl import threadpool_limits
 
 from mcp_memory.config import Settings, load_tokens
-from mcp_memory.learning import open_learning
+from mcp_memory.learning import Learning, open_learning
 from mcp_memory.llm import open_chat_model, open_embedder
+from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.metered import MeteredChat
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import GRAPH_CHANGE
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.search.when import prepare as prepare_time_words
-from mcp_memory.service.graph import KnowledgeGraph
+from mcp_memory.service.graph import GraphListener, KnowledgeGraph
 from mcp_memory.service.memory_service import ChangeListener, MemoryService
 from mcp_memory.service.recall import default_floor
 from mcp_memory.service.summaries import SummaryRunner
 from mcp_memory.service.summarizer import build_summarizer
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
-from mcp_memory.storage import open_graph_store, open_stores
+from mcp_memory.storage import Stores, open_graph_store, open_stores
 from mcp_memory.storage.base import LateVectors
 
 log = logging.getLogger(__name__)
@@ -54,27 +55,15 @@ async def open_service(
         # One BLAS thread: a search does one mat-vec, and OpenBLAS waking its sleeping worker threads
         # between requests costs more than the mat-vec itself.
         stack.enter_context(threadpool_limits(limits=1, user_api="blas"))
-        tokens = await anyio.to_thread.run_sync(
-            lambda: TokenCounter.load(settings.token_encoding, cache_dir=settings.data_dir / "tiktoken")
-        )
-        # The date parser loads its language data on first use: here, not in the first search.
-        await anyio.to_thread.run_sync(prepare_time_words)
+        tokens = await _token_counter(settings)
         embedder = await stack.enter_async_context(open_embedder(settings.embedding))
         stores = await stack.enter_async_context(open_stores(settings, embedder.spec))
-        vectors = None
-        if settings.embedding.provider in IN_PROCESS_EMBEDDERS and isinstance(stores.long_term, LateVectors):
-            # Turns are embedded after they are acknowledged (service/vectors.py); closed before the stores.
-            vectors = await stack.enter_async_context(
-                VectorWriter.running(embedder, stores.long_term, metrics=metrics)
-            )
+        vectors = await _vector_writer(stack, settings, embedder, stores, metrics)
         # Summaries that outlast their add_turn (service/summaries.py); closed before the stores.
         summaries = await stack.enter_async_context(
             SummaryRunner.running(settings.learning.shutdown_grace_seconds)
         )
-        warmup = None
-        if settings.long_term.warm_on_start:
-            users = [settings.user_id, *(t.user_id for t in load_tokens(settings.security))]
-            warmup = await stack.enter_async_context(Warmup.running(stores.long_term, users))
+        warmup = await _warmup(stack, settings, stores)
         chat = await stack.enter_async_context(open_chat_model(settings.llm))
         summary_chat = None if chat is None else MeteredChat(chat, metrics, tokens.count, purpose="summary")
         summarizer = build_summarizer(summary_chat, tokens.count, settings.prompts_dir)
@@ -82,11 +71,6 @@ async def open_service(
         learning = await stack.enter_async_context(
             open_learning(settings, stores, embedder, tokens, chat, sampling, metrics)
         )
-
-        async def graph_changed(owner: str) -> None:
-            if on_change is not None:
-                await on_change(owner, GRAPH_CHANGE)
-
         graph = KnowledgeGraph(
             settings.graph,
             await open_graph_store(settings, stores, stack),
@@ -95,17 +79,11 @@ async def open_service(
             tokens,
             settings.max_content_chars,
             revisions=learning.revisions if learning is not None else None,
-            on_change=graph_changed,
-            similarity_floor=default_floor(embedder.spec.model)
-            if settings.learning.recall_min_similarity is None
-            else settings.learning.recall_min_similarity,
+            on_change=_graph_listener(on_change),
+            similarity_floor=_similarity_floor(settings, embedder),
         )
         if learning is not None:
-            learning.writer.on_written = graph.link_memory  # facts link to the entities they name
-            learning.extractor.on_graph = graph.learn  # entities and relations extracted with the facts
-            reference_file = os.environ.get("MEMORY_FILE_PATH")  # the reference memory server's setting
-            if reference_file:
-                await graph.adopt_reference_file(settings.user_id, Path(reference_file), learning.counters)
+            await _connect_graph(settings, graph, learning)
         log.info(
             "memory service ready for user %s: %s; embeddings: %s; summaries: %s",
             settings.user_id,
@@ -128,3 +106,56 @@ async def open_service(
             metrics=metrics,
             summaries=summaries,
         )
+
+
+async def _token_counter(settings: Settings) -> TokenCounter:
+    tokens = await anyio.to_thread.run_sync(
+        lambda: TokenCounter.load(settings.token_encoding, cache_dir=settings.data_dir / "tiktoken")
+    )
+    # The date parser loads its language data on first use: here, not in the first search.
+    await anyio.to_thread.run_sync(prepare_time_words)
+    return tokens
+
+
+async def _vector_writer(
+    stack: AsyncExitStack, settings: Settings, embedder: Embedder, stores: Stores, metrics: Metrics
+) -> VectorWriter | None:
+    """Turns are embedded after they are acknowledged (service/vectors.py), by an embedder in this
+    process and when the store takes vectors late; closed before the stores."""
+    if settings.embedding.provider in IN_PROCESS_EMBEDDERS and isinstance(stores.long_term, LateVectors):
+        return await stack.enter_async_context(
+            VectorWriter.running(embedder, stores.long_term, metrics=metrics)
+        )
+    return None
+
+
+async def _warmup(stack: AsyncExitStack, settings: Settings, stores: Stores) -> Warmup | None:
+    """The start-up build of the search indexes of every user a token names (long_term.warm_on_start)."""
+    if not settings.long_term.warm_on_start:
+        return None
+    users = [settings.user_id, *(t.user_id for t in load_tokens(settings.security))]
+    return await stack.enter_async_context(Warmup.running(stores.long_term, users))
+
+
+def _graph_listener(on_change: ChangeListener | None) -> GraphListener:
+    async def graph_changed(owner: str) -> None:
+        if on_change is not None:
+            await on_change(owner, GRAPH_CHANGE)
+
+    return graph_changed
+
+
+def _similarity_floor(settings: Settings, embedder: Embedder) -> float:
+    """search_nodes' cosine floor: recall's, set or the default for this embedder (service/recall.py)."""
+    if settings.learning.recall_min_similarity is None:
+        return default_floor(embedder.spec.model)
+    return settings.learning.recall_min_similarity
+
+
+async def _connect_graph(settings: Settings, graph: KnowledgeGraph, learning: Learning) -> None:
+    """Learning feeds the graph; a reference server's file (MEMORY_FILE_PATH) is adopted once."""
+    learning.writer.on_written = graph.link_memory  # facts link to the entities they name
+    learning.extractor.on_graph = graph.learn  # entities and relations extracted with the facts
+    reference_file = os.environ.get("MEMORY_FILE_PATH")  # the reference memory server's setting
+    if reference_file:
+        await graph.adopt_reference_file(settings.user_id, Path(reference_file), learning.counters)

@@ -63,7 +63,7 @@ def decode_cursor(cursor: object, order: ListOrder) -> tuple[datetime, str]:
     return moment, memory_id
 
 
-async def list_memories(
+async def list_memories(  # noqa: PLR0913 - list_memories' arguments, checked here into one ListQuery
     long_term: LongTermStore,
     owners: str | Sequence[str],
     *,

@@ -1,4 +1,4 @@
-"""What the service reads out for the operator's gauges when Prometheus scrapes (mcp/telemetry.py)."""
+"""What the service reads out for the operator's gauges when Prometheus scrapes (mcp/routes.py)."""
 
 from __future__ import annotations
 

@@ -34,6 +34,7 @@ from mcp_memory.models import (
     Owner,
     Scope,
     ThreadInfo,
+    ThreadTotals,
     author_of,
     space_key,
     space_of,
@@ -92,7 +93,7 @@ class MemoryService:
     llm_budget: LlmBudget | None = None
     # Embeds turns after add_turn acknowledges them, when the embedder and the store allow it.
     vectors: VectorWriter | None = None
-    # The knowledge graph (service/graph.py): its observations are memories here, so forget reaches it.
+    # The knowledge graph (service/graph/): its observations are memories here, so forget reaches it.
     graph: KnowledgeGraph | None = None
     metrics: Metrics = field(default_factory=Metrics)  # the server's (observability/metrics.py)
     # Summaries that may finish after add_turn's reply (service/summaries.py); None: always before it.
@@ -142,82 +143,34 @@ class MemoryService:
         context_window = check.context_window(context_window)
         said_at = check.created_at(created_at, utcnow())
         if said_at is not None:
-            # A replayed turn goes after the thread's latest: working memory keeps turns in the order
-            # they arrive, long term (and a rebuild, and summaries' summarized_through_created_at) by
-            # created_at, so an earlier time would put the two out of step.
-            latest = await self.stores.long_term.recent(user_id, thread_id, limit=1)
-            if latest and said_at < latest[-1].created_at:
-                raise InvalidInputError(
-                    f"created_at {said_at.isoformat()} is before the latest turn of thread {thread_id!r} "
-                    f"({latest[-1].created_at.isoformat()}): replay a conversation's turns in order, "
-                    "or into a new thread"
-                )
+            await self._check_in_order(user_id, thread_id, said_at)
         if self.settings.security.flag_instructions:
             metadata = safety.stamp(metadata, content)  # data, never instructions: see safety.py
 
         tokens = await self.tokens.count_off_loop(content)
-        # With a vector writer the turn is embedded after it is acknowledged (service/vectors.py).
-        vector, passage_vectors = None, None
-        if self.vectors is None:  # one vector a passage for a long turn (search/passages.py)
-            vector, passage_vectors = memory_vectors((await embed_passages(self.embedder, [content]))[0])
-        moment = said_at or utcnow()
-        async with self._context_lock(user_id, thread_id):
-            contexts = await self._index_contexts(user_id, thread_id, content, moment)
-            turn = Memory(
-                id=f"turn_{uuid.uuid4().hex}",
-                user_id=user_id,
-                thread_id=thread_id,
-                role=role_,
-                type="turn",
-                content=content,
-                embedding=vector,
-                passage_embeddings=passage_vectors,
-                index_context=contexts.own,
-                metadata=metadata,
-                created_at=moment,
-                token_count=tokens,
-                author=author_of(user_id),
-            )
-            # Long term first: once it is there, nothing acknowledged can be lost with working memory.
-            # Over the storage quota, put() refuses (LimitExceededError) before anything is stored.
-            await self.stores.long_term.put([turn])
-            await self._rewrite_contexts(user_id, contexts.rewritten)
-        if self.vectors is not None:
-            await self.vectors.add(turn)  # waits only while the backlog is full
+        vectors = await self._turn_vectors(content)
         message = Message(
-            id=turn.id,
+            id=f"turn_{uuid.uuid4().hex}",
             role=role_,
             content=content,
             metadata=metadata,
-            created_at=turn.created_at,
+            created_at=said_at or utcnow(),
             token_count=tokens,
-            author=turn.author,
+            author=author_of(user_id),
         )
-        try:
-            created = await self.threads.restore_if_absent(user_id, thread_id, context_window)
-            # Skipped by the store when the restore (ours or a concurrent writer's) already holds this turn.
-            totals = await self.stores.working.append(
-                user_id, thread_id, message, context_window=context_window
-            )
-        except BackendUnavailableError as e:
-            raise BackendUnavailableError(
-                f"{e} The turn was saved to long-term memory as {turn.id}, but the thread's working memory "
-                "was not updated; retry later.",
-                backend=e.backend,
-            ) from e
+        turn = await self._store_turn(user_id, thread_id, message, vectors)
+        if self.vectors is not None:
+            await self.vectors.add(turn)  # waits only while the backlog is full
+        created, totals = await self._keep_working(user_id, thread_id, message, context_window)
         if self.graph is not None:
-            await self.graph.link_memory(turn)  # the entities it names (service/graph.py)
+            await self.graph.link_memory(turn)  # the entities it names (service/graph/)
         if self.learning is not None:
             self.learning.turn_stored(user_id, thread_id, turn.id)  # queued: no latency here
         if created:
             await self._changed(user_id, None)
 
-        window = totals.context_window or self.settings.summary.default_context_window
-        summarized = False
-        if totals.token_count > self.threads.threshold(window):
-            summarized, written = await self._summarize_soon(user_id, thread_id, progress)
-            if written:  # else the reply counts the thread as it is: the summary is still running
-                totals = await self.threads.totals(user_id, thread_id)
+        window = self._window(totals)
+        summarized, totals = await self._summarize_if_full(user_id, thread_id, totals, progress)
         await self._changed(user_id, thread_id)
         return AddTurnResult(
             turn=TurnView(
@@ -237,6 +190,91 @@ class MemoryService:
             ),
             summarized=summarized,
         )
+
+    def _window(self, totals: ThreadTotals) -> int:
+        return totals.context_window or self.settings.summary.default_context_window
+
+    async def _summarize_if_full(
+        self, user_id: str, thread_id: str, totals: ThreadTotals, progress: Progress | None
+    ) -> tuple[bool, ThreadTotals]:
+        """Summarize the thread when this turn took it over its threshold: whether a summary started,
+        and the thread's totals after it (unchanged while the summary goes on after the reply)."""
+        if totals.token_count <= self.threads.threshold(self._window(totals)):
+            return False, totals
+        summarized, written = await self._summarize_soon(user_id, thread_id, progress)
+        if written:  # else the reply counts the thread as it is: the summary is still running
+            totals = await self.threads.totals(user_id, thread_id)
+        return summarized, totals
+
+    async def _check_in_order(self, user_id: str, thread_id: str, said_at: datetime) -> None:
+        """A replayed turn goes after the thread's latest: working memory keeps turns in the order they
+        arrive, long term (and a rebuild, and summaries' summarized_through_created_at) by created_at,
+        so an earlier time would put the two out of step."""
+        latest = await self.stores.long_term.recent(user_id, thread_id, limit=1)
+        if latest and said_at < latest[-1].created_at:
+            raise InvalidInputError(
+                f"created_at {said_at.isoformat()} is before the latest turn of thread {thread_id!r} "
+                f"({latest[-1].created_at.isoformat()}): replay a conversation's turns in order, "
+                "or into a new thread"
+            )
+
+    async def _turn_vectors(self, content: str) -> tuple[list[float] | None, list[list[float]] | None]:
+        """A turn's vector, and one a passage for a long turn (search/passages.py); none with a vector
+        writer, which embeds the turn after it is acknowledged (service/vectors.py)."""
+        if self.vectors is not None:
+            return None, None
+        return memory_vectors((await embed_passages(self.embedder, [content]))[0])
+
+    async def _store_turn(
+        self,
+        user_id: str,
+        thread_id: str,
+        message: Message,
+        vectors: tuple[list[float] | None, list[list[float]] | None],
+    ) -> Memory:
+        """The turn, in long-term memory with its full-text context (and its neighbours' rewritten)."""
+        vector, passage_vectors = vectors
+        async with self._context_lock(user_id, thread_id):
+            contexts = await self._index_contexts(user_id, thread_id, message.content, message.created_at)
+            turn = Memory(
+                id=message.id,
+                user_id=user_id,
+                thread_id=thread_id,
+                role=message.role,
+                type="turn",
+                content=message.content,
+                embedding=vector,
+                passage_embeddings=passage_vectors,
+                index_context=contexts.own,
+                metadata=message.metadata,
+                created_at=message.created_at,
+                token_count=message.token_count,
+                author=message.author,
+            )
+            # Long term first: once it is there, nothing acknowledged can be lost with working memory.
+            # Over the storage quota, put() refuses (LimitExceededError) before anything is stored.
+            await self.stores.long_term.put([turn])
+            await self._rewrite_contexts(user_id, contexts.rewritten)
+        return turn
+
+    async def _keep_working(
+        self, user_id: str, thread_id: str, message: Message, context_window: int | None
+    ) -> tuple[bool, ThreadTotals]:
+        """The turn, appended to the thread's working memory (restored first when absent): whether the
+        thread was created, and its totals."""
+        try:
+            created = await self.threads.restore_if_absent(user_id, thread_id, context_window)
+            # Skipped by the store when the restore (ours or a concurrent writer's) already holds this turn.
+            totals = await self.stores.working.append(
+                user_id, thread_id, message, context_window=context_window
+            )
+        except BackendUnavailableError as e:
+            raise BackendUnavailableError(
+                f"{e} The turn was saved to long-term memory as {message.id}, but the thread's working "
+                "memory was not updated; retry later.",
+                backend=e.backend,
+            ) from e
+        return created, totals
 
     async def _summarize_soon(
         self, user_id: str, thread_id: str, progress: Progress | None

@@ -194,60 +194,58 @@ class ThreadKeeper:
             memory = await self.stores.working.get(user_id, thread_id)
             if memory is None:
                 return None
-            window = memory.context_window or self.settings.summary.default_context_window
-            threshold = self.threshold(window)
-            max_summary = max(32, int(threshold * self.settings.summary.summary_fraction))
-            keep = self._kept(memory.messages, threshold, max_summary, keep_recent)
-            older = memory.messages[: len(memory.messages) - keep]
-            if not older:
-                if not force:
-                    return None
-                # Nothing old enough to fold in: report the thread as it is, write nothing (an empty
-                # summary must never be stored).
-                return SummarizeResult(
-                    thread_id=thread_id,
-                    summary=memory.summary,
-                    summarized_count=0,
-                    kept_count=len(memory.messages),
-                    tokens_before=memory.token_count,
-                    tokens_after=memory.token_count,
-                )
-            # A summary is never longer than what it replaces.
-            max_summary = min(max_summary, memory.summary_token_count + sum(m.token_count for m in older))
-            if progress:
-                await progress(0, 2, f"summarizing {len(older)} messages")
-            summarizer = await self._summarizer_within_budget(user_id, force=force)
-            summary = await self._fold(summarizer, memory.summary, older, max_summary)
-            summary_tokens = self.tokens.count(summary)
-            done = await self.stores.working.compact(
-                user_id,
-                thread_id,
-                expected_version=memory.summary_version,
-                removed_ids=[m.id for m in older],
-                summary=summary,
-                summary_token_count=summary_tokens,
-            )
-            if not done:
-                log.info("thread %s changed while it was summarized; the next turn retries", thread_id)
-                return None
-            self.metrics.summarized("extractive" if isinstance(summarizer, ExtractiveSummarizer) else "model")
-            if progress:
-                await progress(1, 2, "storing the summary in long-term memory")
-            await self._store_summary(memory, older, summary, summary_tokens, window)
-            if progress:
-                await progress(2, 2, "summarized")
-            tokens_after = summary_tokens + sum(m.token_count for m in memory.messages[len(older) :])
-            return SummarizeResult(
-                thread_id=thread_id,
-                summary=summary,
-                summarized_count=len(older),
-                kept_count=keep,
-                tokens_before=memory.token_count,
-                tokens_after=tokens_after,
-            )
+            return await self._summarize_held(memory, keep_recent=keep_recent, progress=progress, force=force)
         finally:
             with anyio.CancelScope(shield=True):
                 await self.stores.working.unlock(user_id, thread_id, owner)
+
+    async def _summarize_held(
+        self, memory: WorkingMemory, *, keep_recent: int | None, progress: Progress | None, force: bool
+    ) -> SummarizeResult | None:
+        """summarize(), under the lease: the thread's oldest messages folded into its summary."""
+        user_id, thread_id = memory.user_id, memory.thread_id
+        window = memory.context_window or self.settings.summary.default_context_window
+        threshold = self.threshold(window)
+        max_summary = max(32, int(threshold * self.settings.summary.summary_fraction))
+        keep = self._kept(memory.messages, threshold, max_summary, keep_recent)
+        older = memory.messages[: len(memory.messages) - keep]
+        if not older:
+            # Nothing old enough to fold in: when forced, report the thread as it is and write nothing
+            # (an empty summary must never be stored).
+            return _as_it_is(memory) if force else None
+        # A summary is never longer than what it replaces.
+        max_summary = min(max_summary, memory.summary_token_count + sum(m.token_count for m in older))
+        if progress:
+            await progress(0, 2, f"summarizing {len(older)} messages")
+        summarizer = await self._summarizer_within_budget(user_id, force=force)
+        summary = await self._fold(summarizer, memory.summary, older, max_summary)
+        summary_tokens = self.tokens.count(summary)
+        done = await self.stores.working.compact(
+            user_id,
+            thread_id,
+            expected_version=memory.summary_version,
+            removed_ids=[m.id for m in older],
+            summary=summary,
+            summary_token_count=summary_tokens,
+        )
+        if not done:
+            log.info("thread %s changed while it was summarized; the next turn retries", thread_id)
+            return None
+        self.metrics.summarized("extractive" if isinstance(summarizer, ExtractiveSummarizer) else "model")
+        if progress:
+            await progress(1, 2, "storing the summary in long-term memory")
+        await self._store_summary(memory, older, summary, summary_tokens, window)
+        if progress:
+            await progress(2, 2, "summarized")
+        tokens_after = summary_tokens + sum(m.token_count for m in memory.messages[len(older) :])
+        return SummarizeResult(
+            thread_id=thread_id,
+            summary=summary,
+            summarized_count=len(older),
+            kept_count=keep,
+            tokens_before=memory.token_count,
+            tokens_after=tokens_after,
+        )
 
     async def _fold(
         self, summarizer: Summarizer, previous: str, older: list[Message], max_tokens: int
@@ -363,3 +361,15 @@ def kept_whole_note(message: Message, *, opening: bool = True) -> str:
     first = head.splitlines()[0] if head else ""
     begins = first if len(first) <= OPENING_CHARS else first[:OPENING_CHARS].rstrip() + "…"
     return f"{note}; it begins: {begins}"
+
+
+def _as_it_is(memory: WorkingMemory) -> SummarizeResult:
+    """A forced summary with nothing to fold in: the thread as it is."""
+    return SummarizeResult(
+        thread_id=memory.thread_id,
+        summary=memory.summary,
+        summarized_count=0,
+        kept_count=len(memory.messages),
+        tokens_before=memory.token_count,
+        tokens_after=memory.token_count,
+    )

@@ -1,4 +1,4 @@
-"""What a backend stores for the knowledge graph (service/graph.py): entities with their observations,
+"""What a backend stores for the knowledge graph (service/graph/): entities with their observations,
 relations between entity names, and links from an entity to the memories (turns, facts) that mention it.
 
 Each observation is also a long-term memory (type "observation", id models.observation_id) so that

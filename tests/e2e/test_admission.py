@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from mcp_memory.mcp.admission import SERVER_BUSY
+from mcp_memory.mcp.middleware.admission import SERVER_BUSY
 from tests.e2e.test_metrics import scraped, value
 from tests.security.bearer import bearer_client, credential, start_with_tokens
 from tests.services.mcp_client import call

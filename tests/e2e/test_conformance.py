@@ -4,7 +4,7 @@ scenario that does not need the suite's own fixture tools, resources or prompts,
 failing scenario fails CI with its name. The suite's client speaks the 2025-11-25 protocol.
 
 A new version of the suite may add scenarios: test_every_server_scenario_is_run_or_excluded fails until
-each is placed in SCENARIOS or EXCLUDED (with its reason), here and in the README.
+each is placed in SCENARIOS or EXCLUDED (with its reason), here and in docs/operations.md.
 """
 
 from __future__ import annotations

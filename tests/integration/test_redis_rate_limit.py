@@ -10,7 +10,7 @@ import pytest
 from pydantic import SecretStr
 
 from mcp_memory.config import Settings, WorkingSettings
-from mcp_memory.mcp.limits import RateLimit
+from mcp_memory.mcp.middleware.rate_limit import RateLimit
 from mcp_memory.storage.redis.rate import RedisRequestBuckets
 
 pytestmark = pytest.mark.anyio
@@ -43,7 +43,7 @@ async def test_an_unreachable_redis_falls_back_to_the_process_bucket(
     limited = settings.model_copy(update={"security": security, "working": working})
     async with RedisRequestBuckets.open(working, per_second=0.01, burst=2) as down:
         limit = RateLimit(limited, shared=lambda: down)
-        with caplog.at_level(logging.WARNING, logger="mcp_memory.mcp.limits"):
+        with caplog.at_level(logging.WARNING, logger="mcp_memory.mcp.middleware.rate_limit"):
             waits = [await limit._take("ann") for _ in range(3)]
     assert waits[:2] == [0, 0] and waits[2] > 0  # served, and still limited by this process
     warnings = [r for r in caplog.records if "each process limits requests on its own" in r.getMessage()]

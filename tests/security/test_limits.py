@@ -12,7 +12,7 @@ from pydantic import SecretStr
 from mcp_memory.config import SecuritySettings, Settings
 from mcp_memory.errors import LimitExceededError
 from mcp_memory.learning.budget import LlmBudget, ProcessCounters
-from mcp_memory.mcp.limits import RateLimiter
+from mcp_memory.mcp.middleware.rate_limit import RateLimiter
 from mcp_memory.mcp.server import build_server
 from tests.security.bearer import bearer_client, credential, start_with_tokens
 from tests.services.mcp_client import call, call_error

@@ -29,4 +29,6 @@ def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Settin
     # about what a summary holds see it in the reply; tests/unit/test_summaries_after_reply.py covers
     # summaries finishing after the reply (the default for any taking over summary.inline_seconds).
     summary = SummarySettings(inline_seconds=SUMMARY_BEFORE_THE_REPLY)
-    yield Settings(user_id="tester", data_dir=tmp_path / "data", summary=summary)
+    # Every tool listed (the default profile, standard, leaves out forget_user and the knowledge graph);
+    # tests/unit/test_tool_profiles.py covers the profiles themselves.
+    yield Settings(user_id="tester", data_dir=tmp_path / "data", summary=summary, tools="all")

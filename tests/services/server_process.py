@@ -49,6 +49,7 @@ def server_env(data_dir: Path, overrides: Mapping[str, str] | None = None) -> di
         "MCP_MEMORY_DATA_DIR": str(data_dir),
         "MCP_MEMORY_USER_ID": E2E_USER,
         "MCP_MEMORY_EMBEDDING__PROVIDER": "hash",
+        "MCP_MEMORY_TOOLS": "all",  # every tool (the default profile leaves out the graph and forget_user)
     }
     env |= dict(overrides or {})
     return env

@@ -7,7 +7,7 @@ import anyio
 import anyio.lowlevel
 import pytest
 
-from mcp_memory.mcp.admission import FairQueue, Overloaded
+from mcp_memory.mcp.middleware.admission import FairQueue, Overloaded
 
 pytestmark = pytest.mark.anyio
 

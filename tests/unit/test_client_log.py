@@ -14,7 +14,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.config import Settings
-from mcp_memory.mcp.client_log import LEVELS
+from mcp_memory.mcp.middleware.client_log import LEVELS
 from mcp_memory.mcp.server import MemoryServer, build_server
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage.base import LateVectors

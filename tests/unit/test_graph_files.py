@@ -11,7 +11,7 @@ import pytest
 from mcp_memory.errors import InvalidInputError
 from mcp_memory.learning.entities import EntityMatcher, mentions
 from mcp_memory.service.chat_exports import parse_conversations
-from mcp_memory.service.graph_files import parse_memory_jsonl, render_memory_jsonl
+from mcp_memory.service.graph.files import parse_memory_jsonl, render_memory_jsonl
 from mcp_memory.views import EntityView, GraphResult, RelationView
 from tests.services.node_service import node
 

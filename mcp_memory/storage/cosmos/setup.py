@@ -190,13 +190,7 @@ async def open_learning_container(database: DatabaseProxy, settings: CosmosSetti
         offer_throughput=throughput,
     )
     properties = await container.read()
-    diffs: list[str] = []
-    key = properties.get("partitionKey") or {}
-    if key.get("paths") != LEARNING_PARTITION_PATHS or str(key.get("kind", "")).lower() != "multihash":
-        diffs.append(
-            f"partition key is {key.get('paths')} ({key.get('kind')}), needs {LEARNING_PARTITION_PATHS} "
-            "(MultiHash)"
-        )
+    diffs = partition_key_differences(properties, LEARNING_PARTITION_PATHS)
     if properties.get("defaultTtl") is None:
         diffs.append("time-to-live is off (defaultTtl unset), needs -1 so rate windows expire")
     raise_on_differences(name, diffs)
@@ -207,50 +201,76 @@ def policy_differences(
     properties: dict[str, Any], settings: CosmosSettings, embedding: EmbeddingSpec
 ) -> list[str]:
     """Every way an existing container differs from what this configuration needs; [] when it fits."""
-    diffs: list[str] = []
-    key = properties.get("partitionKey") or {}
-    if key.get("paths") != PARTITION_PATHS or str(key.get("kind", "")).lower() != "multihash":
-        diffs.append(
-            f"partition key is {key.get('paths')} ({key.get('kind')}), needs {PARTITION_PATHS} (MultiHash)"
-        )
+    policy = properties.get("indexingPolicy") or {}
+    diffs = [
+        *partition_key_differences(properties, PARTITION_PATHS),
+        *_vector_embedding_differences(properties, embedding),
+        *_vector_index_differences(policy, settings),
+        *_range_index_differences(policy),
+        *_full_text_differences(properties, policy),
+    ]
+    if properties.get("defaultTtl") is None and settings.turn_ttl_seconds is not None:
+        diffs.append("time-to-live is off (defaultTtl unset), needs -1 so turns can expire")
+    return diffs
 
+
+def partition_key_differences(properties: dict[str, Any], paths: list[str]) -> list[str]:
+    """The container's partition key, which must be hierarchical (MultiHash) on these paths."""
+    key = properties.get("partitionKey") or {}
+    if key.get("paths") != paths or str(key.get("kind", "")).lower() != "multihash":
+        return [f"partition key is {key.get('paths')} ({key.get('kind')}), needs {paths} (MultiHash)"]
+    return []
+
+
+def _vector_embedding_differences(properties: dict[str, Any], embedding: EmbeddingSpec) -> list[str]:
+    """The vector embedding policy of VECTOR_PATH: this embedder's data type, distance and dimensions."""
     vectors = (properties.get("vectorEmbeddingPolicy") or {}).get("vectorEmbeddings") or []
     vector = next((v for v in vectors if v.get("path") == VECTOR_PATH), None)
     if vector is None:
-        diffs.append(f"no vector embedding policy for {VECTOR_PATH}")
-    else:
-        wanted = vector_embedding_policy(embedding)["vectorEmbeddings"][0]
-        for name in ("dataType", "distanceFunction", "dimensions"):
-            if str(vector.get(name)).lower() != str(wanted[name]).lower():
-                diffs.append(f"vector {name} is {vector.get(name)}, needs {wanted[name]}")
+        return [f"no vector embedding policy for {VECTOR_PATH}"]
+    wanted = vector_embedding_policy(embedding)["vectorEmbeddings"][0]
+    return [
+        f"vector {name} is {vector.get(name)}, needs {wanted[name]}"
+        for name in ("dataType", "distanceFunction", "dimensions")
+        if str(vector.get(name)).lower() != str(wanted[name]).lower()
+    ]
 
-    policy = properties.get("indexingPolicy") or {}
+
+def _vector_index_differences(policy: dict[str, Any], settings: CosmosSettings) -> list[str]:
+    """The vector index on VECTOR_PATH: its type and shard key as configured."""
     index = next((v for v in policy.get("vectorIndexes") or [] if v.get("path") == VECTOR_PATH), None)
     if index is None:
-        diffs.append(f"no vector index on {VECTOR_PATH}")
-    else:
-        if str(index.get("type", "")).lower() != settings.vector_index.lower():
-            diffs.append(f"vector index type is {index.get('type')}, needs {settings.vector_index}")
-        shard = index.get("vectorIndexShardKey") or []
-        wanted_shard = [settings.vector_index_shard_key] if settings.vector_index_shard_key else []
-        if list(shard) != wanted_shard:
-            diffs.append(f"vectorIndexShardKey is {shard or 'unset'}, needs {wanted_shard or 'unset'}")
+        return [f"no vector index on {VECTOR_PATH}"]
+    diffs = []
+    if str(index.get("type", "")).lower() != settings.vector_index.lower():
+        diffs.append(f"vector index type is {index.get('type')}, needs {settings.vector_index}")
+    shard = index.get("vectorIndexShardKey") or []
+    wanted_shard = [settings.vector_index_shard_key] if settings.vector_index_shard_key else []
+    if list(shard) != wanted_shard:
+        diffs.append(f"vectorIndexShardKey is {shard or 'unset'}, needs {wanted_shard or 'unset'}")
+    return diffs
 
+
+def _range_index_differences(policy: dict[str, Any]) -> list[str]:
+    """The range index: the vectors left out of it, created_at in it (time filters and ordering)."""
+    diffs = []
     excluded = {p.get("path") for p in policy.get("excludedPaths") or []}
     if f"{VECTOR_PATH}/*" not in excluded and "/*" not in excluded:
         diffs.append(f"{VECTOR_PATH}/* is not excluded from the range index")
     included = {p.get("path") for p in policy.get("includedPaths") or []}
     if not ({"/*", "/created_at/?"} & included) or "/created_at/?" in excluded or "/created_at/*" in excluded:
         diffs.append("/created_at/? is not range-indexed")
+    return diffs
 
+
+def _full_text_differences(properties: dict[str, Any], policy: dict[str, Any]) -> list[str]:
+    """The full-text policy and index on FULL_TEXT_PATH."""
+    diffs = []
     full_text = (properties.get("fullTextPolicy") or {}).get("fullTextPaths") or []
     if not any(p.get("path") == FULL_TEXT_PATH for p in full_text):
         diffs.append(f"no full-text policy path {FULL_TEXT_PATH}")
     if not any(p.get("path") == FULL_TEXT_PATH for p in policy.get("fullTextIndexes") or []):
         diffs.append(f"no full-text index on {FULL_TEXT_PATH}")
-
-    if properties.get("defaultTtl") is None and settings.turn_ttl_seconds is not None:
-        diffs.append("time-to-live is off (defaultTtl unset), needs -1 so turns can expire")
     return diffs
 
 

@@ -30,7 +30,6 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types import (
     INVALID_PARAMS,
-    CallToolResult,
     DiscoverResult,
     EmptyResult,
     LoggingLevel,
@@ -43,6 +42,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from mcp_memory.errors import BackendUnavailableError, LimitExceededError, MemoryServerError
 from mcp_memory.mcp.connections import connection_of
+from mcp_memory.mcp.middleware.results import is_tool_error, structured_of
 from mcp_memory.observability.metrics import current_call
 from mcp_memory.service.vectors import VectorWriter
 
@@ -101,7 +101,7 @@ class ClientLog:
     def _messages(
         self, tool: str, result: HandlerResult, error: MemoryServerError | None, ms: float
     ) -> list[tuple[LoggingLevel, dict[str, Any]]]:
-        failed = _is_error(result)
+        failed = is_tool_error(result)
         found: list[tuple[LoggingLevel, dict[str, Any]]] = [
             (
                 "debug",
@@ -119,7 +119,7 @@ class ClientLog:
             found.append(("warning", {"event": "limit_refused", "tool": tool, "message": str(error)}))
         if failed:
             return found
-        structured = _structured(result)
+        structured = structured_of(result)
         if tool == "summarize_thread" and structured.get("summarized_count"):
             found.append(("info", {"event": "summarized", **_pick(structured, _SUMMARY_COUNTS)}))
         elif tool == "add_turn" and structured.get("summarized") is True:
@@ -164,21 +164,6 @@ _SUMMARY_COUNTS = ("thread_id", "summarized_count", "kept_count", "tokens_before
 
 def _pick(values: dict[str, Any], keys: tuple[str, ...]) -> dict[str, Any]:
     return {key: values[key] for key in keys if key in values}
-
-
-def _is_error(result: HandlerResult) -> bool:
-    if isinstance(result, CallToolResult):
-        return result.is_error is True
-    return isinstance(result, dict) and result.get("isError") is True
-
-
-def _structured(result: HandlerResult) -> dict[str, Any]:
-    if isinstance(result, CallToolResult):
-        return result.structured_content or {}
-    if isinstance(result, dict):
-        found = result.get("structuredContent")
-        return found if isinstance(found, dict) else {}
-    return {}
 
 
 def install_client_log(

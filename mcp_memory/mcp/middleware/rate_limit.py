@@ -21,10 +21,10 @@ from typing import Any, Protocol
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, TextContent
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError, LimitExceededError
+from mcp_memory.mcp.middleware.results import error_result
 from mcp_memory.observability.metrics import RATE_LIMITED as LIMITED_OUTCOME
 from mcp_memory.observability.metrics import note_outcome
 from mcp_memory.security.principals import current_principal
@@ -126,5 +126,5 @@ class RateLimit:
         log.info("rate-limited %s (%s)", principal.name, ctx.method)
         note_outcome(LIMITED_OUTCOME, LimitExceededError(message))  # a 2025 client's log warns of it too
         if ctx.method == "tools/call":
-            return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+            return error_result(message)
         raise MCPError(code=RATE_LIMITED, message=message)

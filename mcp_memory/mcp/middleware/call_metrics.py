@@ -19,14 +19,8 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.uri_template import UriTemplate
-from mcp_types import CallToolResult
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
-from mcp_memory.errors import PermissionDeniedError
-from mcp_memory.mcp.host import ServiceHost
-from mcp_memory.mcp.observability import Probe, readiness
+from mcp_memory.mcp.middleware.results import is_tool_error
 from mcp_memory.observability.metrics import (
     ERROR,
     LLM_CALLS,
@@ -34,17 +28,11 @@ from mcp_memory.observability.metrics import (
     OTHER,
     RATE_LIMITED,
     REFUSED,
-    Figures,
     Metrics,
     end_call,
     start_call,
 )
 from mcp_memory.observability.tracing import Tracing
-from mcp_memory.security.oauth.bearer import Challenges, bearer_token
-from mcp_memory.security.oauth.issuer import InvalidToken, IssuerUnavailable
-from mcp_memory.security.oauth.tokens import TokenVerifier
-from mcp_memory.security.principals import ADMIN, METRICS
-from mcp_memory.service.figures import figures_of
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +81,7 @@ class CallMetrics:
             with self._span(kind, name) as span:
                 try:
                     result = await call_next(ctx)
-                    if note.outcome == OK and _is_tool_error(result):
+                    if note.outcome == OK and is_tool_error(result):
                         note.outcome = ERROR
                     return result
                 except BaseException:
@@ -158,83 +146,3 @@ class CallMetrics:
             [p.name for p in await self._server.list_prompts()],
         )
         self._names_known = True
-
-
-def _is_tool_error(result: HandlerResult) -> bool:
-    if isinstance(result, CallToolResult):
-        return result.is_error is True
-    return isinstance(result, dict) and result.get("isError") is True
-
-
-async def current_figures(host: ServiceHost) -> Figures:
-    """The gauges read at a scrape: the open service's figures and each backend's probe, now."""
-    try:
-        service = host.service
-    except RuntimeError:  # not open (starting or stopping): nothing to read, nothing ready
-        return Figures()
-    figures = figures_of(service)
-    working, long_term = (
-        service.settings.working.resolved_backend,
-        service.settings.long_term.resolved_backend,
-    )
-    probes: dict[str, Probe] = {
-        f"working/{working}": lambda: service.stores.working.list_threads(_PROBE_USER),
-        f"long_term/{long_term}": lambda: service.stores.long_term.list_threads(_PROBE_USER),
-    }
-    _, report = await readiness(probes)
-    for key, answer in report.items():
-        store, _, backend = key.partition("/")
-        figures.ready[(store, backend)] = answer == "ok"
-    return figures
-
-
-def metrics_route(host: ServiceHost, verifier: TokenVerifier | None, challenges: Challenges | None) -> Route:
-    """GET /metrics: the Prometheus text format; with a verifier, only for a metrics or admin token."""
-
-    async def scrape(request: Request) -> Response:
-        if verifier is not None and challenges is not None:
-            refused = await _refusal(request, verifier, challenges, host.metrics)
-            if refused is not None:
-                return refused
-        return await exposition(host, request)
-
-    return Route(PATH, scrape, methods=["GET"])
-
-
-async def exposition(host: ServiceHost, request: Request) -> Response:
-    figures = await current_figures(host)
-    body, content_type = host.metrics.exposition(figures, request.headers.get("accept", ""))
-    return Response(body, headers={"Content-Type": content_type})
-
-
-async def _refusal(
-    request: Request, verifier: TokenVerifier, challenges: Challenges, metrics: Metrics
-) -> Response | None:
-    token = bearer_token(request.scope["headers"])
-    if token is None:
-        return challenges.missing()
-    try:
-        access = await verifier.verify(token)
-    except (InvalidToken, PermissionDeniedError) as e:
-        log.info("refused a bearer token on %s: %s", PATH, e)
-        return challenges.invalid(str(e))
-    except IssuerUnavailable as e:
-        log.warning("cannot verify tokens: %s", e)
-        return JSONResponse(
-            {
-                "error": "temporarily_unavailable",
-                "error_description": "the identity provider cannot be reached",
-            },
-            status_code=503,
-            headers={"Retry-After": "5"},
-        )
-    if {METRICS, ADMIN} & set(access.scopes):
-        return None
-    metrics.refused("scope")
-    reason = f"{PATH} needs the metrics (or admin) scope"
-    header = challenges.header((METRICS,), "insufficient_scope", reason)
-    return JSONResponse(
-        {"error": "insufficient_scope", "error_description": reason},
-        status_code=403,
-        headers={"WWW-Authenticate": header, "Cache-Control": "no-store"},
-    )

@@ -42,7 +42,7 @@ from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.config import AdmissionSettings
-from mcp_memory.mcp.request_body import messages_or_413, tool_called
+from mcp_memory.mcp.middleware.request_body import messages_or_413, tool_called
 from mcp_memory.mcp.scope_guard import ToolScopes
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.security.principals import READ

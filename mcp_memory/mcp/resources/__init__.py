@@ -1,0 +1,29 @@
+"""The MCP resources: one module per family, each resource a module-level function.
+
+| module       | resources                                                                          |
+|--------------|------------------------------------------------------------------------------------|
+| threads.py   | memory://threads, memory://threads/{thread_id}[/summary],                          |
+|              | memory://spaces/{space}/threads/{thread_id}[/summary]                              |
+| memories.py  | memory://memories/{memory_id}, memory://facts                                      |
+| learning.py  | memory://profile, memory://learning/status                                         |
+| graph.py     | memory://knowledge-graph, memory://spaces/{space}/knowledge-graph,                 |
+|              | memory://knowledge-graph/entities/{name}                                           |
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+
+from mcp_memory.mcp.resources.graph import graph
+from mcp_memory.mcp.resources.learning import learning
+from mcp_memory.mcp.resources.memories import memories
+from mcp_memory.mcp.resources.registry import register
+from mcp_memory.mcp.resources.threads import threads
+
+
+def register_resources(server: MCPServer[Any], *, graph_resources: bool = True) -> None:
+    register(server, [*threads.resources, *memories.resources, *learning.resources])
+    if graph_resources:
+        register(server, graph.resources)

@@ -1,0 +1,52 @@
+"""Threads as resources: the list, one thread's working memory, its summary (own and a space's)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from mcp.server.mcpserver import Context
+
+from mcp_memory.mcp.app import MemoryServer
+from mcp_memory.mcp.resources.registry import ResourceFamily
+from mcp_memory.mcp.tools.dependencies import access_of, server_of, service_of, user_of
+
+threads = ResourceFamily("threads")
+JSON, TEXT = "application/json", "text/plain"
+
+
+@threads.resource("memory://threads", name="threads", mime_type=JSON)
+async def thread_list(server: MemoryServer) -> str:
+    """This user's threads and those of the shared spaces they are a member of, newest first (each
+    says its space: null for the user's own)."""
+    found = await server.service.list_threads(access_of(server).readable(None))
+    return json.dumps([t.model_dump(mode="json") for t in found])
+
+
+@threads.resource("memory://threads/{thread_id}", name="working_memory", mime_type=JSON)
+async def thread(thread_id: str, ctx: Context[Any, Any]) -> str:
+    """A thread's working memory: summary, recent messages, token usage."""
+    view = await service_of(ctx).get_working_memory(user_of(server_of(ctx)), thread_id)
+    return view.model_dump_json()
+
+
+@threads.resource("memory://threads/{thread_id}/summary", name="thread_summary", mime_type=TEXT)
+async def thread_summary(thread_id: str, ctx: Context[Any, Any]) -> str:
+    """A thread's running summary as plain text (empty until the thread is first summarized)."""
+    return (await service_of(ctx).get_working_memory(user_of(server_of(ctx)), thread_id, recent=0)).summary
+
+
+@threads.resource("memory://spaces/{space}/threads/{thread_id}", name="space_working_memory", mime_type=JSON)
+async def space_thread(space: str, thread_id: str, ctx: Context[Any, Any]) -> str:
+    """A shared space's thread: summary, recent messages (each with its author), token usage."""
+    owner = access_of(server_of(ctx)).owner(space)
+    return (await service_of(ctx).get_working_memory(owner, thread_id)).model_dump_json()
+
+
+@threads.resource(
+    "memory://spaces/{space}/threads/{thread_id}/summary", name="space_thread_summary", mime_type=TEXT
+)
+async def space_thread_summary(space: str, thread_id: str, ctx: Context[Any, Any]) -> str:
+    """A shared space's thread's running summary as plain text: one summary for all its members."""
+    owner = access_of(server_of(ctx)).owner(space)
+    return (await service_of(ctx).get_working_memory(owner, thread_id, recent=0)).summary

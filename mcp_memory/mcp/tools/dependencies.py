@@ -1,0 +1,118 @@
+"""What a tool needs besides its arguments, taken from its request rather than from globals.
+
+- `server_of(ctx)`: the `MemoryServer` serving the request, hence its service, settings and host.
+- The owner whose memory a tool works on, resolved once by the SDK's `Resolve` before the tool runs,
+  from the request's principal (security: who is calling) and the tool's `space` argument:
+  `Annotated[Owner, writer("add_turn")]` (the writer role in the space, or the caller's own memory),
+  `Member` (any role), `Readable` (the caller's memory plus every space it reads, or the one named).
+A refusal is raised through the tool error boundary, as any other product error.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import Resolve
+
+from mcp_memory.errors import BackendUnavailableError
+from mcp_memory.learning import Learning
+from mcp_memory.mcp.app import MemoryServer
+from mcp_memory.mcp.errors import resolver
+from mcp_memory.models import Owner, SpaceRole
+from mcp_memory.security.principals import current_principal
+from mcp_memory.security.spaces import Access, current_access
+from mcp_memory.service.graph import KnowledgeGraph
+from mcp_memory.service.memory_service import MemoryService
+
+
+def server_of(ctx: Context[Any, Any]) -> MemoryServer:
+    server = ctx.mcp_server
+    assert isinstance(server, MemoryServer), "mcp-memory's tools run on a MemoryServer"
+    return server
+
+
+def service_of(ctx: Context[Any, Any]) -> MemoryService:
+    return server_of(ctx).service
+
+
+def learning_of(server: MemoryServer) -> Learning:
+    found = server.service.learning
+    if not isinstance(found, Learning):
+        raise BackendUnavailableError(
+            "learning is off: the long-term store does not support it (see the server log)"
+        )
+    return found
+
+
+def graph_of(server: MemoryServer) -> KnowledgeGraph:
+    found = server.service.graph
+    if found is None:
+        raise BackendUnavailableError("the knowledge graph is not available on this server (see its log)")
+    return found
+
+
+def access_of(server: MemoryServer) -> Access:
+    """The calling principal's memberships (its own memory and its spaces' roles)."""
+    return current_access(server.config)
+
+
+def user_of(server: MemoryServer) -> str:
+    """The authenticated principal on SSE/HTTP, the configured user on stdio; never a tool argument."""
+    return current_principal(server.config).user_id
+
+
+def owner_of(
+    ctx: Context[Any, Any], space: str | None, need: SpaceRole = "reader", doing: str = "this"
+) -> Owner:
+    """The owner resolved in a tool's body (the knowledge-graph tools, whose errors are results)."""
+    return access_of(server_of(ctx)).owner(space, need, doing=doing)
+
+
+@functools.cache  # one marker per tool, however often its annotations are evaluated
+def writer(doing: str) -> Resolve:
+    """The memory a write goes to: the caller's own, or a space where it holds the writer role."""
+
+    @resolver
+    def writer(ctx: Context[Any, Any], space: str | None = None) -> Owner:
+        return access_of(server_of(ctx)).owner(space, "writer", doing=doing)
+
+    writer.__name__ = writer.__qualname__ = f"writer_for_{doing}"
+    return Resolve(writer)
+
+
+@functools.cache
+def reader(doing: str) -> Resolve:
+    """One owner's memory to read, named in refusals by what the tool does."""
+
+    @resolver
+    def member(ctx: Context[Any, Any], space: str | None = None) -> Owner:
+        return access_of(server_of(ctx)).owner(space, "reader", doing=doing)
+
+    member.__name__ = member.__qualname__ = f"reader_for_{doing}"
+    return Resolve(member)
+
+
+@resolver
+def _member(ctx: Context[Any, Any], space: str | None = None) -> Owner:
+    return access_of(server_of(ctx)).owner(space)
+
+
+@resolver
+def _readable(ctx: Context[Any, Any], space: str | None = None) -> list[Owner]:
+    return access_of(server_of(ctx)).readable(space)
+
+
+Member = Annotated[Owner, Resolve(_member)]
+"""One owner's memory to read: the caller's own, or a space it is a member of."""
+Readable = Annotated[list[Owner], Resolve(_readable)]
+"""What a read sees: the caller's memory and every space it reads, or the one space named."""
+
+
+def progress_of(ctx: Context[Any, Any]) -> Callable[[float, float | None, str | None], Any]:
+    async def report(done: float, total: float | None, message: str | None) -> None:
+        await ctx.report_progress(done, total, message)
+
+    return report

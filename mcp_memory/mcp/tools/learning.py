@@ -1,0 +1,219 @@
+"""Learning: explicit memories and their revisions (remember, update_memory, memory_history,
+rollback_memory) and, on demand, extraction and reconciliation by a model: the configured LLM, or the
+client's own model through MCP sampling asked within the call (the `sampled` arguments, filled by the
+SDK's Resolve). The rules are in learning/."""
+
+# No `from __future__ import annotations` here: the SDK evaluates the Resolve(...) markers of
+# `sampled`, which name resolvers defined below them.
+
+from typing import Annotated, Any
+
+import mcp_types as types
+from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.resolve import Resolve, Sample
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from mcp_memory import validation as check
+from mcp_memory.errors import BackendUnavailableError
+from mcp_memory.learning import Learning
+from mcp_memory.llm.metered import SAMPLING
+from mcp_memory.llm.prompts import RenderedPrompt
+from mcp_memory.llm.sampling import answer_text, sample_request, supports_sampling
+from mcp_memory.mcp.errors import resolver
+from mcp_memory.mcp.tools.dependencies import access_of, reader, server_of, user_of, writer
+from mcp_memory.mcp.tools.dependencies import learning_of as learning_of_server
+from mcp_memory.mcp.tools.registry import Family
+from mcp_memory.models import Owner
+from mcp_memory.views import ExtractionReport, HistoryResult, MemoryView, ReconcileReport, WrittenMemory
+
+learning = Family("learning")
+
+NO_MODEL = (
+    "fact extraction is off: no LLM is configured (MCP_MEMORY_LLM__PROVIDER) and this client does not "
+    "offer MCP sampling, so there is no model to read the conversation. Explicit memories (remember) "
+    "and everything else still work."
+)
+MemoryId = Annotated[
+    str, Field(description="The id of a long-term memory, e.g. fact_... from remember or search.")
+]
+Space = Annotated[
+    str | None,
+    Field(
+        description="A shared space you are a member of (changing needs the writer role); omit for your own."
+    ),
+]
+
+
+def learning_of(ctx: Context[Any, Any]) -> Learning:
+    return learning_of_server(server_of(ctx))
+
+
+def in_call_sampling(ctx: Context[Any, Any]) -> bool:
+    """No configured LLM, sampling allowed, and this client offers it: the SDK samples in the call."""
+    return (
+        learning_of(ctx).chat is None
+        and server_of(ctx).config.learning.sampling
+        and supports_sampling(ctx.client_capabilities)
+    )
+
+
+async def answer(
+    ctx: Context[Any, Any],
+    sampled: types.CreateMessageResult | None,
+    prompt: RenderedPrompt,
+    what: str,
+    purpose: str,
+) -> tuple[str, str]:
+    """(answer, model name) from the configured LLM (charged to the user's LLM budget), else from
+    the client's sampled answer (its own model, asked within its own call: not charged)."""
+    found = learning_of(ctx)
+    if found.chat is not None:
+        user = user_of(server_of(ctx))
+        text = await found.ask(
+            found.chat, user, prompt, what, purpose=purpose, json_mode=True, background=False
+        )
+        return text, found.chat.name
+    if sampled is not None:
+        text = answer_text(sampled)  # the SDK asked the client within this call: counted here
+        sent = found.count_tokens(prompt.system) + found.count_tokens(prompt.user)
+        found.metrics.model_called(
+            SAMPLING, purpose, ok=True, prompt_tokens=sent, answer_tokens=found.count_tokens(text)
+        )
+        return text, SAMPLING
+    raise BackendUnavailableError(NO_MODEL)
+
+
+def _sample_of(ctx: Context[Any, Any], batch: Any) -> Sample | None:
+    """The sampling request that asks the client's model to answer a prepared batch's prompt."""
+    if batch is None:
+        return None
+    max_tokens = server_of(ctx).config.learning.max_answer_tokens
+    return sample_request(batch.prompt.system, batch.prompt.user, max_tokens=max_tokens, json_mode=True)
+
+
+@resolver
+async def extraction_sample(
+    thread_id: str, ctx: Context[Any, Any], space: str | None = None
+) -> Sample | None:
+    if not in_call_sampling(ctx):
+        return None
+    owner = access_of(server_of(ctx)).owner(space, "writer", doing="extract_memories")
+    return _sample_of(ctx, await learning_of(ctx).prepare_extraction(owner, check.thread_id(thread_id)))
+
+
+@resolver
+async def reconcile_sample(ctx: Context[Any, Any], space: str | None = None) -> Sample | None:
+    if not in_call_sampling(ctx):
+        return None
+    owner = access_of(server_of(ctx)).owner(space, "writer", doing="reconcile_memories")
+    return _sample_of(ctx, await learning_of(ctx).prepare_reconcile(owner))
+
+
+# ---- explicit memories and revisions -------------------------------------------------------------
+
+
+@learning.tool(ToolAnnotations(title="Remember", read_only_hint=False, destructive_hint=False))
+async def remember(
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("remember")],
+    content: Annotated[
+        str, Field(description='One self-contained statement, e.g. "The user is vegetarian".')
+    ],
+    type: Annotated[
+        str,
+        Field(description="semantic (a fact), preference, procedural (how-to) or episodic (an event)."),
+    ] = "semantic",
+    thread_id: Annotated[str | None, Field(description="The conversation it belongs to, if any.")] = None,
+    space: Space = None,
+) -> WrittenMemory:
+    """Store a long-term memory the user asked you to keep (in a shared space: for its members). An
+    identical one is not duplicated; a nearly identical one is updated to this wording."""
+    return await learning_of(ctx).editor.remember(owner, content, type, thread_id)
+
+
+@learning.tool(ToolAnnotations(title="Update a memory", read_only_hint=False, destructive_hint=True))
+async def update_memory(
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("update_memory")],
+    memory_id: MemoryId,
+    content: Annotated[str, Field(description="The corrected content.")],
+    space: Space = None,
+) -> MemoryView:
+    """Correct a fact or the user profile. The previous content stays in memory_history and can be
+    restored with rollback_memory."""
+    return await learning_of(ctx).editor.update(owner, memory_id, content)
+
+
+@learning.tool(ToolAnnotations(title="Memory history", read_only_hint=True, idempotent_hint=True))
+async def memory_history(
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, reader("memory_history")],
+    memory_id: MemoryId,
+    space: Space = None,
+) -> HistoryResult:
+    """Every revision of a memory, oldest first: its content after each change and what caused it."""
+    return await learning_of(ctx).editor.history(owner, memory_id)
+
+
+@learning.tool(ToolAnnotations(title="Roll a memory back", read_only_hint=False, destructive_hint=True))
+async def rollback_memory(
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("rollback_memory")],
+    memory_id: MemoryId,
+    revision_id: Annotated[str, Field(description="The revision to restore (an id from memory_history).")],
+    space: Space = None,
+) -> MemoryView:
+    """Restore a memory's content (and superseded state) as of an earlier revision; the rollback is
+    itself a new revision."""
+    return await learning_of(ctx).editor.rollback(owner, memory_id, revision_id)
+
+
+# ---- on demand: extraction and reconciliation ----------------------------------------------------
+
+
+@learning.tool(ToolAnnotations(title="Extract memories", read_only_hint=False, destructive_hint=False))
+async def extract_memories(
+    thread_id: Annotated[str, Field(description="The conversation to learn from.")],
+    sampled: Annotated[types.CreateMessageResult | None, Resolve(extraction_sample)],
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("extract_memories")],
+    space: Annotated[
+        str | None,
+        Field(description="The shared space the thread is in (writer role); omit for your own."),
+    ] = None,
+) -> ExtractionReport:
+    """Learn facts from the thread's turns not yet learned from, now (it also happens by itself every
+    few turns). Uses the configured LLM, or your own model through MCP sampling."""
+    found = learning_of(ctx)
+    batch = await found.prepare_extraction(owner, check.thread_id(thread_id))
+    if batch is None:
+        if found.chat is None and not in_call_sampling(ctx):
+            raise BackendUnavailableError(NO_MODEL)
+        return ExtractionReport(thread_id=thread_id, model="none", turns_read=0, facts=[])
+    text, model = await answer(ctx, sampled, batch.prompt, f"extraction of thread {thread_id}", "extraction")
+    return await found.finish_extraction(batch, text, model)
+
+
+@learning.tool(ToolAnnotations(title="Reconcile memories", read_only_hint=False, destructive_hint=False))
+async def reconcile_memories(
+    sampled: Annotated[types.CreateMessageResult | None, Resolve(reconcile_sample)],
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("reconcile_memories")],
+    space: Annotated[
+        str | None,
+        Field(description="Reconcile this shared space's facts (writer role); omit for your own."),
+    ] = None,
+) -> ReconcileReport:
+    """Review the user's recent facts for duplicates (merged) and contradictions (the newer wins);
+    losers are superseded, never deleted, and stay in memory_history. Also refreshes the profile."""
+    found = learning_of(ctx)
+    batch = await found.prepare_reconcile(owner)
+    if batch is None:
+        if found.chat is None and not in_call_sampling(ctx):
+            raise BackendUnavailableError(NO_MODEL)
+        return ReconcileReport(model="none", facts_reviewed=0)
+    text, model = await answer(ctx, sampled, batch.prompt, "reconciliation", "reconciliation")
+    report = await found.finish_reconcile(batch, text, model)
+    report.profile_updated = await found.refresh_profile(owner) is not None
+    return report

@@ -1,0 +1,43 @@
+"""Taking memory elsewhere: export as JSON Lines, import an export. Rules in service/portability.py."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from mcp_memory.mcp.tools.arguments import WriteSpace
+from mcp_memory.mcp.tools.dependencies import Member, service_of, writer
+from mcp_memory.mcp.tools.registry import Family
+from mcp_memory.models import Owner
+from mcp_memory.views import ExportResult, ImportResult
+
+portability = Family("portability")
+
+
+@portability.tool(ToolAnnotations(title="Export memories", read_only_hint=True, idempotent_hint=True))
+async def export_memories(
+    ctx: Context[Any, Any],
+    owner: Member,
+    space: Annotated[
+        str | None, Field(description="Export this shared space instead of your own memory.")
+    ] = None,
+) -> ExportResult:
+    """Everything stored for this user (memories with their history and provenance, thread settings)
+    as JSON Lines, to keep or to import elsewhere with import_memories."""
+    return await service_of(ctx).export_memories(owner)
+
+
+@portability.tool(ToolAnnotations(title="Import memories", read_only_hint=False, destructive_hint=False))
+async def import_memories(
+    jsonl: Annotated[str, Field(description="The JSON Lines text export_memories produced.")],
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("import_memories")],
+    dry_run: Annotated[bool, Field(description="Only check the file and count what it holds.")] = False,
+    space: WriteSpace = None,
+) -> ImportResult:
+    """Add the memories of an export to this user's memory (ids are kept, so importing twice stores
+    them once). Everything is checked before anything is written."""
+    return await service_of(ctx).import_memories(owner, jsonl, dry_run)

@@ -1,0 +1,104 @@
+"""Conversation threads: record a turn, read the working memory, keep session data, summarize now.
+The rules (progressive summarization, budgets) are in service/threads.py."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp_types import ToolAnnotations
+from pydantic import Field
+
+from mcp_memory.mcp.tools.arguments import ThreadId, ThreadSpace, WriteSpace
+from mcp_memory.mcp.tools.dependencies import Member, progress_of, service_of, writer
+from mcp_memory.mcp.tools.registry import Family
+from mcp_memory.models import Owner
+from mcp_memory.views import AddTurnResult, SummarizeResult, ThreadDataView, WorkingMemoryView
+
+threads = Family("threads")
+
+
+@threads.tool(ToolAnnotations(title="Add a turn", read_only_hint=False, destructive_hint=False))
+async def add_turn(
+    thread_id: ThreadId,
+    role: Annotated[
+        str, Field(description="Who spoke: user, assistant, tool or system (agent = assistant).")
+    ],
+    content: Annotated[str, Field(description="The message text, verbatim.")],
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("add_turn")],
+    metadata: Annotated[
+        dict[str, Any] | None,
+        Field(description="Optional JSON, e.g. {tool_name, tool_call_id} for tool turns."),
+    ] = None,
+    context_window: Annotated[
+        int | None, Field(description="Your model's context window in tokens; sets the thread's budget.")
+    ] = None,
+    created_at: Annotated[
+        str | None,
+        Field(
+            description="When the turn was said, ISO 8601 (no zone = UTC), to import or replay a "
+            "conversation; omit for now. Not in the future (5 minutes of clock skew allowed), "
+            "not before the thread's latest turn."
+        ),
+    ] = None,
+    space: WriteSpace = None,
+) -> AddTurnResult:
+    """Record one message of the conversation in working and long-term memory. Summarizes the oldest
+    messages automatically when the thread passes its token threshold (summarized=true). A past
+    created_at replays an earlier conversation; a future one is refused and nothing is stored."""
+    return await service_of(ctx).add_turn(
+        owner,
+        thread_id,
+        role,
+        content,
+        metadata,
+        context_window,
+        created_at=created_at,
+        progress=progress_of(ctx),
+    )
+
+
+@threads.tool(ToolAnnotations(title="Get working memory", read_only_hint=True, idempotent_hint=True))
+async def get_working_memory(
+    thread_id: ThreadId,
+    ctx: Context[Any, Any],
+    owner: Member,
+    recent: Annotated[int | None, Field(description="Return only the newest N messages.")] = None,
+    space: ThreadSpace = None,
+) -> WorkingMemoryView:
+    """The thread's running summary and recent messages, with its token usage and threshold."""
+    return await service_of(ctx).get_working_memory(owner, thread_id, recent)
+
+
+@threads.tool(
+    ToolAnnotations(
+        title="Set thread data", read_only_hint=False, destructive_hint=False, idempotent_hint=True
+    )
+)
+async def set_thread_data(
+    thread_id: ThreadId,
+    data: Annotated[dict[str, Any], Field(description="Free JSON for this conversation (replaces the old).")],
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("set_thread_data")],
+    space: ThreadSpace = None,
+) -> ThreadDataView:
+    """Keep small session state with the thread (e.g. {"trip": "Hawaii", "step": 3}); it comes back in
+    get_working_memory as `data` and expires with the thread's working memory."""
+    await service_of(ctx).set_thread_data(owner, thread_id, data)
+    return ThreadDataView(thread_id=thread_id, data=data)
+
+
+@threads.tool(ToolAnnotations(title="Summarize a thread", read_only_hint=False, destructive_hint=False))
+async def summarize_thread(
+    thread_id: ThreadId,
+    ctx: Context[Any, Any],
+    owner: Annotated[Owner, writer("summarize_thread")],
+    keep_recent: Annotated[
+        int | None,
+        Field(description="Keep this many newest messages verbatim (default: by token budget)."),
+    ] = None,
+    space: ThreadSpace = None,
+) -> SummarizeResult:
+    """Fold the thread's older messages into its running summary now. Every turn stays in long term."""
+    return await service_of(ctx).summarize_thread(owner, thread_id, keep_recent, progress=progress_of(ctx))
