@@ -16,14 +16,11 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 
-from mcp_memory.mcp.resources.graph import graph
-from mcp_memory.mcp.resources.learning import learning
-from mcp_memory.mcp.resources.memories import memories
+from mcp_memory.mcp.resources import graph, learning, memories, threads
 from mcp_memory.mcp.resources.registry import register
-from mcp_memory.mcp.resources.threads import threads
 
 
 def register_resources(server: MCPServer[Any], *, graph_resources: bool = True) -> None:
-    register(server, [*threads.resources, *memories.resources, *learning.resources])
+    register(server, [*threads.family.resources, *memories.family.resources, *learning.family.resources])
     if graph_resources:
-        register(server, graph.resources)
+        register(server, graph.family.resources)

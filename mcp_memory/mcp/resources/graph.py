@@ -13,7 +13,7 @@ from mcp_memory.mcp.tools.dependencies import access_of, graph_of, server_of
 from mcp_memory.mcp.uris import GRAPH_URI
 from mcp_memory.models import Owner
 
-graph = ResourceFamily("graph")
+family = ResourceFamily("graph")
 
 
 async def _whole(server: MemoryServer, owner: Owner) -> str:
@@ -23,7 +23,7 @@ async def _whole(server: MemoryServer, owner: Owner) -> str:
     )
 
 
-@graph.resource(
+@family.resource(
     GRAPH_URI,
     name="knowledge-graph",
     title="Knowledge Graph",
@@ -34,7 +34,7 @@ async def knowledge_graph(server: MemoryServer) -> str:
     return await _whole(server, access_of(server).owner(None))
 
 
-@graph.resource(
+@family.resource(
     "memory://spaces/{space}/knowledge-graph",
     name="space_knowledge_graph",
     title="A shared space's knowledge graph",
@@ -46,7 +46,7 @@ async def space_knowledge_graph(space: str, ctx: Context[Any, Any]) -> str:
     return await _whole(server, access_of(server).owner(space))
 
 
-@graph.resource("memory://knowledge-graph/entities/{name}", name="entity", mime_type="application/json")
+@family.resource("memory://knowledge-graph/entities/{name}", name="entity", mime_type="application/json")
 async def entity(name: str, ctx: Context[Any, Any]) -> str:
     """One entity of your graph with each observation's created_at (and author, in a space), its
     relations and the ids of the turns and facts that mention it."""

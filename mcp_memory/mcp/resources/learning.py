@@ -6,10 +6,10 @@ from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.resources.registry import ResourceFamily
 from mcp_memory.mcp.tools.dependencies import learning_of, user_of
 
-learning = ResourceFamily("learning")
+family = ResourceFamily("learning")
 
 
-@learning.resource("memory://profile", name="profile", mime_type="text/plain")
+@family.resource("memory://profile", name="profile", mime_type="text/plain")
 async def profile(server: MemoryServer) -> str:
     """What is known about the user across all threads (empty until facts are learned)."""
     found = learning_of(server)
@@ -20,7 +20,7 @@ async def profile(server: MemoryServer) -> str:
     return current.content if current else ""
 
 
-@learning.resource("memory://learning/status", name="learning_status", mime_type="application/json")
+@family.resource("memory://learning/status", name="learning_status", mime_type="application/json")
 async def learning_status(server: MemoryServer) -> str:
     """Your learning as this server sees it: which model learns (llm, sampling or none), the hourly
     LLM budget (limit, used, remaining, resets_at), which threads' turns wait (how many) and why,

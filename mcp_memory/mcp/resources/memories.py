@@ -12,10 +12,10 @@ from mcp_memory.mcp.resources.registry import ResourceFamily
 from mcp_memory.mcp.tools.dependencies import access_of, server_of, service_of
 from mcp_memory.service import browse
 
-memories = ResourceFamily("memories")
+family = ResourceFamily("memories")
 
 
-@memories.resource("memory://memories/{memory_id}", name="memory", mime_type="application/json")
+@family.resource("memory://memories/{memory_id}", name="memory", mime_type="application/json")
 async def memory(memory_id: str, ctx: Context[Any, Any]) -> str:
     """One long-term memory by id (turn ids come from add_turn and search_memory), of your own memory
     or of a space you are a member of."""
@@ -23,7 +23,7 @@ async def memory(memory_id: str, ctx: Context[Any, Any]) -> str:
     return json.dumps(found.public())
 
 
-@memories.resource("memory://facts", name="facts", mime_type="text/plain")
+@family.resource("memory://facts", name="facts", mime_type="text/plain")
 async def facts(server: MemoryServer) -> str:
     """The facts known about you now, one line each, newest first: content (kind, since date, id)."""
     return await browse.facts_text(server.service.stores.long_term, access_of(server).readable())

@@ -11,11 +11,11 @@ from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.resources.registry import ResourceFamily
 from mcp_memory.mcp.tools.dependencies import access_of, server_of, service_of, user_of
 
-threads = ResourceFamily("threads")
+family = ResourceFamily("threads")
 JSON, TEXT = "application/json", "text/plain"
 
 
-@threads.resource("memory://threads", name="threads", mime_type=JSON)
+@family.resource("memory://threads", name="threads", mime_type=JSON)
 async def thread_list(server: MemoryServer) -> str:
     """This user's threads and those of the shared spaces they are a member of, newest first (each
     says its space: null for the user's own)."""
@@ -23,27 +23,27 @@ async def thread_list(server: MemoryServer) -> str:
     return json.dumps([t.model_dump(mode="json") for t in found])
 
 
-@threads.resource("memory://threads/{thread_id}", name="working_memory", mime_type=JSON)
+@family.resource("memory://threads/{thread_id}", name="working_memory", mime_type=JSON)
 async def thread(thread_id: str, ctx: Context[Any, Any]) -> str:
     """A thread's working memory: summary, recent messages, token usage."""
     view = await service_of(ctx).get_working_memory(user_of(server_of(ctx)), thread_id)
     return view.model_dump_json()
 
 
-@threads.resource("memory://threads/{thread_id}/summary", name="thread_summary", mime_type=TEXT)
+@family.resource("memory://threads/{thread_id}/summary", name="thread_summary", mime_type=TEXT)
 async def thread_summary(thread_id: str, ctx: Context[Any, Any]) -> str:
     """A thread's running summary as plain text (empty until the thread is first summarized)."""
     return (await service_of(ctx).get_working_memory(user_of(server_of(ctx)), thread_id, recent=0)).summary
 
 
-@threads.resource("memory://spaces/{space}/threads/{thread_id}", name="space_working_memory", mime_type=JSON)
+@family.resource("memory://spaces/{space}/threads/{thread_id}", name="space_working_memory", mime_type=JSON)
 async def space_thread(space: str, thread_id: str, ctx: Context[Any, Any]) -> str:
     """A shared space's thread: summary, recent messages (each with its author), token usage."""
     owner = access_of(server_of(ctx)).owner(space)
     return (await service_of(ctx).get_working_memory(owner, thread_id)).model_dump_json()
 
 
-@threads.resource(
+@family.resource(
     "memory://spaces/{space}/threads/{thread_id}/summary", name="space_thread_summary", mime_type=TEXT
 )
 async def space_thread_summary(space: str, thread_id: str, ctx: Context[Any, Any]) -> str:

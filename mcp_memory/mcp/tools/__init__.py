@@ -23,26 +23,21 @@ from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 
-from mcp_memory.mcp.tools.forget import forgetting
-from mcp_memory.mcp.tools.graph import graph
-from mcp_memory.mcp.tools.learning import learning
-from mcp_memory.mcp.tools.portability import portability
+from mcp_memory.mcp.tools import forget, graph, learning, portability, search, threads
 from mcp_memory.mcp.tools.registry import ToolSpec, register
-from mcp_memory.mcp.tools.search import search
-from mcp_memory.mcp.tools.threads import threads
 
 Profile = Literal["core", "standard", "all"]
 
 # Listed in this order (the order clients see).
 ALL_TOOLS: tuple[ToolSpec, ...] = (
-    *threads.tools,
-    *search.tools,
-    *forgetting.tools,
-    *portability.tools,
-    *learning.tools,
-    *graph.tools,
+    *threads.family.tools,
+    *search.family.tools,
+    *forget.family.tools,
+    *portability.family.tools,
+    *learning.family.tools,
+    *graph.family.tools,
 )
-GRAPH_TOOLS = frozenset(spec.name for spec in graph.tools)
+GRAPH_TOOLS = frozenset(spec.name for spec in graph.family.tools)
 
 CORE = frozenset(
     {

@@ -15,10 +15,10 @@ from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
 from mcp_memory.views import ForgetResult
 
-forgetting = Family("forget")
+family = Family("forget")
 
 
-@forgetting.tool(
+@family.tool(
     ToolAnnotations(title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True)
 )
 async def forget(
@@ -43,7 +43,7 @@ async def forget(
     return await service_of(ctx).forget(owner, memory_id, thread_id, everything, dry_run)
 
 
-@forgetting.tool(
+@family.tool(
     ToolAnnotations(
         title="Forget a user (admin)", read_only_hint=False, destructive_hint=True, idempotent_hint=True
     )

@@ -35,7 +35,7 @@ from mcp_memory.views import (
     RelationView,
 )
 
-graph = Family("graph")
+family = Family("graph")
 
 GraphSpace = Annotated[
     str | None,
@@ -87,7 +87,7 @@ def _graph_result(found: GraphResult) -> CallToolResult:
     return _result(shown, shown)
 
 
-@graph.tool(
+@family.tool(
     WRITE,
     title="Create Entities",
     description="Create multiple new entities in the knowledge graph",
@@ -102,7 +102,7 @@ async def create_entities(
     return _listed("entities", list(await graph_of(server_of(ctx)).create_entities(owner, entities)))
 
 
-@graph.tool(
+@family.tool(
     WRITE,
     title="Create Relations",
     description="Create multiple new relations between entities in the knowledge graph. "
@@ -119,7 +119,7 @@ async def create_relations(
     return _listed("relations", list(created), by_alias=True)
 
 
-@graph.tool(
+@family.tool(
     WRITE,
     title="Add Observations",
     description="Add new observations to existing entities in the knowledge graph",
@@ -134,7 +134,7 @@ async def add_observations(
     return _listed("results", list(await graph_of(server_of(ctx)).add_observations(owner, observations)))
 
 
-@graph.tool(
+@family.tool(
     DELETE,
     title="Delete Entities",
     description="Delete multiple entities and their associated relations from the knowledge graph",
@@ -150,7 +150,7 @@ async def delete_entities(
     return _deleted("Entities")
 
 
-@graph.tool(
+@family.tool(
     DELETE,
     title="Delete Observations",
     description="Delete specific observations from entities in the knowledge graph",
@@ -168,7 +168,7 @@ async def delete_observations(
     return _deleted("Observations")
 
 
-@graph.tool(
+@family.tool(
     DELETE,
     title="Delete Relations",
     description="Delete multiple relations from the knowledge graph",
@@ -184,7 +184,7 @@ async def delete_relations(
     return _deleted("Relations")
 
 
-@graph.tool(READ, title="Read Graph", description="Read the entire knowledge graph", reference=True)
+@family.tool(READ, title="Read Graph", description="Read the entire knowledge graph", reference=True)
 async def read_graph(
     ctx: Context[Any, Any],
     limit: Limit = None,
@@ -196,7 +196,7 @@ async def read_graph(
     return _graph_result(await graph_of(server_of(ctx)).read_graph(owner, Page(limit, cursor, max_tokens)))
 
 
-@graph.tool(
+@family.tool(
     READ,
     title="Search Nodes",
     description="Search for nodes in the knowledge graph based on a query",
@@ -219,7 +219,7 @@ async def search_nodes(
     )
 
 
-@graph.tool(
+@family.tool(
     READ,
     title="Open Nodes",
     description="Open specific nodes in the knowledge graph by their names",

@@ -27,7 +27,7 @@ from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
 from mcp_memory.views import ExtractionReport, HistoryResult, MemoryView, ReconcileReport, WrittenMemory
 
-learning = Family("learning")
+family = Family("learning")
 
 NO_MODEL = (
     "fact extraction is off: no LLM is configured (MCP_MEMORY_LLM__PROVIDER) and this client does not "
@@ -113,7 +113,7 @@ async def reconcile_sample(ctx: Context[Any, Any], space: str | None = None) -> 
 # ---- explicit memories and revisions -------------------------------------------------------------
 
 
-@learning.tool(ToolAnnotations(title="Remember", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(title="Remember", read_only_hint=False, destructive_hint=False))
 async def remember(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("remember")],
@@ -132,7 +132,7 @@ async def remember(
     return await learning_of(ctx).editor.remember(owner, content, type, thread_id)
 
 
-@learning.tool(ToolAnnotations(title="Update a memory", read_only_hint=False, destructive_hint=True))
+@family.tool(ToolAnnotations(title="Update a memory", read_only_hint=False, destructive_hint=True))
 async def update_memory(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("update_memory")],
@@ -145,7 +145,7 @@ async def update_memory(
     return await learning_of(ctx).editor.update(owner, memory_id, content)
 
 
-@learning.tool(ToolAnnotations(title="Memory history", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(title="Memory history", read_only_hint=True, idempotent_hint=True))
 async def memory_history(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, reader("memory_history")],
@@ -156,7 +156,7 @@ async def memory_history(
     return await learning_of(ctx).editor.history(owner, memory_id)
 
 
-@learning.tool(ToolAnnotations(title="Roll a memory back", read_only_hint=False, destructive_hint=True))
+@family.tool(ToolAnnotations(title="Roll a memory back", read_only_hint=False, destructive_hint=True))
 async def rollback_memory(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("rollback_memory")],
@@ -172,7 +172,7 @@ async def rollback_memory(
 # ---- on demand: extraction and reconciliation ----------------------------------------------------
 
 
-@learning.tool(ToolAnnotations(title="Extract memories", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(title="Extract memories", read_only_hint=False, destructive_hint=False))
 async def extract_memories(
     thread_id: Annotated[str, Field(description="The conversation to learn from.")],
     sampled: Annotated[types.CreateMessageResult | None, Resolve(extraction_sample)],
@@ -195,7 +195,7 @@ async def extract_memories(
     return await found.finish_extraction(batch, text, model)
 
 
-@learning.tool(ToolAnnotations(title="Reconcile memories", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(title="Reconcile memories", read_only_hint=False, destructive_hint=False))
 async def reconcile_memories(
     sampled: Annotated[types.CreateMessageResult | None, Resolve(reconcile_sample)],
     ctx: Context[Any, Any],

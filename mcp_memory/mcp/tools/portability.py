@@ -14,10 +14,10 @@ from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
 from mcp_memory.views import ExportResult, ImportResult
 
-portability = Family("portability")
+family = Family("portability")
 
 
-@portability.tool(ToolAnnotations(title="Export memories", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(title="Export memories", read_only_hint=True, idempotent_hint=True))
 async def export_memories(
     ctx: Context[Any, Any],
     owner: Member,
@@ -30,7 +30,7 @@ async def export_memories(
     return await service_of(ctx).export_memories(owner)
 
 
-@portability.tool(ToolAnnotations(title="Import memories", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(title="Import memories", read_only_hint=False, destructive_hint=False))
 async def import_memories(
     jsonl: Annotated[str, Field(description="The JSON Lines text export_memories produced.")],
     ctx: Context[Any, Any],

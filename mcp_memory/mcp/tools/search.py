@@ -15,10 +15,10 @@ from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.service import browse
 from mcp_memory.views import MemoryPage, SearchResult
 
-search = Family("search")
+family = Family("search")
 
 
-@search.tool(ToolAnnotations(title="Search memory", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(title="Search memory", read_only_hint=True, idempotent_hint=True))
 async def search_memory(
     query: Annotated[str, Field(description='What to look for; "quoted phrases" must match exactly.')],
     ctx: Context[Any, Any],
@@ -73,7 +73,7 @@ async def search_memory(
     )
 
 
-@search.tool(ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True))
 async def list_memories(
     ctx: Context[Any, Any],
     owners: Readable,

@@ -15,10 +15,10 @@ from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
 from mcp_memory.views import AddTurnResult, SummarizeResult, ThreadDataView, WorkingMemoryView
 
-threads = Family("threads")
+family = Family("threads")
 
 
-@threads.tool(ToolAnnotations(title="Add a turn", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(title="Add a turn", read_only_hint=False, destructive_hint=False))
 async def add_turn(
     thread_id: ThreadId,
     role: Annotated[
@@ -59,7 +59,7 @@ async def add_turn(
     )
 
 
-@threads.tool(ToolAnnotations(title="Get working memory", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(title="Get working memory", read_only_hint=True, idempotent_hint=True))
 async def get_working_memory(
     thread_id: ThreadId,
     ctx: Context[Any, Any],
@@ -71,7 +71,7 @@ async def get_working_memory(
     return await service_of(ctx).get_working_memory(owner, thread_id, recent)
 
 
-@threads.tool(
+@family.tool(
     ToolAnnotations(
         title="Set thread data", read_only_hint=False, destructive_hint=False, idempotent_hint=True
     )
@@ -89,7 +89,7 @@ async def set_thread_data(
     return ThreadDataView(thread_id=thread_id, data=data)
 
 
-@threads.tool(ToolAnnotations(title="Summarize a thread", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(title="Summarize a thread", read_only_hint=False, destructive_hint=False))
 async def summarize_thread(
     thread_id: ThreadId,
     ctx: Context[Any, Any],
