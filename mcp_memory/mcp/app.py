@@ -18,7 +18,7 @@ from mcp_memory.config import Settings
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.middleware.call_metrics import CallMetrics
 from mcp_memory.mcp.middleware.client_log import install_client_log
-from mcp_memory.mcp.scope_guard import ToolScopes
+from mcp_memory.mcp.middleware.scopes import ToolScopes
 from mcp_memory.mcp.subscriptions import ReplicaBus
 from mcp_memory.service.memory_service import MemoryService
 

@@ -18,9 +18,9 @@ from mcp_memory.mcp.completions import register_completions
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.middleware.rate_limit import RateLimit
 from mcp_memory.mcp.middleware.request_log import RequestLog
+from mcp_memory.mcp.middleware.scopes import ScopeGuard
 from mcp_memory.mcp.prompts import register_prompts
 from mcp_memory.mcp.resources import register_resources
-from mcp_memory.mcp.scope_guard import ScopeGuard
 from mcp_memory.mcp.subscriptions import ReplicaBus
 from mcp_memory.mcp.tools import register_tools
 from mcp_memory.mcp.uris import graph_change_uri, thread_uri

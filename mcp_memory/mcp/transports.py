@@ -26,7 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
 from mcp_memory.mcp.middleware.admission import Admission
-from mcp_memory.mcp.oauth_guard import ResourceGuard, metadata_routes
+from mcp_memory.mcp.middleware.oauth import ResourceGuard, metadata_routes
 from mcp_memory.mcp.routes import PATH, add_readiness_route, exposition, metrics_route
 from mcp_memory.mcp.server import MemoryServer
 from mcp_memory.observability.tracing import open_tracing

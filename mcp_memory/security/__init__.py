@@ -12,7 +12,7 @@ context variable that holds the running request's token).
 - `http.py`: the one HTTP client helper for talking to the identity provider (injectable for tests).
 - `oauth/`: the identity provider (issuer metadata and keys), token claims, the JWT and introspection
   verifiers, and the RFC 6750 bearer challenges.
-The SDK and ASGI plumbing that applies these stays in the MCP layer: `mcp/scope_guard.py` (scopes per
-tool, before it runs) and `mcp/oauth_guard.py` (the guard in front of the endpoints, the
+The SDK and ASGI plumbing that applies these stays in the MCP layer: `mcp/middleware/scopes.py` (scopes per
+tool, before it runs) and `mcp/middleware/oauth.py` (the guard in front of the endpoints, the
 protected-resource metadata); `mcp-memory token` is `cli/tokens.py`.
 """

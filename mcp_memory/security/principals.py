@@ -2,7 +2,7 @@
 
 Two ways in on SSE and streamable HTTP, one principal model: static tokens configured as SHA-256
 hashes (`static_tokens.py`), and access tokens of the organisation's identity provider (`oauth/`). The
-guard in front of the MCP endpoints (`mcp/oauth_guard.py`) verifies each request's token and keeps the
+guard in front of the MCP endpoints (`mcp/middleware/oauth.py`) verifies each request's token and keeps the
 resulting `AccessToken` where the SDK keeps it (a context variable); `current_principal()` reads it
 back wherever a tool, resource or prompt runs. On stdio there is no token, and the principal is the
 configured single user.
@@ -15,7 +15,7 @@ user's memories but is never an admin: whoever can reach an unauthenticated endp
 trusted with every user's data. Admin work needs an admin token, or the `mcp-memory forget-user`
 command run by someone with access to the backends.
 Which scope each tool, resource and prompt needs is decided before it runs by the scope guard
-(`mcp/scope_guard.py`); over HTTP the guard in front has already refused such a request with a 403
+(`mcp/middleware/scopes.py`); over HTTP the guard in front has already refused such a request with a 403
 challenge.
 """
 

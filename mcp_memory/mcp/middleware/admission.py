@@ -43,7 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.config import AdmissionSettings
 from mcp_memory.mcp.middleware.request_body import messages_or_413, tool_called
-from mcp_memory.mcp.scope_guard import ToolScopes
+from mcp_memory.mcp.middleware.scopes import ToolScopes
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.security.principals import READ
 

@@ -11,6 +11,6 @@ The MCP authorization specification (2025-03-26 to 2026-07-28; RFC 9728, 8707, 6
 - `bearer.py`: the bearer token of a request, and the 401 and 403 challenges (RFC 6750) with
   resource_metadata and scope.
 The ASGI guard in front of the MCP endpoints (per-tool scopes before anything runs) and the
-protected-resource metadata document are the MCP layer's (`mcp/oauth_guard.py`). The explorer (/ui)
+protected-resource metadata document are the MCP layer's (`mcp/middleware/oauth.py`). The explorer (/ui)
 signs in against the same issuer with authorization code + PKCE (`ui/signin.py`).
 """

@@ -4,7 +4,7 @@
 the 401 and 403 answers with their `WWW-Authenticate` header (RFC 6750 section 3, RFC 9728 section
 5.1): `resource_metadata` pointing to the protected-resource metadata document when an identity
 provider is configured, and `scope` naming what the client should ask for. The guard in front of the
-MCP endpoints (`mcp/oauth_guard.py`), the /metrics endpoint and the explorer (`ui/guard.py`) answer
+MCP endpoints (`mcp/middleware/oauth.py`), the /metrics endpoint and the explorer (`ui/guard.py`) answer
 with the same challenges.
 """
 

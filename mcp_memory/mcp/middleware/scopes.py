@@ -16,10 +16,11 @@ from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_REQUEST, CallToolResult, TextContent
+from mcp_types import INVALID_REQUEST, CallToolResult
 from starlette.requests import Request
 
 from mcp_memory.config import Settings
+from mcp_memory.mcp.middleware.results import error_result
 from mcp_memory.observability.metrics import REFUSED, note_outcome
 from mcp_memory.security.principals import ADMIN, READ, WRITE, Principal, current_principal
 
@@ -78,7 +79,7 @@ class ScopeGuard:
             if refusal is not None:
                 log.info("refused tool %s: %s", name, refusal)
                 note_outcome(REFUSED)
-                return CallToolResult(content=[TextContent(type="text", text=refusal)], is_error=True)
+                return error_result(refusal)
         elif ctx.method in READING_METHODS and not current_principal(self._settings).may(READ):
             note_outcome(REFUSED)
             raise MCPError(code=INVALID_REQUEST, message="this token may not read memories (no read scope)")
