@@ -84,7 +84,7 @@ async def fetch_json(http: Http, url: str) -> dict[str, Any]:
     except Unreachable as e:
         cause = e.cause
         raise IssuerUnavailable(
-            f"the identity provider did not answer at {url}: {cause or type(cause).__name__}"
+            f"the identity provider did not answer at {url}: {str(cause) or type(cause).__name__}"
         ) from cause
     if response.status_code != 200:
         raise IssuerUnavailable(f"the identity provider answered {response.status_code} at {url}")
