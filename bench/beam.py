@@ -69,7 +69,7 @@ from mcp_memory.search.passages import passages
 
 TOP = 20
 READ_TIMEOUT_SECONDS = 600.0  # the first search waits for a whole conversation to be embedded
-# The server's line for each request (mcp/observability.py, RequestLog).
+# The server's line for each request (mcp/middleware/request_log.py, RequestLog).
 REQUEST_LINE = re.compile(r"method=tools/call target=(\S+) .*? outcome=ok ms=([0-9.]+)")
 TIMED = ("add_turn", "search_memory")
 

@@ -6,7 +6,7 @@ The four rows of the throughput table in docs/benchmarks.md ("A team on one serv
 - writes: every user adds turns to their own thread flat out (turns/s, p50, p99, shed, lost: turns
   acknowledged but not in the store afterwards, counted in the SQLite file once the server stopped);
 - searches: every user searches flat out over what was written (searches/s, p50, p99, shed: reads
-  answered 503 with Retry-After by admission, mcp/admission.py);
+  answered 503 with Retry-After by admission, mcp/middleware/admission.py);
 - paced team: every user makes one call a second (a turn, then a search), starts spread over the
   first second (p50, p99);
 - one user (once): sequential add_turn and search_memory over HTTP, and the same calls through the

@@ -224,7 +224,7 @@ class SearchSettings(BaseModel):
 
 
 class AdmissionSettings(BaseModel):
-    """How the streamable-HTTP endpoint takes requests in under load (mcp/admission.py)."""
+    """How the streamable-HTTP endpoint takes requests in under load (mcp/middleware/admission.py)."""
 
     concurrent_requests: int | None = Field(
         default=None,

@@ -1,4 +1,4 @@
-"""Admission through the real `mcp-memory serve --transport http` process (mcp/admission.py): under
+"""Admission through the real `mcp-memory serve --transport http` process (mcp/middleware/admission.py): under
 overload a read is answered 503 with Retry-After and a JSON-RPC error naming the wait, which the MCP
 client reports as the call's error; writes are never refused and every acknowledged one is stored."""
 

@@ -1,5 +1,5 @@
 """Log levels for 2025-protocol clients, against the real `mcp-memory` process over stdio, SSE and
-streamable HTTP: the client sets a level, and only the messages at or above it arrive (mcp/client_log.py;
+streamable HTTP: the client sets a level, and only the messages at or above it arrive (mcp/middleware/client_log.py;
 the in-process tests in tests/unit/test_client_log.py cover every level and kind of message)."""
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from tests.services.server_process import NetworkServer
 # Scenarios that check the protocol itself, whatever tools, resources and prompts a server has.
 SCENARIOS = (
     "server-initialize",
-    "logging-set-level",  # logging/setLevel for 2025 clients (mcp/client_log.py)
+    "logging-set-level",  # logging/setLevel for 2025 clients (mcp/middleware/client_log.py)
     "ping",
     "completion-complete",  # asks about the suite's prompt; a well-formed (empty) answer is what it checks
     "tools-list",

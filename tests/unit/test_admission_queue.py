@@ -1,4 +1,4 @@
-"""The fair queue behind admission (mcp/admission.py): turns round-robin across users, arrival order
+"""The fair queue behind admission (mcp/middleware/admission.py): turns round-robin across users, arrival order
 within one, reads shed past the longest wait, writes never, and nothing leaked by a cancelled waiter."""
 
 from __future__ import annotations

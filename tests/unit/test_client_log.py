@@ -1,4 +1,4 @@
-"""Log messages to 2025-protocol clients (mcp/client_log.py), through a real MCP client in process:
+"""Log messages to 2025-protocol clients (mcp/middleware/client_log.py), through a real MCP client in process:
 `logging/setLevel` filters the `notifications/message` a session receives, per session; an unknown level
 is -32602 Invalid params; the messages never carry memory text; 2026 clients see no client logging."""
 
