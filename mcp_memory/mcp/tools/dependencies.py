@@ -71,33 +71,24 @@ def owner_of(
     return access_of(server_of(ctx)).owner(space, need, doing=doing)
 
 
-@functools.cache  # one marker per tool, however often its annotations are evaluated
+@functools.cache  # one marker per (role, tool), however often the tool's annotations are evaluated
+def _role(need: SpaceRole, doing: str) -> Resolve:
+    @resolver
+    def owner(ctx: Context[Any, Any], space: str | None = None) -> Owner:
+        return access_of(server_of(ctx)).owner(space, need, doing=doing)
+
+    owner.__name__ = owner.__qualname__ = f"{need}_for_{doing}"
+    return Resolve(owner)
+
+
 def writer(doing: str) -> Resolve:
     """The memory a write goes to: the caller's own, or a space where it holds the writer role."""
-
-    @resolver
-    def writer(ctx: Context[Any, Any], space: str | None = None) -> Owner:
-        return access_of(server_of(ctx)).owner(space, "writer", doing=doing)
-
-    writer.__name__ = writer.__qualname__ = f"writer_for_{doing}"
-    return Resolve(writer)
+    return _role("writer", doing)
 
 
-@functools.cache
 def reader(doing: str) -> Resolve:
     """One owner's memory to read, named in refusals by what the tool does."""
-
-    @resolver
-    def member(ctx: Context[Any, Any], space: str | None = None) -> Owner:
-        return access_of(server_of(ctx)).owner(space, "reader", doing=doing)
-
-    member.__name__ = member.__qualname__ = f"reader_for_{doing}"
-    return Resolve(member)
-
-
-@resolver
-def _member(ctx: Context[Any, Any], space: str | None = None) -> Owner:
-    return access_of(server_of(ctx)).owner(space)
+    return _role("reader", doing)
 
 
 @resolver
@@ -105,7 +96,7 @@ def _readable(ctx: Context[Any, Any], space: str | None = None) -> list[Owner]:
     return access_of(server_of(ctx)).readable(space)
 
 
-Member = Annotated[Owner, Resolve(_member)]
+Member = Annotated[Owner, _role("reader", "this")]
 """One owner's memory to read: the caller's own, or a space it is a member of."""
 Readable = Annotated[list[Owner], Resolve(_readable)]
 """What a read sees: the caller's memory and every space it reads, or the one space named."""
