@@ -15,8 +15,8 @@ from mcp_memory.models import SearchQuery
 from mcp_memory.search.fusion import rrf, score_fusion
 from mcp_memory.search.passages import ROWID_MASK, best_hits, best_per_memory
 from mcp_memory.search.rows import RowFilter
-from mcp_memory.search.terms import keywords
-from mcp_memory.search.text_index import TextIndex, query_terms, terms
+from mcp_memory.search.terms import keywords, query_terms, terms
+from mcp_memory.search.text_index import TextIndex
 from mcp_memory.search.vector_index import VectorIndex
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match

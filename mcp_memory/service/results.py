@@ -18,8 +18,7 @@ from mcp_memory.errors import NotFoundError
 from mcp_memory.models import Hit, Memory, SearchMode
 from mcp_memory.search.budget import fit_budget
 from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, relevance, term_overlap
-from mcp_memory.search.terms import keywords
-from mcp_memory.search.text_index import query_terms
+from mcp_memory.search.terms import keywords, query_terms
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.views import SearchHit
 
