@@ -30,7 +30,9 @@ from locomo import index_conversation
 from mcp_memory.config import Settings
 from mcp_memory.models import Hit
 from mcp_memory.search import relevance
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import HitSignals
+from mcp_memory.search.terms import QueryTerms
 from mcp_memory.service import results
 from mcp_memory.service.assembly import open_service
 
@@ -66,17 +68,30 @@ async def collect(data: Path, mode: str) -> list[tuple[int, list[list[HitSignals
                 for qa in sample["qa"]:
                     if not qa.get("evidence") or qa["category"] not in (1, 2, 3, 4):
                         continue
-                    found = await service.search(user, qa["question"], types=["turn"], limit=10, mode=mode)
-                    hits = [
-                        Hit(memory=await service.stores.long_term.get(user, h.id), score=0.0)
-                        for h in found.results
-                    ]
+                    found = await service.search(
+                        SearchQuery.of(
+                            user,
+                            qa["question"],
+                            types=["turn"],
+                            limit=10,
+                            mode=mode,
+                            settings=service.settings,
+                        )
+                    )
                     vector = None
                     if mode != "text":
-                        vector = (await service.embedder.embed([qa["question"]]))[0].tolist()
-                    signals.append(
-                        await results.signals_of(service.stores.long_term, user, qa["question"], vector, hits)
-                    )
+                        vector = np.asarray(
+                            (await service.embedder.embed([qa["question"]]))[0], dtype=np.float32
+                        )
+                    hits = []
+                    for h in found.results:
+                        memory = await service.stores.long_term.get(user, h.id)
+                        cosine = None
+                        if vector is not None and memory.embedding is not None:
+                            cosine = float(np.dot(vector, np.asarray(memory.embedding, dtype=np.float32)))
+                        hits.append(Hit(memory=memory, score=0.0, cosine=cosine))
+                    terms = QueryTerms.of(qa["question"]).matched
+                    signals.append(results.signals_of(terms, hits, vector is not None))
                     evidence = set(qa["evidence"])
                     labels.append([ids.get(h.id) in evidence for h in found.results])
                 out.append((number, signals, labels))

@@ -27,7 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import locomo, stored_turns, turns
 from latency import cpu, percentiles
 
-from mcp_memory.models import EmbeddingSpec, Memory, SearchQuery
+from mcp_memory.models import EmbeddingSpec, Memory
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite import db as sqlite_db
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore, _row
@@ -91,9 +92,9 @@ async def phrase_searches(path: Path, phrases: list[str]) -> dict[str, float]:
     async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, spec) as store:
         times = []
         for phrase in [phrases[0], *phrases]:  # the first builds the index: not timed
-            query = SearchQuery(user_id="bench", text=f'"{phrase}"', phrases=[phrase], mode="text")
+            query = SearchQuery(text=f'"{phrase}"', phrases=[phrase], mode="text")
             began = time.perf_counter()
-            await store.search(query, None)
+            await store.search("bench", query, None)
             times.append(time.perf_counter() - began)
     return percentiles(times[1:])
 

@@ -27,6 +27,7 @@ import anyio
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 
 MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
@@ -73,7 +74,9 @@ async def measure(name: str, threads: dict[str, list[str]]) -> None:
                         print(f"{thread}: {refused}", file=sys.stderr)
                         continue
                     count += 1
-            await service.search("bench", "warm the indexes", limit=1)  # waits for the vectors, builds
+            await service.search(
+                SearchQuery.of("bench", "warm the indexes", limit=1, settings=service.settings)
+            )  # waits for the vectors, builds
             store: Any = service.stores.long_term
             indexes = store.indexes
             held = indexes.memory_bytes()

@@ -35,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _corpus import locomo, queries, turns
 
 from mcp_memory.config import Settings, WorkingSettings
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 
 USER = "bench"
@@ -134,7 +135,9 @@ async def run(
                     search_times[mode] = []
                     for query in probe:
                         began = time.perf_counter()
-                        await service.search(USER, query, limit=10, mode=mode)
+                        await service.search(
+                            SearchQuery.of(USER, query, limit=10, mode=mode, settings=service.settings)
+                        )
                         search_times[mode].append(time.perf_counter() - began)
                 get_times = []
                 for i in range(samples):
@@ -182,7 +185,7 @@ async def first_search(query: str, mode: str) -> None:
     """The child's side of first_search_elsewhere: settings from the environment, one timed search."""
     async with open_service(Settings()) as service:
         began = time.perf_counter()
-        await service.search(USER, query, limit=10, mode=mode)
+        await service.search(SearchQuery.of(USER, query, limit=10, mode=mode, settings=service.settings))
         print(time.perf_counter() - began)
 
 

@@ -29,6 +29,7 @@ from typing import Any
 import anyio
 
 from mcp_memory.config import GraphSettings, SearchSettings, Settings
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 
@@ -84,7 +85,10 @@ async def evaluate(
             if not qa.get("evidence"):
                 continue
             began = time.perf_counter()
-            found = await service.search(user, qa["question"], types=["turn"], limit=max(KS), mode=mode)
+            asked = SearchQuery.of(
+                user, qa["question"], types=["turn"], limit=max(KS), mode=mode, settings=service.settings
+            )
+            found = await service.search(asked)
             latencies.append(time.perf_counter() - began)
             ranked = [ids[user].get(hit.id, "") for hit in found.results]
             per_category[qa["category"]].append(score(ranked, qa["evidence"]))

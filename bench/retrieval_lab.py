@@ -29,8 +29,8 @@ from mcp_memory.config import EmbeddingSettings
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
 from mcp_memory.search.fusion import minmax
 from mcp_memory.search.rows import RowFilter
-from mcp_memory.search.terms import date_words, keywords
-from mcp_memory.search.text_index import Document, TextIndex, query_terms, terms
+from mcp_memory.search.terms import date_words, keywords, query_terms, terms
+from mcp_memory.search.text_index import Document, TextIndex
 
 SPLIT_A = {"conv-26", "conv-41", "conv-43"}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}

@@ -47,7 +47,8 @@ from latency import percentiles, rss_mb
 
 from mcp_memory.config import LongTermSettings, SecuritySettings, Settings
 from mcp_memory.llm.onnx_minilm import MODEL_NAME
-from mcp_memory.models import EmbeddingSpec, Memory, SearchQuery
+from mcp_memory.models import EmbeddingSpec, Memory
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
@@ -123,7 +124,7 @@ async def timed(store: SqliteLongTermStore, queries: list[SearchQuery], vectors:
     times = []
     for query, vector in zip(queries, vectors, strict=True):
         began = time.perf_counter()
-        await store.search(query, vector.tolist() if query.mode != "text" else None)
+        await store.search(USER, query, vector.tolist() if query.mode != "text" else None)
         times.append(time.perf_counter() - began)
     return times
 
@@ -157,23 +158,22 @@ async def run(args: argparse.Namespace) -> list[dict[str, Any]]:
                     count += batch
                 fill_s = time.perf_counter() - began
                 began = time.perf_counter()
-                probe = SearchQuery(user_id=USER, text=questions[0], mode="hybrid")
-                await store.search(probe, query_vectors[0].tolist())  # builds or catches up: timed apart
+                probe = SearchQuery(text=questions[0], mode="hybrid")
+                await store.search(
+                    USER, probe, query_vectors[0].tolist()
+                )  # builds or catches up: timed apart
                 index_s = time.perf_counter() - began
                 await store.indexes.snapshot(USER)
                 await store.indexes.saved()
                 by_mode: dict[str, dict[str, float]] = {}
                 for mode in ("vector", "hybrid", "text"):
-                    queries = [
-                        SearchQuery(user_id=USER, text=questions[k], mode=mode, limit=10)
-                        for k in range(SEARCHES)
-                    ]
+                    queries = [SearchQuery(text=questions[k], mode=mode, limit=10) for k in range(SEARCHES)]
                     by_mode[mode] = percentiles(await timed(store, queries, query_vectors))
                 matrix = np.concatenate(stored)
                 recall, gaps = [], []
                 for k in range(SEARCHES):
-                    query = SearchQuery(user_id=USER, text=questions[0], mode="vector", limit=10)
-                    found = [h.memory.id for h in await store.search(query, query_vectors[k].tolist())]
+                    query = SearchQuery(text=questions[0], mode="vector", limit=10)
+                    found = [h.memory.id for h in await store.search(USER, query, query_vectors[k].tolist())]
                     cosines = matrix @ query_vectors[k]
                     exact = np.argpartition(-cosines, 10)[:10]
                     recall.append(len(set(found) & {f"m{i}" for i in exact}) / 10)
@@ -238,9 +238,9 @@ async def writes_and_catch_up(
         await store.put([memory])
         writes.append(time.perf_counter() - began)
     searches = []
-    query = SearchQuery(user_id=USER, text=texts[3], mode="hybrid")
+    query = SearchQuery(text=texts[3], mode="hybrid")
     vector = vectors[0].tolist()
-    await store.search(query, vector)  # caught up with its own writes first
+    await store.search(USER, query, vector)  # caught up with its own writes first
     async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, SPEC, **ann) as other:
         for i in range(CATCH_UPS):
             j = CATCH_UPS + i
@@ -248,7 +248,7 @@ async def writes_and_catch_up(
                 list(turns(texts, count + j, 1, vectors[j : j + 1], contents and contents[j : j + 1]))
             )
             began = time.perf_counter()
-            await store.search(query, vector)
+            await store.search(USER, query, vector)
             searches.append(time.perf_counter() - began)
     return writes, searches
 
@@ -302,14 +302,14 @@ async def first_search(path: Path, question: str, vector: list[float], ann: dict
     """The child: open, search once (timed), then 100 more searches: a serving process's RSS."""
     began = time.perf_counter()
     async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, SPEC, **ann) as store:
-        await store.search(SearchQuery(user_id=USER, text=question, mode="hybrid"), vector)
+        await store.search(USER, SearchQuery(text=question, mode="hybrid"), vector)
         seconds = time.perf_counter() - began
         first_rss = rss_mb()
         rng = np.random.default_rng(6)
         for _ in range(100):
             other = rng.standard_normal(DIMENSION).astype(np.float32)
-            query = SearchQuery(user_id=USER, text=question, mode="hybrid")
-            await store.search(query, (other / np.linalg.norm(other)).tolist())
+            query = SearchQuery(text=question, mode="hybrid")
+            await store.search(USER, query, (other / np.linalg.norm(other)).tolist())
         report = {
             "seconds": round(seconds, 3),
             "rss_mb_after_first": round(first_rss),

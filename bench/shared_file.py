@@ -72,6 +72,7 @@ from mcp_memory import safety
 from mcp_memory import validation as check
 from mcp_memory.config import Settings
 from mcp_memory.models import Memory, utcnow
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.terms import date_words
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
@@ -386,7 +387,7 @@ async def foreign_writes(
             warm_times = []
             for q in questions[:3]:
                 t0 = time.perf_counter()
-                await service.search(USER, q, limit=10)
+                await service.search(SearchQuery.of(USER, q, limit=10, settings=service.settings))
                 warm_times.append(time.perf_counter() - t0)
             row["in_process_ready_s"] = time.perf_counter() - began
             row["in_process_warm_search_ms"] = [t * 1000 for t in warm_times]
@@ -407,7 +408,9 @@ async def foreign_writes(
             await call(foreign, "search_memory", {"query": questions[3], "limit": 1})
             row["foreign_ready_s"] = time.perf_counter() - began
             await watch.quiet()
-            await service.search(USER, questions[4], limit=10)  # whatever its start-up wrote is seen
+            await service.search(
+                SearchQuery.of(USER, questions[4], limit=10, settings=service.settings)
+            )  # whatever its start-up wrote is seen
 
             after, warm, found, disturbed = [], [], [], 0
             thread = f"foreign-{uuid.uuid4().hex[:6]}"
@@ -425,11 +428,13 @@ async def foreign_writes(
                 version = await watch.quiet()
                 t0 = time.perf_counter()
                 with anyio.fail_after(CALL_SECONDS):
-                    result = await service.search(USER, word, limit=10)
+                    result = await service.search(
+                        SearchQuery.of(USER, word, limit=10, settings=service.settings)
+                    )
                 after.append(time.perf_counter() - t0)
                 found.append(any(hit.id == added["turn"]["id"] for hit in result.results))
                 t0 = time.perf_counter()
-                await service.search(USER, word, limit=10)
+                await service.search(SearchQuery.of(USER, word, limit=10, settings=service.settings))
                 warm.append(time.perf_counter() - t0)
                 disturbed += watch.version() != version  # something committed between: warm not clean
             row.update(
@@ -462,10 +467,14 @@ async def child_first_search(query: str) -> None:
     async with open_service(Settings()) as service:
         opened = time.perf_counter() - began
         t0 = time.perf_counter()
-        result = await service.search(service.settings.user_id, query, limit=10)
+        result = await service.search(
+            SearchQuery.of(service.settings.user_id, query, limit=10, settings=service.settings)
+        )
         first = time.perf_counter() - t0
         t0 = time.perf_counter()
-        await service.search(service.settings.user_id, query, limit=10)
+        await service.search(
+            SearchQuery.of(service.settings.user_id, query, limit=10, settings=service.settings)
+        )
         second = time.perf_counter() - t0
         rss = rss_mb()
     print(
@@ -529,7 +538,14 @@ async def child_rss(users: list[str], rounds: int, questions: list[str]) -> None
             times.append([])
             for u, user in enumerate(users):
                 t0 = time.perf_counter()
-                await service.search(user, questions[(r * len(users) + u) % len(questions)], limit=10)
+                await service.search(
+                    SearchQuery.of(
+                        user,
+                        questions[(r * len(users) + u) % len(questions)],
+                        limit=10,
+                        settings=service.settings,
+                    )
+                )
                 times[-1].append(time.perf_counter() - t0)
         rss = rss_mb()
         index_bytes = await index_memory(service.stores.long_term)

@@ -36,6 +36,7 @@ from latency import percentiles
 
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings
 from mcp_memory.models import Owner, space_key
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 
 SPACES = ("design", "ops", "sales")
@@ -68,17 +69,26 @@ async def run(per_owner: int, searches: int, locomo_path: str | None) -> None:
                 await seed(service, space_key(name), texts, per_owner, 3 + n)
             solo = "solo"
             member = [Owner("member"), *(Owner("member", name, "reader") for name in SPACES)]
-            await service.search(solo, probe[0])  # build each owner's indexes: not timed
-            await service.search(member, probe[0])
+            await service.search(
+                SearchQuery.of(solo, probe[0], settings=service.settings)
+            )  # build each owner's indexes: not timed
+            await service.search(SearchQuery.of(member, probe[0], settings=service.settings))
             times: dict[str, list[float]] = {"solo": [], "member": []}
             empty = {"solo": 0, "member": 0}  # searches that found nothing (a time the query named, ...)
             for query in probe:
                 for who, owners in (("solo", solo), ("member", member)):
                     started = time.perf_counter()
-                    found = await service.search(owners, query)
+                    found = await service.search(SearchQuery.of(owners, query, settings=service.settings))
                     times[who].append(time.perf_counter() - started)
                     empty[who] += not found.results
-            spread = {h.space for h in (await service.search(member, probe[1], limit=50)).results}
+            spread = {
+                h.space
+                for h in (
+                    await service.search(
+                        SearchQuery.of(member, probe[1], limit=50, settings=service.settings)
+                    )
+                ).results
+            }
     solo_p, member_p = percentiles(times["solo"]), percentiles(times["member"])
     total = per_owner * 4
     print(

@@ -28,7 +28,8 @@ from _corpus import locomo, stored_turns
 from latency import percentiles
 
 import mcp_memory
-from mcp_memory.models import EmbeddingSpec, SearchQuery
+from mcp_memory.models import EmbeddingSpec
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
@@ -51,16 +52,16 @@ async def run(size: int, mode: str, texts: list[str], questions: list[str]) -> d
             while batch := list(islice(turns, 1000)):
                 await store.put(batch)
             vectors = [vector() for _ in range(SEARCHES)]
-            first_query = SearchQuery(user_id="bench", text=questions[0], mode=mode)  # type: ignore[arg-type]
-            await store.search(first_query, vectors[0])  # builds the indexes: not timed
+            first_query = SearchQuery(text=questions[0], mode=mode)  # type: ignore[arg-type]
+            await store.search("bench", first_query, vectors[0])  # builds the indexes: not timed
             saved = getattr(getattr(store, "indexes", None), "saved", None)
             if saved is not None:  # let a background snapshot write finish first
                 await saved()
             times = []
             for k in range(SEARCHES):
-                query = SearchQuery(user_id="bench", text=questions[k * 7 % len(questions)], mode=mode)  # type: ignore[arg-type]
+                query = SearchQuery(text=questions[k * 7 % len(questions)], mode=mode)  # type: ignore[arg-type]
                 began = time.perf_counter()
-                await store.search(query, vectors[k] if mode != "text" else None)
+                await store.search("bench", query, vectors[k] if mode != "text" else None)
                 times.append(time.perf_counter() - began)
     return percentiles(times)
 

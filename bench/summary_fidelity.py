@@ -54,8 +54,7 @@ from pydantic import SecretStr
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakes, for --llm-stub
 
 from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
-from mcp_memory.search.terms import keywords
-from mcp_memory.search.text_index import query_terms
+from mcp_memory.search.terms import keywords, query_terms
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 

@@ -1,4 +1,4 @@
-"""Backend-neutral data model: what a memory, a thread's working memory and a search are.
+"""Backend-neutral data model: what a memory, a thread's working memory and a search's hit are.
 
 Every store speaks these types; nothing here knows about SQLite, Redis or Cosmos DB.
 """
@@ -204,37 +204,14 @@ class ThreadInfo(BaseModel):
     updated_at: datetime | None = None
 
 
-class SearchQuery(BaseModel):
-    """One search, carried unchanged from the tool to the store."""
-
-    user_id: str
-    text: str
-    mode: SearchMode = "hybrid"
-    thread_id: str | None = None
-    types: list[MemoryType] | None = None
-    since: datetime | None = None
-    until: datetime | None = None
-    limit: int = 10
-    fusion: Literal["score", "rrf"] = "score"
-    rrf_k: int = 60
-    text_weight: float = 1.0
-    vector_weight: float = 1.0
-    context_weight: float = 0.4  # BM25 weight of a memory's indexed context relative to its own words
-    # Phrases the user quoted: every hit must contain each one verbatim (case-insensitive).
-    phrases: list[str] = Field(default_factory=list)
-    # Memory as it stood at this time: nothing created later, and facts superseded since count as
-    # they were then (current at as_of: created at or before it, superseded after it, if ever).
-    as_of: datetime | None = None
-
-
 class Hit(BaseModel):
     memory: Memory
     score: float
     # The memory's passage that matched best, (start, end) character offsets into its content; None for a
     # memory of one passage (the whole matched).
     passage: tuple[int, int] | None = None
-    # The query's cosine with that passage (the memory's best), when the store computed it; None: not known
-    # (the service then computes it from the memory's vectors).
+    # The query's cosine with that passage (the memory's best), as the store's vector index computed it, in
+    # a search with a query vector; None: none (a text search, or a memory with no vector yet).
     cosine: float | None = None
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mcp_memory.search.text_index import terms
+from mcp_memory.search.terms import terms
 
 ELLIPSIS = "…"
 MIN_SNIPPET_TOKENS = 16  # a shorter snippet says too little to be worth its tokens

@@ -8,15 +8,16 @@ query's rule (normalized score sum or RRF). Cosmos DB ranks on the server instea
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import numpy as np
 
-from mcp_memory.models import SearchQuery
 from mcp_memory.search.fusion import rrf, score_fusion
 from mcp_memory.search.passages import ROWID_MASK, best_hits, best_per_memory
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.rows import RowFilter
-from mcp_memory.search.terms import keywords
-from mcp_memory.search.text_index import TextIndex, query_terms, terms
+from mcp_memory.search.terms import terms
+from mcp_memory.search.text_index import TextIndex
 from mcp_memory.search.vector_index import VectorIndex
 
 TEXT_CANDIDATES = 100  # BM25 candidates fused with the vector scores; the rest count as no text match
@@ -26,7 +27,7 @@ DISTINCT = 0.5  # words single a memory out when the next best text hit scores a
 
 def candidate_pool(query: SearchQuery) -> int:
     """How many candidates each side returns: quoted phrases filter afterwards, so they widen it."""
-    return max(query.limit * 4, 50) * (4 if query.phrases else 1)
+    return max(query.per_owner * 4, 50) * (4 if query.phrases else 1)
 
 
 def text_candidates(
@@ -36,8 +37,7 @@ def text_candidates(
     to match (blocking)."""
     # A quoted phrase's words count too (they may all be stopwords: "to be"), and the rows must hold
     # them all; the phrase itself is checked verbatim on the rows the store returns.
-    required = query_terms(query.phrases)
-    wanted = query_terms([*keywords(query.text), *query.phrases])
+    required, wanted = query.terms.required, query.terms.wanted
     if not wanted:
         return None
     # Context weight: a memory's own words count fully, its context (earlier turns, date) less.
@@ -117,8 +117,7 @@ def words_weight(text: TextIndex, query: SearchQuery, text_hits: Sequence[tuple[
         return share
     # Singled out: no other memory scores half as much by its words.
     alone = len(text_hits) == 1 or text_hits[1][1] <= DISTINCT * text_hits[0][1]
-    wanted = query_terms([*keywords(query.text), *query.phrases])
-    return 1.0 if alone and text.holds_all(text_hits[0][0], wanted) else share
+    return 1.0 if alone and text.holds_all(text_hits[0][0], query.terms.wanted) else share
 
 
 def memory_rrf(
@@ -140,12 +139,15 @@ def memory_rrf(
     return [(first[rowid], score) for rowid, score in fused]
 
 
-def row_filter(query: SearchQuery) -> RowFilter:
+def row_filter(query: SearchQuery, until: datetime | None = None) -> RowFilter:
+    """The rows a query's filters allow; `until`: a bound of the store's own in place of the query's (a
+    search as of a moment: nothing created after it)."""
+    until = query.until if until is None else until
     return RowFilter(
         thread_id=query.thread_id,
         types=tuple(query.types) if query.types else None,
         since=query.since.timestamp() if query.since else None,
-        until=query.until.timestamp() if query.until else None,
+        until=until.timestamp() if until else None,
     )
 
 
@@ -162,7 +164,7 @@ def fuse_as_of(
     since (`then`: rowid, text, vector), fused by the query's rule as search does.
     A memory current then gets, for text, the share of the query's terms it holds times the best BM25,
     so the fusion's normalization (score / best) puts it on the BM25 hits' 0..1 scale."""
-    wanted = query_terms([*keywords(query.text), *query.phrases])
+    wanted = query.terms.wanted
     best = max((score for _, score in text_hits), default=1.0)
     if wanted and query.mode != "vector":
         for rowid, text, _ in then:

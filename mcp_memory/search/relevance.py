@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mcp_memory.models import SearchMode
-from mcp_memory.search.text_index import terms
+from mcp_memory.search.terms import terms
 
 # Why a hit was found: its words (the text ranking), its meaning (the vector ranking) or both.
 MatchedBy = Literal["text", "meaning", "both"]

@@ -1,12 +1,29 @@
-"""The words of a query: content words, quoted phrases, stopwords, and dates written as people write them."""
+"""The words of a query and of a memory: content words, quoted phrases, stopwords, dates written as
+people write them, and the index terms the full-text side matches (case-folded, Porter-stemmed).
+
+Two steps, each its own rule: `keywords` picks a query's content words (stopwords and a possessive 's
+dropped, not stemmed: Cosmos DB's FullTextScore stems them itself); `terms` turns any text into index
+terms as the in-memory BM25 index does (search/text_index.py). `QueryTerms` is both, for one query,
+computed once (search/query.py SearchQuery.terms) and read by every part of a search.
+"""
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import datetime
+
+import Stemmer
 
 _QUOTED = re.compile(r'"([^"]+)"')
 _WORD = re.compile(r"[^\W_]+(?:'[^\W_]+)?", re.UNICODE)
+
+# Cosmos DB's FullTextScore rejects 31 or more terms; the text index takes as many of the query's words.
+MAX_KEYWORDS = 30
+# A long memory's passage holding most of the query's words is chosen by this many of them (Cosmos DB).
+MAX_PASSAGE_WORDS = 1000
 
 # English function words and question words, dropped from full-text queries: each kept term adds a
 # BM25 contribution, and "did"/"what" match thousands of turns, burying the turns that share the
@@ -34,7 +51,7 @@ def quoted_phrases(query: str) -> list[str]:
     return [p.strip() for p in _QUOTED.findall(query) if p.strip()]
 
 
-def keywords(query: str, *, limit: int = 30) -> list[str]:
+def keywords(query: str, *, limit: int = MAX_KEYWORDS) -> list[str]:
     """The query's content words: lower-cased, stopwords and possessive 's removed, first-occurrence
     order, at most `limit` (Cosmos DB's FullTextScore rejects 31 or more terms)."""
     seen: dict[str, None] = {}
@@ -44,6 +61,51 @@ def keywords(query: str, *, limit: int = 30) -> list[str]:
             continue
         seen.setdefault(base, None)
     return list(seen)[:limit]
+
+
+_INDEX_WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as unicode61 splits
+_STEMMER = Stemmer.Stemmer("porter")
+
+
+def terms(text: str) -> list[str]:
+    """The text's index terms: case-folded, diacritics removed, split into words, Porter-stemmed."""
+    folded = text.casefold()
+    if not folded.isascii():
+        folded = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
+    words: list[str] = _STEMMER.stemWords(_INDEX_WORD.findall(folded))
+    return words
+
+
+def query_terms(words: Iterable[str]) -> list[str]:
+    """The distinct terms of a query's words (a word like "o'neil" gives two), first-seen order."""
+    return list(dict.fromkeys(t for word in words for t in terms(word)))
+
+
+@dataclass(frozen=True)
+class QueryTerms:
+    """One query's words as each part of a search reads them, computed once."""
+
+    words: tuple[str, ...]  # its content words (keywords), first MAX_PASSAGE_WORDS: a passage by its words
+    wanted: tuple[str, ...]  # index terms of its keywords and quoted phrases: what BM25 matches
+    required: tuple[str, ...]  # index terms of its quoted phrases: what every text hit must hold
+    matched: tuple[str, ...]  # index terms of its keywords: a hit's word overlap, a snippet's centre
+
+    @classmethod
+    def of(cls, text: str, phrases: Iterable[str] = ()) -> QueryTerms:
+        words = keywords(text, limit=MAX_PASSAGE_WORDS)
+        phrases = list(phrases)
+        kept = words[:MAX_KEYWORDS]
+        return cls(
+            words=tuple(words),
+            wanted=tuple(query_terms([*kept, *phrases])),
+            required=tuple(query_terms(phrases)),
+            matched=tuple(query_terms(kept)),
+        )
+
+    @property
+    def keywords(self) -> tuple[str, ...]:
+        """Its first MAX_KEYWORDS content words: Cosmos DB's full-text terms."""
+        return self.words[:MAX_KEYWORDS]
 
 
 def date_words(moment: datetime) -> str:

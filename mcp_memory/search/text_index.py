@@ -13,7 +13,7 @@ user's active memories only (FTS5 counted every row of the file, other users' an
 and a term counts once even when two of the query's words stem to it (FTS5 counted each).
 
 Words are split like FTS5's `unicode61 remove_diacritics 2` tokenizer and stemmed with the Porter
-stemmer (as FTS5 with `porter unicode61 remove_diacritics 2` would). It is the only text index: a
+stemmer (as FTS5 with `porter unicode61 remove_diacritics 2` would): search/terms.py `terms`. It is the only text index: a
 quoted phrase needs its words in a memory's own text here, and is then checked verbatim against the
 rows returned. Like the vectors, it is a cache of the file, kept current by storage/sqlite/indexes.py.
 """
@@ -21,16 +21,13 @@ rows returned. Like the vectors, it is a cache of the file, kept current by stor
 from __future__ import annotations
 
 import math
-import re
-import unicodedata
 import zlib
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from itertools import pairwise
 from typing import NamedTuple
 
 import numpy as np
-import Stemmer
 
 from mcp_memory.search.file_array import Blocks, Column, FileArray
 from mcp_memory.search.passages import counted, passage_key, passages
@@ -43,6 +40,7 @@ from mcp_memory.search.rows import (
     resized,
     unpacked_names,
 )
+from mcp_memory.search.terms import terms
 
 K1 = 1.2  # FTS5's bm25() constants
 B = 0.75
@@ -57,23 +55,6 @@ BEST_ENTRIES = 20_000
 # larger ones (a store of several hundred thousand memories) are read from the snapshot's file for each
 # query term, a term's few hundred KB (file_array.py): the process does not come to hold them all.
 KEEP_POSTINGS_BELOW = 16 * 2**20  # bytes of positions
-
-_WORD = re.compile(r"[^\W_]+")  # runs of letters and digits, as unicode61 splits
-_STEMMER = Stemmer.Stemmer("porter")
-
-
-def terms(text: str) -> list[str]:
-    """The text's index terms: case-folded, diacritics removed, split into words, Porter-stemmed."""
-    folded = text.casefold()
-    if not folded.isascii():
-        folded = "".join(c for c in unicodedata.normalize("NFKD", folded) if not unicodedata.combining(c))
-    words: list[str] = _STEMMER.stemWords(_WORD.findall(folded))
-    return words
-
-
-def query_terms(words: Iterable[str]) -> list[str]:
-    """The distinct terms of a query's words (a word like "o'neil" gives two), first-seen order."""
-    return list(dict.fromkeys(t for word in words for t in terms(word)))
 
 
 class Document(NamedTuple):

@@ -12,13 +12,13 @@ or superseded memory is never returned.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
 from mcp_memory.search.ann import ApproximateIndex
 from mcp_memory.search.file_array import Blocks, Column, FileArray
-from mcp_memory.search.passages import best_per_memory, passage_key, passage_prior, rows_passages
+from mcp_memory.search.passages import best_per_memory, memory_of, passage_key, passage_prior, rows_passages
 from mcp_memory.search.rows import MemoryRows, RowFilter, best, resized
 
 # Gathering a row costs several times streaming it through the mat-vec (bench/latency.py), so the
@@ -143,6 +143,28 @@ class VectorIndex(MemoryRows):
         kept = best_per_memory(keys, cosines)
         top = kept[best(cosines[kept], np.arange(kept.size), limit)]
         return [(int(keys[i]), float(cosines[i])) for i in top]
+
+    def cosines(self, query: np.ndarray, keys: Sequence[int]) -> list[float | None]:
+        """The query's cosine with each key's row, from the index's own vectors (a ranked search's few hits:
+        a row read each). A passage with no row yet (a long turn's later passages are embedded after its
+        first: service/vectors.py) has its memory's nearest earlier passage's; None: no vector of its
+        memory is here."""
+        q = query.astype(np.float32, copy=False)
+        found: list[float | None] = []
+        for key in keys:
+            rowid, number = memory_of(key)
+            position = None
+            for earlier in range(number, -1, -1):
+                position = self._position.get(passage_key(rowid, earlier))
+                if position is not None:
+                    break
+            if position is None:
+                found.append(None)
+                continue
+            # One row's dot product, as a hit's cosine always was: not the mat-vec's (last bits may differ).
+            row = self._vectors(np.asarray([position], dtype=np.int64))[0]
+            found.append(float(row @ q))
+        return found
 
     def _approximate(
         self, q: np.ndarray, mask: np.ndarray, candidates: np.ndarray, pool: int, also: np.ndarray | None

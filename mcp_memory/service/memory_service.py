@@ -42,6 +42,7 @@ from mcp_memory.models import (
 )
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.search.context import TurnContexts, contexts_without, thread_contexts, turn_contexts
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.security.spaces import SPACES_FILE
 from mcp_memory.service import portability
 from mcp_memory.service.chat_exports import ChatFormat, parse_conversations
@@ -315,39 +316,14 @@ class MemoryService:
 
     # ---- search --------------------------------------------------------------------------------
 
-    async def search(
-        self,
-        owners: str | Sequence[str],
-        query: str,
-        thread_id: str | None = None,
-        types: list[str] | None = None,
-        limit: int = 10,
-        mode: str = "hybrid",
-        since: str | datetime | None = None,
-        until: str | datetime | None = None,
-        *,
-        min_score: float | None = None,
-        max_tokens: int | None = None,
-        as_of: str | datetime | None = None,
-    ) -> SearchResult:
-        """search_memory over `owners`: a user's personal memory and the spaces they read, or one of them;
-        validated, ranked by the store, scored, floored and fitted (service/searching.py)."""
+    async def search(self, query: SearchQuery) -> SearchResult:
+        """search_memory for the query the tool built and checked (SearchQuery.of), over its owners: a
+        user's personal memory and the spaces they read, or one of them; ranked by the store, scored,
+        floored and fitted (service/searching.py)."""
         searching = Searching(
             self.settings, self.stores.long_term, self.query_vectors, self.tokens, self.vectors, self.graph
         )
-        return await searching.run(
-            owners,
-            query,
-            thread_id,
-            types,
-            limit,
-            mode,
-            since,
-            until,
-            min_score=min_score,
-            max_tokens=max_tokens,
-            as_of=as_of,
-        )
+        return await searching.run(query)
 
     # ---- working memory ------------------------------------------------------------------------
 

@@ -23,6 +23,8 @@ from mcp_memory import validation as check
 from mcp_memory.errors import NotFoundError
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.models import space_key
+from mcp_memory.search.query import SearchQuery
+from mcp_memory.search.terms import QueryTerms
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.results import within_budget
 from mcp_memory.storage.base import LongTermStore
@@ -133,13 +135,19 @@ async def recall(
         recent = (await service.get_working_memory(user_id, thread_id, recent=_CONTEXT_TURNS)).messages
         text = with_context(query, [m.content for m in recent])
         context_ids = {m.id for m in recent}  # already in the conversation: not worth recalling
-    found = await service.search(keys, text, thread_id=thread_id, limit=_RECALLED + len(context_ids))
+    limit = _RECALLED + len(context_ids)
+    found = await service.search(
+        SearchQuery.of(keys, text, thread_id=thread_id, limit=limit, settings=service.settings)
+    )
     hits = [h for h in found.results if h.id not in context_ids][:_RECALLED]
     floor = service.settings.learning.recall_min_similarity
     if floor is None:
         floor = default_floor(service.embedder.spec.model)
     kept = await SimilarityFloor(service.stores.long_term, service.embedder, floor).keep(user_id, text, hits)
-    return kept if max_tokens is None else within_budget(kept, max_tokens, service.tokens.count, query)
+    if max_tokens is None:
+        return kept
+    # Snippets around the words of the question as asked (not the thread's turns searched with it).
+    return within_budget(kept, max_tokens, service.tokens.count, QueryTerms.of(query).matched)
 
 
 _CLOSING_TAG = re.compile(r"<\s*/\s*(memory|recalled_memories)\b[^>]*>", re.IGNORECASE)

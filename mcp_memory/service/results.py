@@ -12,48 +12,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
-from mcp_memory.errors import NotFoundError
-from mcp_memory.models import Hit, Memory, SearchMode
+from mcp_memory.models import Hit
 from mcp_memory.search.budget import fit_budget
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, relevance, term_overlap
-from mcp_memory.search.terms import keywords
-from mcp_memory.search.text_index import query_terms
-from mcp_memory.storage.base import LongTermStore
 from mcp_memory.views import SearchHit
 
 
-def terms_of(query: str) -> list[str]:
-    return query_terms(keywords(query))
-
-
-async def signals_of(
-    store: LongTermStore, user_id: str, query: str, vector: Sequence[float] | None, hits: Sequence[Hit]
-) -> list[HitSignals]:
-    """What each hit shows about its relevance. Without a query vector (text mode) there is no cosine."""
-    wanted = terms_of(query)
-    query_vector = None if vector is None else np.asarray(vector, dtype=np.float32)
+def signals_of(terms: Sequence[str], hits: Sequence[Hit], by_meaning: bool) -> list[HitSignals]:
+    """What each hit shows about its relevance: its rank, the share of the query's `terms` (QueryTerms
+    .matched) its passage holds, and, in a search by meaning (`by_meaning`: with a query vector), the
+    cosine the store's index gave it (0 for a memory with no vector yet). A text search has no cosine."""
     found = []
     for rank, hit in enumerate(hits, start=1):
-        cosine = hit.cosine  # the store's, of the memory's best passage, when it has it
-        if query_vector is not None and cosine is None:
-            embedding = await _embedding(store, user_id, hit.memory)
-            cosine = 0.0 if embedding is None else float(np.dot(query_vector, embedding))
-        elif query_vector is None:
-            cosine = None
+        cosine = (0.0 if hit.cosine is None else hit.cosine) if by_meaning else None
         text = hit.memory.content if hit.passage is None else hit.memory.content[slice(*hit.passage)]
-        found.append(HitSignals(rank, term_overlap(wanted, text), cosine))
+        found.append(HitSignals(rank, term_overlap(terms, text), cosine))
     return found
-
-
-async def _embedding(store: LongTermStore, user_id: str, memory: Memory) -> np.ndarray | None:
-    if memory.embedding is None:  # stores return hits without their vectors, to keep reads small
-        try:
-            memory = await store.get(user_id, memory.id)
-        except NotFoundError:  # forgotten since the search
-            return None
-    return None if memory.embedding is None else np.asarray(memory.embedding, dtype=np.float32)
 
 
 def pooled(
@@ -77,40 +52,35 @@ def pooled(
 
 
 def search_hits(
-    hits: Sequence[Hit],
-    signals: Sequence[HitSignals],
-    count: Callable[[str], int],
-    query: str,
-    *,
-    min_score: float | None = None,
-    max_tokens: int | None = None,
-    mode: SearchMode = "hybrid",
+    hits: Sequence[Hit], signals: Sequence[HitSignals], count: Callable[[str], int], query: SearchQuery
 ) -> list[SearchHit]:
-    """The tool's results: scored, told why they matched, floored at `min_score`, and fitted into
-    `max_tokens`. `mode` is the search's: a vector search's hits matched by meaning alone."""
+    """The tool's results: scored, told why they matched, floored at the query's `min_score`, and fitted
+    into its `max_tokens`. Its mode is the search's: a vector search's hits matched by meaning alone."""
     scored = [
         SearchHit.of(
             hit.memory,
             score,
             # Counted once, when the memory was written, with the same tokenizer.
             token_count=hit.memory.token_count or count(hit.memory.content),
-            matched_by=matched_by(hit_signals, mode),
+            matched_by=matched_by(hit_signals, query.mode),
             passage=hit.passage,
         )
         for hit, hit_signals, score in zip(hits, signals, ranked_scores(signals), strict=True)
     ]
-    if min_score is not None:
-        scored = [hit for hit in scored if hit.score >= min_score]
-    return scored if max_tokens is None else within_budget(scored, max_tokens, count, query)
+    if query.min_score is not None:
+        scored = [hit for hit in scored if hit.score >= query.min_score]
+    if query.max_tokens is None:
+        return scored
+    return within_budget(scored, query.max_tokens, count, query.terms.matched)
 
 
 def within_budget(
-    hits: Sequence[SearchHit], max_tokens: int, count: Callable[[str], int], query: str
+    hits: Sequence[SearchHit], max_tokens: int, count: Callable[[str], int], terms: Sequence[str]
 ) -> list[SearchHit]:
     """The best hits whose contents fit max_tokens; a long one as its best passage, or a snippet around
-    its match."""
+    its match (of the query's `terms`: QueryTerms.matched)."""
     spans = [None if hit.passage is None else (hit.passage.start, hit.passage.end) for hit in hits]
-    fitted = fit_budget([hit.content for hit in hits], max_tokens, count, terms_of(query), spans)
+    fitted = fit_budget([hit.content for hit in hits], max_tokens, count, terms, spans)
     return [
         hits[f.index].model_copy(
             update={"content": f.content, "token_count": f.token_count, "snippet": f.snippet}

@@ -17,11 +17,11 @@ from mcp_memory.models import (
     Memory,
     Message,
     Scope,
-    SearchQuery,
     ThreadInfo,
     ThreadTotals,
     WorkingMemory,
 )
+from mcp_memory.search.query import SearchQuery
 
 # A search's query vector: ready, still being computed (the service embeds the query while the store
 # starts on the full-text side), or none (text mode).
@@ -151,9 +151,11 @@ class LongTermStore(LateContext, Protocol):
         """The memory, superseded or not. Raises NotFoundError when the user has none by that id."""
         ...
 
-    async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
-        """Ranked hits for the query's mode; `vector` is the query embedding (None for mode "text"),
-        possibly still being computed: await it (resolve_vector) only when it is needed."""
+    async def search(self, user_id: str, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        """The best query.per_owner hits of `user_id`'s memory (one of the query's owners) for the query's
+        mode; `vector` is the query embedding (None for mode "text"), possibly still being computed: await
+        it (resolve_vector) only when it is needed. With a vector, each hit carries the query's cosine
+        with its best passage as the store's index computed it (Hit.cosine; None: no vector yet)."""
         ...
 
     async def list_memories(self, query: ListQuery) -> list[Memory]:

@@ -14,6 +14,7 @@ from starlette.responses import Response
 from mcp_memory.learning.editing import EDITABLE_TYPES
 from mcp_memory.learning.parsing import FACT_KINDS
 from mcp_memory.models import MEMORY_TYPES, Owner
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service import activity, browse
 from mcp_memory.ui import charts, signin
 from mcp_memory.ui.diff import word_diff
@@ -68,7 +69,10 @@ async def search(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     owners = chosen(ex, visitor, space)
     result = None
     if query:
-        result = await ex.service.search(owners, query, types=types or None, limit=SEARCH_LIMIT, mode=mode)
+        asked = SearchQuery.of(
+            owners, query, types=types or None, limit=SEARCH_LIMIT, mode=mode, settings=ex.service.settings
+        )
+        result = await ex.service.search(asked)
     return ex.page(
         request,
         visitor,

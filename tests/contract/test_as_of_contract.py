@@ -14,7 +14,7 @@ from datetime import timedelta
 
 import pytest
 
-from mcp_memory.models import SearchQuery
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.cosmos import queries as sql
 from tests.contract.conftest_long_term import T0, embed, memory
@@ -65,9 +65,9 @@ async def seed(store: LongTermStore, user: str) -> None:
     )
 
 
-def search(user: str, as_of: object, **fields: object) -> SearchQuery:
+def search(as_of: object, **fields: object) -> SearchQuery:
     return SearchQuery.model_validate(
-        {"user_id": user, "text": "where does the user live", "as_of": as_of, "limit": 10, **fields}
+        {"text": "where does the user live", "as_of": as_of, "limit": 10, **fields}
     )
 
 
@@ -83,7 +83,7 @@ async def test_as_of_before_a_supersession_finds_the_fact_current_then(
     await seed(search_store, user)
 
     found = {
-        h.memory.id for h in await search_store.search(search(user, BEFORE, **fields), vector_for(fields))
+        h.memory.id for h in await search_store.search(user, search(BEFORE, **fields), vector_for(fields))
     }
 
     assert "porto" in found  # superseded since, current then
@@ -99,7 +99,7 @@ async def test_as_of_after_a_supersession_finds_the_new_fact(
     await seed(search_store, user)
 
     found = {
-        h.memory.id for h in await search_store.search(search(user, AFTER, **fields), vector_for(fields))
+        h.memory.id for h in await search_store.search(user, search(AFTER, **fields), vector_for(fields))
     }
 
     assert "lisbon" in found
@@ -112,7 +112,7 @@ async def test_without_as_of_only_current_memories_are_found(
     user = new_user()
     await seed(search_store, user)
 
-    found = {h.memory.id for h in await search_store.search(search(user, None, mode="text"), None)}
+    found = {h.memory.id for h in await search_store.search(user, search(None, mode="text"), None)}
 
     assert found == {"lisbon", "turn", "later"}
 
@@ -122,15 +122,15 @@ async def test_as_of_keeps_the_other_filters_and_ranks_the_old_fact_first(
 ) -> None:
     user = new_user()
     await seed(search_store, user)
-    query = search(user, BEFORE, mode="hybrid", text="the user lives in Porto")
+    fields: dict[str, object] = {"mode": "hybrid", "text": "the user lives in Porto"}
 
-    hits = await search_store.search(query, embed("the user lives in Porto"))
-    facts = await search_store.search(query.model_copy(update={"types": ["turn"]}), embed("Porto"))
+    hits = await search_store.search(user, search(BEFORE, **fields), embed("the user lives in Porto"))
+    facts = await search_store.search(user, search(BEFORE, **fields, types=["turn"]), embed("Porto"))
     window = await search_store.search(
-        query.model_copy(update={"until": T0 - timedelta(minutes=30)}), embed("the user lives in Porto")
+        user, search(BEFORE, **fields, until=T0 - timedelta(minutes=30)), embed("the user lives in Porto")
     )
     quoted = await search_store.search(
-        query.model_copy(update={"phrases": ["in porto"], "mode": "text"}), None
+        user, search(BEFORE, **{**fields, "phrases": ["in porto"], "mode": "text"}), None
     )
 
     assert hits[0].memory.id == "porto"  # its exact words: best text and vector match
@@ -145,9 +145,9 @@ async def test_as_of_keeps_the_other_filters_and_ranks_the_old_fact_first(
 
 def test_cosmos_search_as_of_adds_created_and_superseded_conditions() -> None:
     for fields in SEARCHES:
-        query = search("alice", BEFORE, **fields)
+        query = search(BEFORE, **fields)
         vector = vector_for(fields)
-        built = sql.search(query, vector, ["fact"], sql.search_plan(query, vector))
+        built = sql.search("alice", query, vector, ["fact"], sql.search_plan(query, vector))
         where = built.sql.split(" WHERE ", 1)[1].split(" ORDER BY ")[0]
         params = {p["name"]: p["value"] for p in built.parameters}
 
@@ -161,8 +161,8 @@ def test_cosmos_search_as_of_adds_created_and_superseded_conditions() -> None:
 
 
 def test_cosmos_search_without_as_of_reads_only_live_memories() -> None:
-    query = search("alice", None, mode="text")
-    built = sql.search(query, None, ["fact"], sql.search_plan(query, None))
+    query = search(None, mode="text")
+    built = sql.search("alice", query, None, ["fact"], sql.search_plan(query, None))
 
     where = built.sql.split(" WHERE ", 1)[1]
     assert "@as_of" not in built.sql and "superseded_at" not in where

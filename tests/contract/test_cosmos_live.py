@@ -97,7 +97,7 @@ async def test_hybrid_search_runs_on_the_service(search_store: LongTermStore) ->
     text = "bicycle chain " + " ".join(f"w{i}" for i in range(40))
 
     hits = await search_store.search(
-        contract.search_query(user, text, text_weight=2.0, vector_weight=0.5), embed("bicycle chain")
+        user, contract.search_query(text, text_weight=2.0, vector_weight=0.5), embed("bicycle chain")
     )
 
     assert hits[0].memory.id == "repair"

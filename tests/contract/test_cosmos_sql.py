@@ -17,7 +17,8 @@ from datetime import UTC, datetime
 import pytest
 
 from mcp_memory.config import CosmosSettings
-from mcp_memory.models import EmbeddingSpec, Owner, SearchQuery
+from mcp_memory.models import EmbeddingSpec, Owner
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.cosmos import queries as sql
 from mcp_memory.storage.cosmos.setup import (
     full_text_policy,
@@ -31,12 +32,14 @@ ALL = ["turn", "summary", "fact", "user_summary"]
 
 
 def query(**fields: object) -> SearchQuery:
-    return SearchQuery.model_validate({"user_id": "alice", "text": "bicycle chain repair", **fields})
+    return SearchQuery.model_validate({"text": "bicycle chain repair", **fields})
 
 
-def build(q: SearchQuery, vector: list[float] | None = VECTOR, types: list[str] = ALL) -> sql.CosmosQuery:
+def build(
+    q: SearchQuery, vector: list[float] | None = VECTOR, types: list[str] = ALL, user: str = "alice"
+) -> sql.CosmosQuery:
     plan = sql.search_plan(q, vector)
-    return sql.search(q, vector, types, plan)
+    return sql.search(user, q, vector, types, plan)
 
 
 def params(built: sql.CosmosQuery) -> dict[str, object]:
@@ -256,8 +259,8 @@ def test_a_space_search_stays_inside_the_spaces_partition_key_prefix() -> None:
     # A space's memories are keyed "@" + its name where a user's are keyed by their id: the same first
     # level of the hierarchical partition key, so a space's search is routed to its prefix alone.
     space = Owner("ann", "team", "reader")
-    across = build(query(user_id=space))
-    in_thread = build(query(user_id=space, thread_id="t1"))
+    across = build(query(), user=space)
+    in_thread = build(query(thread_id="t1"), user=space)
 
     assert params(across)["@user_id"] == "@team"
     assert "c.user_id = @user_id" in across.sql and across.partition_key is None
@@ -270,7 +273,9 @@ def test_a_space_search_stays_inside_the_spaces_partition_key_prefix() -> None:
 
 def test_passage_search_is_a_vector_query_over_passage_items_with_the_searchs_filters() -> None:
     since = datetime(2024, 1, 2, tzinfo=UTC)
-    built = sql.passage_search(query(thread_id="t1", limit=7, since=since, phrases=["chain"]), VECTOR, ALL)
+    built = sql.passage_search(
+        "alice", query(thread_id="t1", limit=7, since=since, phrases=["chain"]), VECTOR, ALL
+    )
 
     assert re.fullmatch(
         r"SELECT TOP @limit c\.memory_id, c\.passage_version, c\.span, VectorDistance\(c\.embedding, @vector\)"
@@ -289,7 +294,7 @@ def test_passage_search_is_a_vector_query_over_passage_items_with_the_searchs_fi
 
 def test_passage_search_as_of_reads_the_copied_supersession() -> None:
     as_of = datetime(2024, 2, 1, tzinfo=UTC)
-    built = sql.passage_search(query(as_of=as_of), VECTOR, ALL)
+    built = sql.passage_search("alice", query(as_of=as_of), VECTOR, ALL)
 
     assert f"({sql.LIVE} OR c.superseded_at > @as_of)" in built.sql
     assert "c.created_at <= @as_of" in built.sql
@@ -297,7 +302,7 @@ def test_passage_search_as_of_reads_the_copied_supersession() -> None:
 
 
 def test_the_memories_passages_name_are_read_with_every_filter_phrases_included() -> None:
-    built = sql.search_memories(query(phrases=["New Chain"], types=["turn"]), ["m1", "m2"], ["turn"])
+    built = sql.search_memories("alice", query(phrases=["New Chain"], types=["turn"]), ["m1", "m2"], ["turn"])
 
     where = built.sql.split(" WHERE ")[1]
     assert "ARRAY_CONTAINS(@types, c.type)" in where and sql.LIVE in where

@@ -22,7 +22,8 @@ from datetime import timedelta
 import pytest
 
 from mcp_memory.errors import EmbeddingMismatchError, NotFoundError
-from mcp_memory.models import Memory, Scope, SearchQuery, content_hash
+from mcp_memory.models import Memory, Scope, content_hash
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.base import LongTermStore
 from tests.contract.conftest_long_term import DIMENSION, T0, embed, memory
 
@@ -290,9 +291,7 @@ async def test_text_search_of_stopwords_only_finds_nothing(
     user = new_user()
     await long_term_store.put([memory(user, "m1", "what is the plan for this week")])
 
-    assert (
-        await long_term_store.search(SearchQuery(user_id=user, text="what is the", mode="text"), None) == []
-    )
+    assert await long_term_store.search(user, SearchQuery(text="what is the", mode="text"), None) == []
 
 
 # -- search (search_store: SQLite here, live Azure in test_cosmos_live.py) -------------------------------
@@ -310,15 +309,15 @@ async def seed_search(store: LongTermStore, user: str) -> None:
     )
 
 
-def search_query(user: str, text: str, **fields: object) -> SearchQuery:
-    return SearchQuery.model_validate({"user_id": user, "text": text, **fields})
+def search_query(text: str, **fields: object) -> SearchQuery:
+    return SearchQuery.model_validate({"text": text, **fields})
 
 
 async def test_text_search_ranks_matching_memories(search_store: LongTermStore, new_user: NewUser) -> None:
     user = new_user()
     await seed_search(search_store, user)
 
-    hits = await search_store.search(search_query(user, "bicycle chain", mode="text"), None)
+    hits = await search_store.search(user, search_query("bicycle chain", mode="text"), None)
 
     assert [h.memory.id for h in hits] == ["repair", "bike"]
     assert hits[0].score >= hits[1].score
@@ -328,7 +327,7 @@ async def test_vector_search_finds_the_nearest(search_store: LongTermStore, new_
     user = new_user()
     await seed_search(search_store, user)
 
-    hits = await search_store.search(search_query(user, "", mode="vector", limit=2), embed("green tea drink"))
+    hits = await search_store.search(user, search_query("", mode="vector", limit=2), embed("green tea drink"))
 
     assert hits[0].memory.id == "tea"
     assert len(hits) == 2
@@ -341,7 +340,7 @@ async def test_hybrid_search_puts_what_both_agree_on_first(
     await seed_search(search_store, user)
     text = "Japan trip in April"
 
-    hits = await search_store.search(search_query(user, text, limit=3), embed(text))
+    hits = await search_store.search(user, search_query(text, limit=3), embed(text))
 
     assert hits[0].memory.id == "trip"
 
@@ -351,7 +350,7 @@ async def test_quoted_phrase_must_match_verbatim(search_store: LongTermStore, ne
     await seed_search(search_store, user)
     text = '"new chain" bicycle'
 
-    hits = await search_store.search(search_query(user, text, phrases=["New Chain"]), embed(text))
+    hits = await search_store.search(user, search_query(text, phrases=["New Chain"]), embed(text))
 
     assert [h.memory.id for h in hits] == ["repair"]
 
@@ -367,7 +366,7 @@ async def test_search_skips_superseded_memories(search_store: LongTermStore, new
     text = "lives near the river"
 
     for mode in ("text", "vector", "hybrid"):
-        hits = await search_store.search(search_query(user, text, mode=mode), embed(text))
+        hits = await search_store.search(user, search_query(text, mode=mode), embed(text))
         assert [h.memory.id for h in hits] == ["new"], mode
 
 
@@ -378,7 +377,7 @@ async def test_search_filters_thread_type_and_time(search_store: LongTermStore, 
     vector = embed(text)
 
     async def ids(**fields: object) -> set[str]:
-        return {h.memory.id for h in await search_store.search(search_query(user, text, **fields), vector)}
+        return {h.memory.id for h in await search_store.search(user, search_query(text, **fields), vector)}
 
     assert await ids(thread_id="t2") == {"trip"}
     assert await ids(types=["fact"]) == {"tea"}
@@ -391,7 +390,7 @@ async def test_stopword_query_falls_back_to_vector(search_store: LongTermStore, 
     user = new_user()
     await seed_search(search_store, user)
 
-    hits = await search_store.search(search_query(user, "what is it", limit=1), embed("green tea drink"))
+    hits = await search_store.search(user, search_query("what is it", limit=1), embed("green tea drink"))
 
     assert [h.memory.id for h in hits] == ["tea"]
 
@@ -403,7 +402,7 @@ async def test_long_queries_are_cut_to_thirty_keywords(
     await seed_search(search_store, user)
     text = "bicycle " + " ".join(f"word{i}" for i in range(40))  # FullTextScore rejects 31+ terms
 
-    hits = await search_store.search(search_query(user, text, mode="text"), None)
+    hits = await search_store.search(user, search_query(text, mode="text"), None)
 
     assert {h.memory.id for h in hits} == {"bike", "repair"}
 
@@ -413,7 +412,7 @@ async def test_search_sees_only_the_users_memories(search_store: LongTermStore, 
     await seed_search(search_store, user)
     text = "bicycle"
 
-    assert await search_store.search(search_query(other, text), embed(text)) == []
+    assert await search_store.search(other, search_query(text), embed(text)) == []
 
 
 async def test_text_search_reaches_past_better_matches_it_must_not_return(
@@ -429,7 +428,7 @@ async def test_text_search_reaches_past_better_matches_it_must_not_return(
     await seed_search(search_store, user)
 
     hits = await search_store.search(
-        search_query(user, "bicycle", mode="text", types=["turn", "summary"]), None
+        user, search_query("bicycle", mode="text", types=["turn", "summary"]), None
     )
 
     assert [h.memory.id for h in hits] == ["repair", "bike"]

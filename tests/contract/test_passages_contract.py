@@ -13,8 +13,9 @@ from collections.abc import Callable
 
 import pytest
 
-from mcp_memory.models import ListQuery, Memory, Scope, SearchQuery
+from mcp_memory.models import ListQuery, Memory, Scope
 from mcp_memory.search.passages import passages
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.base import LongTermStore
 from tests.contract.conftest_long_term import embed, memory
 
@@ -73,8 +74,8 @@ async def seed(store: LongTermStore, user: str) -> Memory:
     return long
 
 
-def search(user: str, text: str, **fields: object) -> SearchQuery:
-    return SearchQuery.model_validate({"user_id": user, "text": text, "limit": 10, **fields})
+def search(text: str, **fields: object) -> SearchQuery:
+    return SearchQuery.model_validate({"text": text, "limit": 10, **fields})
 
 
 def test_the_test_content_is_several_passages() -> None:
@@ -150,7 +151,7 @@ async def test_a_long_memory_is_found_once_by_a_passage_that_is_not_its_first(
     start, end = later_passage()
     question = "telescope eyepiece aperture nebula galaxy"
 
-    hits = await search_store.search(search(user, question, mode=mode), embed(LONG_CONTENT[start:end]))
+    hits = await search_store.search(user, search(question, mode=mode), embed(LONG_CONTENT[start:end]))
 
     assert [h.memory.id for h in hits].count("long") == 1
     assert hits[0].memory.id == "long"
@@ -166,7 +167,7 @@ async def test_the_best_passage_is_the_one_reported(search_store: LongTermStore,
     first = spans[0]
 
     hits = await search_store.search(
-        search(user, "tomato seedlings", mode="vector"), embed(LONG_CONTENT[first.start : first.end])
+        user, search("tomato seedlings", mode="vector"), embed(LONG_CONTENT[first.start : first.end])
     )
 
     assert hits[0].memory.id == "long"
@@ -182,9 +183,9 @@ async def test_search_filters_still_apply_to_long_memories(
     await seed(search_store, user)
     vector = later_passage_vector()
 
-    other_thread = await search_store.search(search(user, "telescope", thread_id="t2"), vector)
-    facts_only = await search_store.search(search(user, "telescope", types=["fact"]), vector)
-    phrase = await search_store.search(search(user, '"not in it"', phrases=["not in it"]), vector)
+    other_thread = await search_store.search(user, search("telescope", thread_id="t2"), vector)
+    facts_only = await search_store.search(user, search("telescope", types=["fact"]), vector)
+    phrase = await search_store.search(user, search('"not in it"', phrases=["not in it"]), vector)
 
     assert "long" not in [h.memory.id for h in [*other_thread, *facts_only, *phrase]]
 
@@ -201,7 +202,7 @@ async def test_a_superseded_long_memory_is_not_found_by_its_passages(
     start, end = later_passage()
 
     hits = await search_store.search(
-        search(user, "telescope nebula", mode="vector"), embed(LONG_CONTENT[start:end])
+        user, search("telescope nebula", mode="vector"), embed(LONG_CONTENT[start:end])
     )
 
     assert "long" not in [h.memory.id for h in hits]
@@ -217,7 +218,7 @@ async def test_a_long_memory_written_back_keeps_its_passages(
     start, end = later_passage()
 
     hits = await search_store.search(
-        search(user, "telescope nebula", mode="vector"), embed(LONG_CONTENT[start:end])
+        user, search("telescope nebula", mode="vector"), embed(LONG_CONTENT[start:end])
     )
 
     assert hits[0].memory.id == "long" and hits[0].memory.metadata == {"pinned": True}
@@ -234,6 +235,6 @@ async def test_a_forgotten_long_memory_is_never_found_again(
     await search_store.forget(Scope(user_id=user, memory_id="long"))
 
     for mode in ("vector", "hybrid", "text"):
-        hits = await search_store.search(search(user, "telescope nebula galaxy", mode=mode), vector)
+        hits = await search_store.search(user, search("telescope nebula galaxy", mode=mode), vector)
         assert "long" not in [h.memory.id for h in hits], mode
         assert all("telescope" not in h.memory.content for h in hits), mode

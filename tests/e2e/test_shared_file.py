@@ -25,7 +25,7 @@ import anyio
 import pytest
 from mcp import Client
 
-from mcp_memory.search.text_index import terms
+from mcp_memory.search.terms import terms
 from tests.services.mcp_client import call
 from tests.services.server_process import StdioServer, server_env
 

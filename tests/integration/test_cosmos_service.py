@@ -14,6 +14,7 @@ import pytest
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError, MemoryServerError, NotFoundError
 from mcp_memory.models import Scope, summary_id
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from tests.contract.conftest_long_term import on_local_cosmos
@@ -72,6 +73,6 @@ async def test_forget_reaches_cosmos(cosmos_service: MemoryService) -> None:
 async def test_search_on_the_local_server_is_a_clear_error_not_a_crash(cosmos_service: MemoryService) -> None:
     await cosmos_service.add_turn(USER, "t", "user", "hello cosmos", None, None)
     with pytest.raises(MemoryServerError) as caught:
-        await cosmos_service.search(USER, "hello")
+        await cosmos_service.search(SearchQuery.of(USER, "hello", settings=cosmos_service.settings))
     assert not isinstance(caught.value, NotFoundError)
     assert "Cosmos" in str(caught.value) or isinstance(caught.value, BackendUnavailableError)

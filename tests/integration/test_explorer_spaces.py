@@ -13,6 +13,7 @@ import pytest
 from mcp_memory.config import Settings, SpaceSettings, TokenEntry
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.models import Owner
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.security.static_tokens import hash_token, new_token
 from mcp_memory.ui.app import standalone_app
 from tests.integration.test_explorer_http import ORIGIN, Site, bearer, csrf_of, error_of
@@ -67,7 +68,15 @@ async def test_members_see_the_space_with_each_memorys_space_and_author(team_sit
 
 
 async def test_a_non_member_sees_nothing_of_the_space_and_cannot_tell_it_exists(team_site: Site) -> None:
-    turn_id = (await team_site.service.search(Owner("ann", "team", "writer"), "staging")).results[0].id
+    turn_id = (
+        (
+            await team_site.service.search(
+                SearchQuery.of(Owner("ann", "team", "writer"), "staging", settings=team_site.service.settings)
+            )
+        )
+        .results[0]
+        .id
+    )
     for path in ("/threads", "/memories", "/search?q=osprey+staging", "/memories?types=turn&order=oldest"):
         response = await page(team_site, "nora", path)
         assert response.status_code == 200 and SECRET not in response.text and "team" not in response.text, (
@@ -96,7 +105,11 @@ async def forget_memory(site: Site, user: str, memory_id: str) -> httpx2.Respons
 
 
 async def test_forgetting_in_a_space_follows_the_roles(team_site: Site) -> None:
-    listed = await team_site.service.search(Owner("olga", "team", "owner"), "staging noted", limit=5)
+    listed = await team_site.service.search(
+        SearchQuery.of(
+            Owner("olga", "team", "owner"), "staging noted", limit=5, settings=team_site.service.settings
+        )
+    )
     by_author = {hit.author: hit.id for hit in listed.results if hit.type == "turn"}
     refused = await forget_memory(team_site, "rita", by_author["ann"])
     assert refused.status_code == 403 and "needs the writer role in space &#39;team&#39;" in error_of(refused)

@@ -14,6 +14,7 @@ from mcp import Client
 
 from mcp_memory.config import Settings
 from mcp_memory.mcp.server import build_server
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from tests.services.mcp_client import call, call_error
 
@@ -357,7 +358,9 @@ async def test_our_export_carries_the_graph_to_another_user(fast_settings: Setti
         await service.import_memories("cy", export.jsonl)
         await service.import_memories("cy", export.jsonl)  # twice stores it once
         assert await service.graph.read_graph("cy") == await service.graph.read_graph("ann")
-        found = await service.search("cy", "tea", mode="text", types=["observation"])
+        found = await service.search(
+            SearchQuery.of("cy", "tea", mode="text", types=["observation"], settings=service.settings)
+        )
         assert [h.content for h in found.results] == ["likes tea"]
 
 

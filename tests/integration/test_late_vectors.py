@@ -15,6 +15,7 @@ import pytest
 from mcp_memory.config import Settings
 from mcp_memory.errors import NotFoundError
 from mcp_memory.llm.embedder import Embedder
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.vectors import VectorWriter
@@ -71,13 +72,17 @@ async def test_a_turn_is_found_by_text_at_once_and_by_meaning_once_its_vector_ex
         stored = await service.get_memory(USER, added.turn.id)
         assert stored.embedding is None  # acknowledged before its vector
 
-        by_text = await service.search(USER, "budget Maui", mode="text")
+        by_text = await service.search(
+            SearchQuery.of(USER, "budget Maui", mode="text", settings=service.settings)
+        )
         assert [h.id for h in by_text.results] == [added.turn.id]
 
         found: list[str] = []
 
         async def search_by_meaning() -> None:
-            result = await service.search(USER, "budget Maui", mode="vector")
+            result = await service.search(
+                SearchQuery.of(USER, "budget Maui", mode="vector", settings=service.settings)
+            )
             found.extend(h.id for h in result.results)
 
         async with anyio.create_task_group() as tasks:

@@ -17,6 +17,7 @@ from mcp_memory.config import LearningSettings, LLMSettings, Settings
 from mcp_memory.learning import Learning
 from mcp_memory.mcp.server import build_server
 from mcp_memory.models import Memory, summary_id
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from tests.fakes.openai_stub import OpenAIStub
@@ -100,7 +101,9 @@ async def test_extraction_stores_contextual_typed_facts(
     assert budget.metadata["source_turn_ids"] == [ids[0]]
     assert stored["The user prefers window seats on flights"].metadata["source_turn_ids"] == ids
     assert (await service.get_memory(USER, budget.id)).embedding is not None  # its own vector
-    found = await service.search(USER, "Hawaii budget", types=["fact"])
+    found = await service.search(
+        SearchQuery.of(USER, "Hawaii budget", types=["fact"], settings=service.settings)
+    )
     assert found.results[0].id == budget.id
     [request] = openai_stub.chat_requests()
     assert request["response_format"] == {"type": "json_object"}

@@ -14,6 +14,7 @@ from redis.asyncio.cluster import RedisCluster
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.redis.keys import RedisKeys
 from tests.integration.redis_service_support import USER, recorded_service, service_settings
@@ -69,7 +70,9 @@ async def test_while_redis_is_down_turns_fail_clearly_and_search_works_then_all_
         with anyio.fail_after(_BOUND_SECONDS), pytest.raises(BackendUnavailableError, match=r"\(Redis\)"):
             await service.get_working_memory(USER, "t")
         # Long term is SQLite: search keeps working, and finds the turn Redis could not take.
-        found = await service.search(USER, "heliotrope", mode="text")
+        found = await service.search(
+            SearchQuery.of(USER, "heliotrope", mode="text", settings=service.settings)
+        )
         # It first; then, by their context, the two turns before it (search/context.py).
         assert [hit.id for hit in found.results] == [saved_while_down, *acknowledged[-1:-3:-1]]
 

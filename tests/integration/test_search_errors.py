@@ -9,6 +9,7 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from tests.fakes.openai_stub import OpenAIStub
@@ -34,9 +35,17 @@ async def test_an_embedding_failure_during_search_is_a_clear_error(
     openai_stub.set_mode("500")
     for mode in ("hybrid", "vector"):
         with pytest.raises(BackendUnavailableError, match="embedding provider"):
-            await remote_embedding_service.search("tester", "deploy target", mode=mode)
-    found = await remote_embedding_service.search("tester", "deploy target", mode="text")
+            await remote_embedding_service.search(
+                SearchQuery.of(
+                    "tester", "deploy target", mode=mode, settings=remote_embedding_service.settings
+                )
+            )
+    found = await remote_embedding_service.search(
+        SearchQuery.of("tester", "deploy target", mode="text", settings=remote_embedding_service.settings)
+    )
     assert [h.content for h in found.results] == ["The deploy target is eu-west-1"]
     openai_stub.set_mode("ok")
-    found = await remote_embedding_service.search("tester", "deploy target")
+    found = await remote_embedding_service.search(
+        SearchQuery.of("tester", "deploy target", settings=remote_embedding_service.settings)
+    )
     assert found.results[0].content == "The deploy target is eu-west-1"

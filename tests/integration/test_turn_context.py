@@ -13,6 +13,7 @@ import pytest
 from mcp_memory.config import Settings
 from mcp_memory.errors import NotFoundError
 from mcp_memory.models import Memory
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.base import LateContext
@@ -22,7 +23,12 @@ USER = "ann"
 
 
 async def text_search(service: MemoryService, query: str) -> list[str]:
-    return [hit.id for hit in (await service.search(USER, query, mode="text")).results]
+    return [
+        hit.id
+        for hit in (
+            await service.search(SearchQuery.of(USER, query, mode="text", settings=service.settings))
+        ).results
+    ]
 
 
 async def test_a_short_answer_is_found_by_the_question_after_it(service: MemoryService) -> None:

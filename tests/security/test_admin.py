@@ -13,6 +13,7 @@ from mcp import Client
 
 from mcp_memory.config import Settings
 from mcp_memory.mcp.server import build_server
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.security.static_tokens import new_token
 from mcp_memory.service.memory_service import MemoryService
 from tests.security.bearer import (
@@ -41,7 +42,16 @@ async def test_the_tokenless_caller_of_stdio_is_not_an_admin(fast_settings: Sett
         # The same caller still reads and writes its own memories.
         await call(client, "add_turn", thread_id="t", role="user", content="my own words")
         assert (await call(client, "search_memory", query="words", mode="text"))["results"]
-        assert len((await service.search("leaver", "words", mode="text")).results) == 1, "nothing deleted"
+        assert (
+            len(
+                (
+                    await service.search(
+                        SearchQuery.of("leaver", "words", mode="text", settings=service.settings)
+                    )
+                ).results
+            )
+            == 1
+        ), "nothing deleted"
 
 
 async def test_a_tokenless_network_endpoint_grants_no_admin(

@@ -11,7 +11,7 @@ from mcp import Client
 
 from mcp_memory.config import Settings
 from mcp_memory.mcp.server import build_server
-from mcp_memory.search.text_index import terms
+from mcp_memory.search.terms import terms
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 from tests.security.test_forget_everything import _sqlite_findings

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_memory.models import SearchQuery
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.cosmos.passages import best_passages, fuse_sides, passage_by_terms, vector_ranking
 
 CONTENT = "garden tomato basil " * 10 + "\n\n" + "telescope nebula galaxy " * 10
@@ -60,7 +60,7 @@ def test_a_memory_found_only_by_a_passage_is_ranked_too() -> None:
 
 
 def test_hybrid_fuses_each_memory_once_by_its_best_passage_and_its_words() -> None:
-    query = SearchQuery.model_validate({"user_id": "u", "text": "telescope nebula", "limit": 3})
+    query = SearchQuery.model_validate({"text": "telescope nebula", "limit": 3})
     by_vector = [(long_doc(), (201, len(CONTENT)), 0.9), (short_doc("near"), None, 0.5)]
     by_text = [long_doc(), short_doc("words")]
 
@@ -73,7 +73,7 @@ def test_hybrid_fuses_each_memory_once_by_its_best_passage_and_its_words() -> No
 
 def test_hybrid_weights_decide_between_the_sides() -> None:
     text_heavy = SearchQuery.model_validate(
-        {"user_id": "u", "text": "x", "limit": 2, "vector_weight": 0.1, "text_weight": 3.0}
+        {"text": "x", "limit": 2, "vector_weight": 0.1, "text_weight": 3.0}
     )
     by_vector = [(short_doc("near"), None, 0.9)]
     by_text = [short_doc("words")]
@@ -82,9 +82,9 @@ def test_hybrid_weights_decide_between_the_sides() -> None:
 
 
 def test_a_long_memory_found_by_its_words_points_at_the_passage_holding_them() -> None:
-    query = SearchQuery.model_validate({"user_id": "u", "text": "galaxy telescope", "limit": 2})
+    query = SearchQuery.model_validate({"text": "galaxy telescope", "limit": 2})
 
     fused = fuse_sides([], [long_doc()], query)
 
     assert fused == [(long_doc(), (201, len(CONTENT)), None)]
-    assert passage_by_terms(short_doc("s"), "galaxy") is None
+    assert passage_by_terms(short_doc("s"), ["galaxy"]) is None

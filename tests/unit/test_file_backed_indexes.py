@@ -15,7 +15,8 @@ from mcp_memory.search import file_array, positions, text_index, vector_index
 from mcp_memory.search.file_array import Blocks, FileArray
 from mcp_memory.search.positions import RowPositions
 from mcp_memory.search.rows import RowFilter
-from mcp_memory.search.text_index import Document, TextIndex, query_terms
+from mcp_memory.search.terms import query_terms
+from mcp_memory.search.text_index import Document, TextIndex
 from mcp_memory.search.vector_index import VectorIndex
 from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder, Stamp
 from tests.unit.test_vector_index_ann import unit

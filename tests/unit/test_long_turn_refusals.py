@@ -8,6 +8,7 @@ import pytest
 
 from mcp_memory.config import Settings
 from mcp_memory.errors import InvalidInputError
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.memory_service import MemoryService
 
 pytestmark = pytest.mark.anyio
@@ -61,7 +62,7 @@ async def test_tab_newline_carriage_return_and_any_script_are_text(service: Memo
 async def test_a_query_has_its_own_smaller_limit(service: MemoryService) -> None:
     limit = service.settings.search.max_query_chars
     with pytest.raises(InvalidInputError, match=f"query is {limit + 1:,} characters; the limit is {limit:,}"):
-        await service.search(USER, "q" * (limit + 1))
+        await service.search(SearchQuery.of(USER, "q" * (limit + 1), settings=service.settings))
 
 
 async def test_an_import_with_a_control_character_names_the_memory(service: MemoryService) -> None:

@@ -20,7 +20,8 @@ from mcp_memory.search.passages import (
     passages,
 )
 from mcp_memory.search.rows import RowFilter
-from mcp_memory.search.text_index import Document, TextIndex, query_terms
+from mcp_memory.search.terms import query_terms
+from mcp_memory.search.text_index import Document, TextIndex
 from mcp_memory.search.vector_index import VectorIndex
 
 PARAGRAPHS = [

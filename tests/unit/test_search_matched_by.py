@@ -7,6 +7,7 @@ import pytest
 from mcp import Client
 
 from mcp_memory.models import Hit, Memory, SearchMode
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import MEANING_FLOOR, HitSignals, matched_by
 from mcp_memory.service.results import search_hits
 from tests.services.mcp_client import call
@@ -42,11 +43,11 @@ def test_every_result_carries_the_reason_of_its_own_signals() -> None:
         for i in range(3)
     ]
     signals = [HitSignals(1, 1.0, 0.9), HitSignals(2, 1.0, 0.1), HitSignals(3, 0.0, 0.6)]
-    found = search_hits(hits, signals, words, "memory")
+    found = search_hits(hits, signals, words, SearchQuery(text="memory"))
     assert [h.matched_by for h in found] == ["both", "text", "meaning"]
-    by_vector = search_hits(hits, signals, words, "memory", mode="vector")
+    by_vector = search_hits(hits, signals, words, SearchQuery(text="memory", mode="vector"))
     assert [h.matched_by for h in by_vector] == ["meaning"] * 3
-    budgeted = search_hits(hits, signals, words, "memory", max_tokens=4)
+    budgeted = search_hits(hits, signals, words, SearchQuery(text="memory", max_tokens=4))
     assert [h.matched_by for h in budgeted] == ["both", "text"]  # kept through the token budget
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.memory_service import MemoryService
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +68,14 @@ async def indexed(model_service: MemoryService) -> tuple[MemoryService, list[str
 async def _mrr(service: MemoryService, ids: list[str], mode: str) -> tuple[float, int]:
     reciprocal, top1 = 0.0, 0
     for query, expected in QUERIES:
-        found = [h.id for h in (await service.search(USER, query, mode=mode, limit=10)).results]
+        found = [
+            h.id
+            for h in (
+                await service.search(
+                    SearchQuery.of(USER, query, mode=mode, limit=10, settings=service.settings)
+                )
+            ).results
+        ]
         if ids[expected] in found:
             rank = found.index(ids[expected]) + 1
             reciprocal += 1 / rank
@@ -78,7 +86,9 @@ async def _mrr(service: MemoryService, ids: list[str], mode: str) -> tuple[float
 async def test_keyword_queries_find_the_right_turn_first(indexed: tuple[MemoryService, list[str]]) -> None:
     service, ids = indexed
     for query, expected in QUERIES[:6]:
-        found = (await service.search(USER, query, limit=3)).results
+        found = (
+            await service.search(SearchQuery.of(USER, query, limit=3, settings=service.settings))
+        ).results
         assert found[0].id == ids[expected], query
 
 
@@ -88,7 +98,9 @@ async def test_paraphrased_queries_find_the_right_turn_first(
     service, ids = indexed
     misses = []
     for query, expected in QUERIES[6:]:
-        found = (await service.search(USER, query, limit=3)).results
+        found = (
+            await service.search(SearchQuery.of(USER, query, limit=3, settings=service.settings))
+        ).results
         if found[0].id != ids[expected]:
             misses.append(query)
     # A small model on one-line memories: allow at most one of ten to land second or lower.
@@ -107,12 +119,25 @@ async def test_hybrid_beats_or_equals_each_single_mode(indexed: tuple[MemoryServ
 
 async def test_search_spans_threads_unless_one_is_named(indexed: tuple[MemoryService, list[str]]) -> None:
     service, _ = indexed
-    everywhere = {h.thread_id for h in (await service.search(USER, "plans and schedule", limit=18)).results}
+    everywhere = {
+        h.thread_id
+        for h in (
+            await service.search(
+                SearchQuery.of(USER, "plans and schedule", limit=18, settings=service.settings)
+            )
+        ).results
+    }
     assert len(everywhere) > 1
-    only_home = (await service.search(USER, "plans and schedule", thread_id="home", limit=18)).results
+    only_home = (
+        await service.search(
+            SearchQuery.of(USER, "plans and schedule", thread_id="home", limit=18, settings=service.settings)
+        )
+    ).results
     assert only_home and {h.thread_id for h in only_home} == {"home"}
 
 
 async def test_another_users_memories_are_never_found(indexed: tuple[MemoryService, list[str]]) -> None:
     service, _ = indexed
-    assert (await service.search("someone-else", "Hawaii trip budget")).results == []
+    assert (
+        await service.search(SearchQuery.of("someone-else", "Hawaii trip budget", settings=service.settings))
+    ).results == []

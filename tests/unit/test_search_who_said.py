@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mcp_memory.search import intent
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.memory_service import MemoryService
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +46,14 @@ async def thread(model_service: MemoryService) -> tuple[MemoryService, list[str]
 
 
 async def _ranked(service: MemoryService, query: str) -> list[str]:
-    return [hit.id for hit in (await service.search(USER, query, thread_id=THREAD, limit=5)).results]
+    return [
+        hit.id
+        for hit in (
+            await service.search(
+                SearchQuery.of(USER, query, thread_id=THREAD, limit=5, settings=service.settings)
+            )
+        ).results
+    ]
 
 
 async def test_a_first_person_question_finds_the_users_words_before_the_reply_restating_them(

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from mcp_memory.models import Memory, Scope, SearchQuery
+from mcp_memory.models import Memory, Scope
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite import db as sqlite_db
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore, _row
 from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore
@@ -51,12 +52,12 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
     )
 
     async with open_sqlite(path) as store:
-        hits = await store.search(SearchQuery(user_id="u", text="bicycle", mode="text"), None)
+        hits = await store.search("u", SearchQuery(text="bicycle", mode="text"), None)
         phrase = await store.search(
-            SearchQuery(user_id="u", text='"green tea"', phrases=["green tea"], mode="text"), None
+            "u", SearchQuery(text='"green tea"', phrases=["green tea"], mode="text"), None
         )
         await store.put([memory("u", "car", "my bicycle is faster than the car")])
-        after_write = await store.search(SearchQuery(user_id="u", text="bicycle", mode="text"), None)
+        after_write = await store.search("u", SearchQuery(text="bicycle", mode="text"), None)
 
     assert [h.memory.id for h in hits] == ["bike"]
     assert [h.memory.id for h in phrase] == ["tea"]
@@ -84,7 +85,7 @@ async def test_rows_from_before_spaces_are_personal_memories_written_by_their_ow
 
     async with open_sqlite(path) as store:
         mine = await store.get("ann", "a1")
-        hits = await store.search(SearchQuery(user_id="ann", text="staging", mode="text"), None)
+        hits = await store.search("ann", SearchQuery(text="staging", mode="text"), None)
 
     assert (mine.space, mine.author, mine.written_by) == (None, None, "ann")
     assert mine.public()["space"] is None and mine.public()["author"] == "ann"

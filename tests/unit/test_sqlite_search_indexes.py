@@ -21,7 +21,8 @@ import anyio
 import anyio.from_thread
 import pytest
 
-from mcp_memory.models import Message, Scope, SearchQuery
+from mcp_memory.models import Message, Scope
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.text_index import TextIndex
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.indexes import SearchIndexes
@@ -39,17 +40,17 @@ async def opened(path: Path, **options: Any) -> AsyncIterator[SqliteLongTermStor
         yield store
 
 
-def text_query(user: str, text: str, **fields: object) -> SearchQuery:
-    return SearchQuery.model_validate({"user_id": user, "text": text, "mode": "text", **fields})
+def text_query(user: str, text: str, **fields: object) -> tuple[str, SearchQuery]:
+    return user, SearchQuery.model_validate({"text": text, "mode": "text", **fields})
 
 
-async def ids(store: SqliteLongTermStore, query: SearchQuery) -> list[str]:
-    return [h.memory.id for h in await store.search(query, None)]
+async def ids(store: SqliteLongTermStore, query: tuple[str, SearchQuery]) -> list[str]:
+    return [h.memory.id for h in await store.search(*query, None)]
 
 
 async def vector_ids(store: SqliteLongTermStore, user: str, text: str) -> list[str]:
-    query = SearchQuery(user_id=user, text=text, mode="vector")
-    return [h.memory.id for h in await store.search(query, embed(text))]
+    query = SearchQuery(text=text, mode="vector")
+    return [h.memory.id for h in await store.search(user, query, embed(text))]
 
 
 async def snapshots_written(store: SqliteLongTermStore) -> None:
@@ -399,8 +400,8 @@ async def test_a_large_user_s_vectors_get_an_approximate_index_that_snapshots_ke
         assert again.indexes.stats.loads == 1 and again.indexes.stats.builds == 0
         async with again.indexes.current("ann") as index:
             assert index.vectors.approximate and len(index.vectors) == 119
-        hybrid = SearchQuery(user_id="ann", text=texts[12], mode="hybrid")
-        assert (await again.search(hybrid, embed(texts[12])))[0].memory.id == "m12"
+        hybrid = SearchQuery(text=texts[12], mode="hybrid")
+        assert (await again.search("ann", hybrid, embed(texts[12])))[0].memory.id == "m12"
 
 
 WORDS = ["kayak", "violin", "garden", "comet", "harbour", "lantern", "meadow", "quartz"]
@@ -415,14 +416,14 @@ import asyncio, os, sys
 sys.path.insert(0, os.getcwd())
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
-from mcp_memory.models import SearchQuery
+from mcp_memory.search.query import SearchQuery
 from tests.contract.conftest_long_term import EMBEDDING, embed, memory
 from tests.unit.test_sqlite_search_indexes import ann_texts
 
 async def main(path):
     async with SqliteDatabase.open(path) as db, SqliteLongTermStore.open(db, EMBEDDING, ann_min_memories=100) as store:
         await store.put([memory("ann", f"m{i}", text) for i, text in enumerate(ann_texts(120, 60), start=120)])
-        await store.search(SearchQuery(user_id="ann", text="kayak", mode="vector"), embed("kayak"))
+        await store.search("ann", SearchQuery(text="kayak", mode="vector"), embed("kayak"))
         os.fsync = lambda fd: os._exit(9)  # the process dies mid-write: the bytes written, never renamed
         await store.indexes.snapshot("ann")
 

@@ -6,6 +6,7 @@ import pytest
 
 from mcp_memory.cli.demo import CONVERSATION
 from mcp_memory.models import summary_id
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.memory_service import MemoryService
 
 pytestmark = pytest.mark.anyio
@@ -58,14 +59,18 @@ async def test_no_message_is_lost_every_turn_stays_searchable(service: MemorySer
     for r in results:
         memory = await service.get_memory(USER, r["turn"]["id"])
         assert memory.content == r["turn"]["content"] and memory.type == "turn"
-    found = await service.search(USER, '"turn 0)"', types=["turn"], mode="text", limit=5)
+    found = await service.search(
+        SearchQuery.of(USER, '"turn 0)"', types=["turn"], mode="text", limit=5, settings=service.settings)
+    )
     assert [h.id for h in found.results] == [results[0]["turn"]["id"]]
 
 
 async def test_summary_has_a_stable_id_and_is_updated_not_duplicated(service: MemoryService) -> None:
     results = await _fill(service, "t", 40)
     assert sum(r["summarized"] for r in results) >= 2, "the thread was summarized more than once"
-    summaries = await service.search(USER, "migration budget", types=["summary"], limit=10)
+    summaries = await service.search(
+        SearchQuery.of(USER, "migration budget", types=["summary"], limit=10, settings=service.settings)
+    )
     assert [h.id for h in summaries.results] == [summary_id(USER, "t")]
     stored = await service.get_memory(USER, summary_id(USER, "t"))
     wm = await service.get_working_memory(USER, "t")

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mcp_memory.search.rows import RowFilter
-from mcp_memory.search.text_index import Document, TextIndex, query_terms, terms
+from mcp_memory.search.terms import query_terms, terms
+from mcp_memory.search.text_index import Document, TextIndex
 
 WORDS = ["running", "runner", "bicycle", "bicycles", "tea", "green", "Café", "cafe", "paint", "painted", "x1"]
 EVERYTHING = RowFilter()

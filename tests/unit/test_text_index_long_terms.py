@@ -8,7 +8,8 @@ import pytest
 
 from mcp_memory.search import text_index
 from mcp_memory.search.rows import RowFilter
-from mcp_memory.search.text_index import Document, TextIndex, query_terms
+from mcp_memory.search.terms import query_terms
+from mcp_memory.search.text_index import Document, TextIndex
 
 
 def document(rowid: int, content: str) -> Document:

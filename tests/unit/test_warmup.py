@@ -15,6 +15,7 @@ import pytest
 
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry
 from mcp_memory.errors import BackendUnavailableError
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.security.static_tokens import hash_token
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
@@ -59,7 +60,9 @@ async def test_the_first_search_after_start_up_finds_the_index_built(
         await warmed(service)
         assert builds == ["tester"]  # before any search
 
-        result = await service.search("tester", "bicycle", mode="text")
+        result = await service.search(
+            SearchQuery.of("tester", "bicycle", mode="text", settings=service.settings)
+        )
         assert [hit.content for hit in result.results] == ["I ride my bicycle to work"]
         assert builds == ["tester"]  # the search used the warm index
 
@@ -86,7 +89,9 @@ async def test_with_warm_up_off_the_first_search_builds(
         await service.list_threads("tester")
         assert builds == []
 
-        result = await service.search("tester", "bicycle", mode="text")
+        result = await service.search(
+            SearchQuery.of("tester", "bicycle", mode="text", settings=service.settings)
+        )
         assert len(result.results) == 1
         assert builds == ["tester"]
 
@@ -111,7 +116,9 @@ async def test_a_failed_warm_up_is_logged_and_the_first_search_builds(
         )
 
         monkeypatch.setattr(SearchIndexes, "_open_index", open_index)  # the lock is gone
-        result = await service.search("tester", "bicycle", mode="text")
+        result = await service.search(
+            SearchQuery.of("tester", "bicycle", mode="text", settings=service.settings)
+        )
         assert len(result.results) == 1
 
 

@@ -12,6 +12,7 @@ from pydantic import Field
 from mcp_memory.mcp.tools.arguments import MemoryTypes, ReadSpace
 from mcp_memory.mcp.tools.dependencies import Readable, service_of
 from mcp_memory.mcp.tools.registry import Family
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.service import browse
 from mcp_memory.views import MemoryPage, SearchResult
 
@@ -58,7 +59,8 @@ async def search_memory(
 ) -> SearchResult:
     """Search long-term memory (past turns, summaries, facts) by keywords and meaning, best first: your
     own and that of the shared spaces you are a member of (each hit says its space and author)."""
-    return await service_of(ctx).search(
+    service = service_of(ctx)
+    asked = SearchQuery.of(
         owners,
         query,
         thread_id,
@@ -70,7 +72,9 @@ async def search_memory(
         min_score=min_score,
         max_tokens=max_tokens,
         as_of=as_of,
+        settings=service.settings,
     )
+    return await service.search(asked)
 
 
 @family.tool(ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True))

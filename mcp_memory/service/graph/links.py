@@ -18,7 +18,8 @@ import anyio
 from mcp_memory.config import GraphSettings
 from mcp_memory.learning.entities import EntityMatcher, key, mentions
 from mcp_memory.llm.tokens import OFF_LOOP_CHARS
-from mcp_memory.models import Hit, Memory, SearchQuery
+from mcp_memory.models import Hit, Memory
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.graph_base import GraphStore
 
@@ -100,8 +101,7 @@ class EntityLinks:
         for name in names:
             matcher = EntityMatcher([name])
             hits = await self.long_term.search(
-                SearchQuery(user_id=owner, text=name, mode="text", types=["turn", "fact"], limit=_BACKLINKS),
-                None,
+                owner, SearchQuery(text=name, mode="text", types=["turn", "fact"], limit=_BACKLINKS), None
             )
             links = [(name, h.memory.id, h.memory.thread_id) for h in hits if matcher.find(h.memory.content)]
             if links:

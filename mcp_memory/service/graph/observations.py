@@ -18,11 +18,10 @@ from mcp_memory.models import (
     GraphObservation,
     Memory,
     Scope,
-    SearchQuery,
     author_of,
     observation_id,
 )
-from mcp_memory.service.results import signals_of
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.graph_base import GraphStore
 from mcp_memory.storage.learning_base import RevisionStore
@@ -110,15 +109,14 @@ class ObservationMemories:
         after the substring matches: those at least `floor` close to the query (cosine)."""
         vector = [float(x) for x in (await self.embedder.embed([query]))[0]]
         hits = await self.long_term.search(
-            SearchQuery(user_id=owner, text=query, types=["observation"], limit=_HYBRID_HITS), vector
+            owner, SearchQuery(text=query, types=["observation"], limit=_HYBRID_HITS), vector
         )
-        # Close enough in meaning: the recall prompt's cosine floor for this embedder (service/recall.py).
-        signals = await signals_of(self.long_term, owner, query, vector, hits)
+        # Close enough in meaning (the store's cosine): the recall prompt's floor for this embedder.
         by_name = {e.name: e for e in entities}
         found: list[GraphEntity] = []
-        for hit, signal in zip(hits, signals, strict=True):
+        for hit in hits:
             name = hit.memory.metadata.get("entity")
-            near = signal.cosine is not None and signal.cosine >= floor
+            near = hit.cosine is not None and hit.cosine >= floor
             if near and name in by_name and name not in matched:
                 matched.add(name)
                 found.append(by_name[name])

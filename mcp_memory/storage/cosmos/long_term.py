@@ -34,9 +34,9 @@ from mcp_memory.models import (
     ListQuery,
     Memory,
     Scope,
-    SearchQuery,
     ThreadInfo,
 )
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.base import QueryVector
 from mcp_memory.storage.cosmos import queries as sql
 from mcp_memory.storage.cosmos.calls import each_concurrently, query_all
@@ -270,8 +270,8 @@ class CosmosLongTermStore:
         infos.sort(key=lambda i: (i.updated_at, i.thread_id), reverse=True)
         return infos
 
-    async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
-        return await self._search.search(query, vector)
+    async def search(self, user_id: str, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        return await self._search.search(user_id, query, vector)
 
     # -- learning ----------------------------------------------------------------------------------
 

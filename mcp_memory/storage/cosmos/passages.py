@@ -25,9 +25,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from mcp_memory.errors import EmbeddingMismatchError, InvalidInputError
-from mcp_memory.models import Memory, SearchQuery
+from mcp_memory.models import Memory
 from mcp_memory.search.fusion import rrf
 from mcp_memory.search.passages import passages
+from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.terms import keywords
 
 PASSAGE_TYPE = "passage"
@@ -181,27 +182,27 @@ def fuse_sides(
 ) -> list[tuple[dict[str, Any], Span | None, float | None]]:
     """A hybrid search's memories: RRF of the memories by their best passage's cosine (vector_ranking)
     and by their full-text rank, with the query's weights and the constant of Cosmos DB's own RRF, the
-    best query.limit. A memory found by its words only gets the passage holding most of them and no
-    cosine."""
+    best query.per_owner. A memory found by its words only gets the passage holding most of them and no
+    cosine (the store gives it one from its vector: search.py)."""
     near = {doc["id"]: (doc, span, cosine) for doc, span, cosine in by_vector}
     words = {doc["id"]: doc for doc in by_text}
     fused = rrf([list(near), list(words)], weights=[query.vector_weight, query.text_weight], k=COSMOS_RRF_K)
     ranked: list[tuple[dict[str, Any], Span | None, float | None]] = []
-    for memory_id, _ in fused[: query.limit]:
+    for memory_id, _ in fused[: query.per_owner]:
         if memory_id in near:
             ranked.append(near[memory_id])
         else:
-            ranked.append((words[memory_id], passage_by_terms(words[memory_id], query.text), None))
+            ranked.append((words[memory_id], passage_by_terms(words[memory_id], query.terms.words), None))
     return ranked
 
 
-def passage_by_terms(doc: dict[str, Any], text: str) -> Span | None:
+def passage_by_terms(doc: dict[str, Any], words: Sequence[str]) -> Span | None:
     """For a long memory found by its words only: the passage holding most of the query's keywords
-    (the first on a tie); None for a memory of one passage."""
+    (`words`: QueryTerms.words; the first on a tie); None for a memory of one passage."""
     spans = doc.get("passage_spans")
     if not spans:
         return None
-    wanted = set(keywords(text, limit=1000))
+    wanted = set(words)
     content = doc["content"]
 
     def overlap(span: list[int]) -> int:

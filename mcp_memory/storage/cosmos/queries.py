@@ -28,13 +28,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
-from mcp_memory.models import ListQuery, SearchQuery
-from mcp_memory.search.terms import keywords
+from mcp_memory.models import ListQuery
+from mcp_memory.search.query import SearchQuery
+from mcp_memory.search.terms import MAX_KEYWORDS
 from mcp_memory.storage.cosmos.documents import MEMORY_FIELDS, SYSTEM_USER, THREAD_ENTRY_TYPE, timestamp
 from mcp_memory.storage.cosmos.passages import PASSAGE_TYPE, PASSAGES_PER_HIT
 
 # FullTextScore rejects 31 or more terms.
-MAX_TERMS = 30
+MAX_TERMS = MAX_KEYWORDS
 
 LIVE = "(NOT IS_DEFINED(c.superseded_by) OR IS_NULL(c.superseded_by))"
 FIELDS = ", ".join(f"c.{name}" for name in MEMORY_FIELDS)
@@ -241,7 +242,8 @@ def active(user_id: str, types: Sequence[str], limit: int, changed_since: dateti
 
 
 def search_terms(query: SearchQuery) -> list[str]:
-    return keywords(query.text, limit=MAX_TERMS)
+    """The query's keywords, at most MAX_TERMS (computed once with the query: SearchQuery.terms)."""
+    return list(query.terms.keywords)
 
 
 def search_plan(query: SearchQuery, vector: Sequence[float] | None) -> SearchPlan:
@@ -267,10 +269,12 @@ def search_plan(query: SearchQuery, vector: Sequence[float] | None) -> SearchPla
     return "none"
 
 
-def _search_where(query: SearchQuery, type_clause: str, types: Sequence[str], *, phrases: bool) -> _Where:
-    """A search's filters: thread, `type_clause` on `types`, current at as_of, time range and, with
-    `phrases`, the quoted phrases (on the content, which only memory items hold)."""
-    w = _Where(query.user_id, query.thread_id)
+def _search_where(
+    user_id: str, query: SearchQuery, type_clause: str, types: Sequence[str], *, phrases: bool
+) -> _Where:
+    """A search of the user's memory's filters: thread, `type_clause` on `types`, current at as_of, time
+    range and, with `phrases`, the quoted phrases (on the content, which only memory items hold)."""
+    w = _Where(user_id, query.thread_id)
     w.add(type_clause, "@types", list(types))
     _current(w, query.as_of)
     if query.since is not None:
@@ -284,11 +288,11 @@ def _search_where(query: SearchQuery, type_clause: str, types: Sequence[str], *,
 
 
 def search(
-    query: SearchQuery, vector: Sequence[float] | None, types: Sequence[str], plan: SearchPlan
+    user_id: str, query: SearchQuery, vector: Sequence[float] | None, types: Sequence[str], plan: SearchPlan
 ) -> CosmosQuery:
-    """One container's search for `plan` (never "none"), restricted to `types`."""
-    w = _search_where(query, "ARRAY_CONTAINS(@types, c.type)", types, phrases=True)
-    w.param("@limit", query.limit)
+    """One container's search of the user's memory for `plan` (never "none"), restricted to `types`."""
+    w = _search_where(user_id, query, "ARRAY_CONTAINS(@types, c.type)", types, phrases=True)
+    w.param("@limit", query.per_owner)
     names: list[str] = []
     if plan in ("hybrid", "text"):
         names = [w.param(f"@term{i}", term) for i, term in enumerate(search_terms(query))]
@@ -296,8 +300,8 @@ def search(
     if plan in ("hybrid", "vector"):
         w.param("@vector", list(vector or []))
 
-    # With the vector: the service scores each hit by its cosine to the query, and one response with
-    # a few vectors costs less than a point read per hit.
+    # With the vector: the store gives each hit its cosine to the query from it (search.py) where the
+    # query cannot project VectorDistance (RRF, full text), in the same response.
     select = f"SELECT TOP @limit {FIELDS}, c.embedding"
     match plan:
         case "hybrid":
@@ -320,15 +324,17 @@ def search(
     return CosmosQuery(sql, w.parameters, w.partition_key)
 
 
-def passage_search(query: SearchQuery, vector: Sequence[float], types: Sequence[str]) -> CosmosQuery:
+def passage_search(
+    user_id: str, query: SearchQuery, vector: Sequence[float], types: Sequence[str]
+) -> CosmosQuery:
     """The vector side over passage items (a long memory's passages after its first): the nearest
-    PASSAGES_PER_HIT x limit, by the copies of their memory's type, time and supersession. Phrases are
-    checked on the memories these passages name (search_memories), which hold the content."""
+    PASSAGES_PER_HIT x query.per_owner, by the copies of their memory's type, time and supersession.
+    Phrases are checked on the memories these passages name (search_memories), which hold the content."""
     w = _search_where(
-        query, "c.type = @passage AND ARRAY_CONTAINS(@types, c.memory_type)", types, phrases=False
+        user_id, query, "c.type = @passage AND ARRAY_CONTAINS(@types, c.memory_type)", types, phrases=False
     )
     w.parameters.append({"name": "@passage", "value": PASSAGE_TYPE})
-    w.param("@limit", query.limit * PASSAGES_PER_HIT)
+    w.param("@limit", query.per_owner * PASSAGES_PER_HIT)
     w.param("@vector", list(vector))
     sql = (
         "SELECT TOP @limit c.memory_id, c.passage_version, c.span,"
@@ -347,9 +353,11 @@ def passages_of(user_id: str, thread_id: str, memory_id: str, version: str) -> C
     return CosmosQuery(f"SELECT c.position, c.embedding FROM c WHERE {w.sql}", w.parameters, w.partition_key)
 
 
-def search_memories(query: SearchQuery, ids: Sequence[str], types: Sequence[str]) -> CosmosQuery:
+def search_memories(
+    user_id: str, query: SearchQuery, ids: Sequence[str], types: Sequence[str]
+) -> CosmosQuery:
     """The memories passages were found for, if they pass every filter of the search (phrases too)."""
-    w = _search_where(query, "ARRAY_CONTAINS(@types, c.type)", types, phrases=True)
+    w = _search_where(user_id, query, "ARRAY_CONTAINS(@types, c.type)", types, phrases=True)
     w.add("ARRAY_CONTAINS(@ids, c.id)", "@ids", list(ids))
     return CosmosQuery(f"SELECT {FIELDS}, c.embedding FROM c WHERE {w.sql}", w.parameters, w.partition_key)
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from mcp_memory.config import LongTermSettings
 from mcp_memory.errors import InvalidInputError, NotFoundError
-from mcp_memory.models import EmbeddingSpec, Hit, ListQuery, Memory, Scope, SearchQuery, ThreadInfo
+from mcp_memory.models import EmbeddingSpec, Hit, ListQuery, Memory, Scope, ThreadInfo
 from mcp_memory.search.hybrid import (
     TEXT_CANDIDATES,
     candidate_pool,
@@ -31,6 +31,8 @@ from mcp_memory.search.hybrid import (
     words_weight,
 )
 from mcp_memory.search.passages import ONE_PASSAGE_CHARS, memory_of, passages
+from mcp_memory.search.query import SearchQuery
+from mcp_memory.search.vector_index import VectorIndex
 from mcp_memory.storage.base import QueryVector, resolve_vector
 from mcp_memory.storage.sqlite import usage as sqlite_usage
 from mcp_memory.storage.sqlite.codec import (
@@ -198,22 +200,22 @@ class SqliteLongTermStore:
         )
         return [_memory(r) for r in rows]
 
-    async def search(self, query: SearchQuery, vector: QueryVector) -> list[Hit]:
-        active, then = query, []
+    async def search(self, user_id: str, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        bound: datetime | None = None
+        then: list[tuple[int, str, np.ndarray | None]] = []
         if query.as_of is not None:
             # Memory as it stood then. The indexes hold only active memories: they answer for those
             # created by then; the few superseded since that were current then are read here and ranked
             # with them on the same scales (search/hybrid.py fuse_as_of).
             bound = query.as_of if query.until is None else min(query.until, query.as_of)
-            active = query.model_copy(update={"until": bound})
-            then = await self._db.read(lambda conn: _current_then(conn, query))
-        pool, where = candidate_pool(query), row_filter(active)
-        async with self.indexes.current(query.user_id) as index:
+            then = await self._db.read(lambda conn: _current_then(conn, user_id, query))
+        pool, where = candidate_pool(query), row_filter(query, until=bound)
+        async with self.indexes.current(user_id) as index:
             text_hits: list[tuple[int, float]] | None = None
             if query.mode in ("hybrid", "text"):
                 # First, while the query's embedding may still be computing on another core.
                 text_hits = await anyio.to_thread.run_sync(
-                    text_candidates, index.text, active, max(pool, TEXT_CANDIDATES), where
+                    text_candidates, index.text, query, max(pool, TEXT_CANDIDATES), where
                 )
             ready = await resolve_vector(vector) if query.mode != "text" else None
             query_vector = None if ready is None else np.asarray(ready, dtype=np.float32)
@@ -229,7 +231,8 @@ class SqliteLongTermStore:
                 scored = await anyio.to_thread.run_sync(
                     fuse, index.vectors, query, query_vector, text_hits or [], pool, where, words
                 )
-        return await self._hits(scored, query, query_vector)
+            by_key = await _cosines(index.vectors, _best(scored, query), query_vector, then)
+        return await self._hits(user_id, scored, query, by_key)
 
     async def warm(self, user_id: str) -> None:
         await self.indexes.warm(user_id)
@@ -239,28 +242,25 @@ class SqliteLongTermStore:
         return self.indexes.memory_bytes()
 
     async def _hits(
-        self, scored: Sequence[tuple[int, float]], query: SearchQuery, query_vector: np.ndarray | None
+        self,
+        user_id: str,
+        scored: Sequence[tuple[int, float]],
+        query: SearchQuery,
+        cosines: Mapping[int, float | None],
     ) -> list[Hit]:
         """The memories of the ranked (key, score) hits (search/passages.py keys: a memory's best passage),
-        each with that passage's span and cosine."""
+        each with that passage's span and its cosine (`cosines`, by key: the index's)."""
         if not scored:
             return []
-        if not query.phrases:
-            # Candidates were already filtered (superseded, thread, type, time): read only what is returned.
-            scored = scored[: query.limit]
-        best: dict[int, tuple[int, float]] = {}
-        for key, score in scored:  # ranked: a memory's first entry is its best passage
-            rowid, number = memory_of(key)
-            best.setdefault(rowid, (number, score))
+        best = _best(scored, query)
         rowids = list(best)
         marks = ",".join("?" * len(rowids))
-        args: list[Any] = [*rowids, query.user_id]
+        args: list[Any] = [*rowids, user_id]
         current = _current_at(query.as_of, args)
         rows = await self._db.read(
             lambda conn: conn.execute(
                 # `+user_id`: a check on the rows found by rowid, not an index to scan the user's rows by.
-                f"SELECT {_COLUMNS}, embedding, passage_embeddings FROM memories"
-                f" WHERE rowid IN ({marks}) AND +user_id = ? AND {current}",
+                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND +user_id = ? AND {current}",
                 args,
             ).fetchall()
         )
@@ -274,9 +274,9 @@ class SqliteLongTermStore:
             memory = _memory(row)
             if phrases and not all(p in memory.content.casefold() for p in phrases):
                 continue
-            number, score = best[rowid]
-            hits.append(_hit(memory, score, number, unpack_passages(row[16], row[17]), query_vector))
-            if len(hits) == query.limit:
+            key, score = best[rowid]
+            hits.append(_hit(memory, score, memory_of(key)[1], cosines.get(key)))
+            if len(hits) == query.per_owner:
                 break
         return hits
 
@@ -332,13 +332,15 @@ class SqliteLongTermStore:
     async def similar(
         self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
     ) -> list[Hit]:
-        query = SearchQuery(user_id=user_id, text="", mode="vector", types=list(types), limit=limit)
+        query = SearchQuery(text="", mode="vector", types=list(types), limit=limit)
+        query_vector = np.asarray(vector, dtype=np.float32)
         async with self.indexes.current(user_id) as index:
             ranked = await anyio.to_thread.run_sync(
-                index.vectors.search, np.asarray(vector, dtype=np.float32), limit, row_filter(query)
+                index.vectors.search, query_vector, limit, row_filter(query)
             )
-        found = [(r, s) for r, s in ranked if s >= min_similarity]
-        return await self._hits(found, query, np.asarray(vector, dtype=np.float32))
+            found = [(r, s) for r, s in ranked if s >= min_similarity]
+            by_key = await _cosines(index.vectors, _best(found, query), query_vector, [])
+        return await self._hits(user_id, found, query, by_key)
 
     async def list_active(
         self, user_id: str, *, types: Sequence[str], limit: int, changed_since: datetime | None = None
@@ -477,12 +479,14 @@ def _narrowed(clauses: list[str], args: list[Any], query: SearchQuery | ListQuer
             args.append(ts(moment))
 
 
-def _current_then(conn: sqlite3.Connection, query: SearchQuery) -> list[tuple[int, str, np.ndarray | None]]:
-    """(rowid, text, vector) of the memories superseded since query.as_of that were current then and
-    pass its filters: what the indexes of active memories no longer hold."""
+def _current_then(
+    conn: sqlite3.Connection, user_id: str, query: SearchQuery
+) -> list[tuple[int, str, np.ndarray | None]]:
+    """(rowid, text, vector) of the user's memories superseded since query.as_of that were current then
+    and pass its filters: what the indexes of active memories no longer hold."""
     assert query.as_of is not None
     clauses = ["user_id = ?", "superseded_by IS NOT NULL", "created_at <= ?", "superseded_at > ?"]
-    args: list[Any] = [query.user_id, ts(query.as_of), ts(query.as_of)]
+    args: list[Any] = [user_id, ts(query.as_of), ts(query.as_of)]
     _narrowed(clauses, args, query)
     rows = conn.execute(
         f"SELECT rowid, content, index_context, embedding FROM memories WHERE {' AND '.join(clauses)}", args
@@ -531,17 +535,45 @@ def _row(m: Memory) -> tuple[Any, ...]:
     )
 
 
-def _hit(
-    memory: Memory, score: float, number: int, vectors: np.ndarray | None, query_vector: np.ndarray | None
-) -> Hit:
+def _hit(memory: Memory, score: float, number: int, cosine: float | None) -> Hit:
     """A hit with its best passage's span (a long memory) and the query's cosine with it."""
     spans = passages(memory.content)
     number = min(number, len(spans) - 1)  # a passage split differently since: its last
-    cosine = None
-    if vectors is not None and query_vector is not None:
-        cosine = float(vectors[min(number, len(vectors) - 1)] @ query_vector)
     passage = tuple(spans[number]) if len(spans) > 1 else None
     return Hit(memory=memory, score=score, passage=passage, cosine=cosine)
+
+
+def _best(scored: Sequence[tuple[int, float]], query: SearchQuery) -> dict[int, tuple[int, float]]:
+    """rowid: (key, score) of each ranked memory's best passage (its first entry), best first, of the hits
+    a search reads: the first query.per_owner, or all with quoted phrases (checked on the rows read)."""
+    if not query.phrases:
+        # Candidates were already filtered (superseded, thread, type, time): read only what is returned.
+        scored = scored[: query.per_owner]
+    best: dict[int, tuple[int, float]] = {}
+    for key, score in scored:  # ranked: a memory's first entry is its best passage
+        best.setdefault(memory_of(key)[0], (key, score))
+    return best
+
+
+async def _cosines(
+    vectors: VectorIndex,
+    best: Mapping[int, tuple[int, float]],
+    query_vector: np.ndarray | None,
+    then: Sequence[tuple[int, str, np.ndarray | None]],
+) -> dict[int, float | None]:
+    """The query's cosine with each best passage (`best`: _best), by key, from the vector index (a memory
+    superseded since a search's as_of is not in it: from the vector read with it, `then`); none without
+    a query vector."""
+    keys = [key for key, _ in best.values()]
+    if query_vector is None or not keys:
+        return {}
+    earlier = {rowid: vector for rowid, _, vector in then}
+    found = dict(zip(keys, await anyio.to_thread.run_sync(vectors.cosines, query_vector, keys), strict=True))
+    for key in keys:
+        vector = earlier.get(key)
+        if vector is not None:
+            found[key] = float(vector @ query_vector)
+    return found
 
 
 def _memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
