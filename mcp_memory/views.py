@@ -189,6 +189,11 @@ class ForgetResult(BaseModel):
     stores: dict[str, int] = Field(
         default_factory=dict, description="Records deleted (or counted) per configured backend."
     )
+    left_by_others: dict[str, int] | None = Field(
+        default=None,
+        description="A writer's forget of a thread or everything in a shared space removes their own part: "
+        "what others (or the server) wrote there stays, counted here by memory type.",
+    )
     forgotten_at: datetime
 
 

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 import anyio
 
@@ -426,13 +426,14 @@ class MemoryService:
             scope = Scope(user_id=user_id, memory_id=memory.id, thread_id=memory.thread_id)
             summary_memory = memory if memory.type == "summary" else None
             kind = "memory"
+        elif _a_writer_in_a_space(user_id):  # a thread or everything: their own part of it
+            thread = None if thread_id is None else check.thread_id(thread_id)
+            return await self._forget_own_part(user_id, thread, dry_run)
         elif thread_id is not None:
             scope = Scope(user_id=user_id, thread_id=check.thread_id(thread_id))
-            _may_forget(user_id, None, f"thread {scope.thread_id!r}")
             kind = "thread"
         else:
             scope = Scope(user_id=user_id, everything=True)
-            _may_forget(user_id, None, "everything")
             kind = "everything"
 
         if scope.thread_id is not None and not dry_run:
@@ -483,11 +484,23 @@ class MemoryService:
 
     async def _written_by(self, key: str, user_id: str) -> list[Memory]:
         """What the user wrote in the space under `key`, and the summaries of the threads they spoke in."""
-        memories = await self.stores.long_term.memories_of(key)
-        written = [m for m in memories if m.author == user_id]
-        threads = {m.thread_id for m in written if m.type == "turn" and m.thread_id}
-        summaries = [m for m in memories if m.type == "summary" and m.thread_id in threads]
-        return written + summaries
+        return _part_of(await self.stores.long_term.memories_of(key), user_id)
+
+    async def _forget_own_part(self, writer: Owner, thread_id: str | None, dry_run: bool) -> ForgetResult:
+        """A writer's forget of a thread (or of everything) in a space: what they wrote there (turns,
+        facts, observations) and the summaries their turns went into, rebuilt from the turns that remain
+        at the thread's next summarization, as forget_user does. What others wrote stays, counted in the
+        receipt; an owner's forget removes everything instead."""
+        memories = await self.stores.long_term.memories_of(writer)
+        in_scope = [m for m in memories if thread_id is None or m.thread_id == thread_id]
+        theirs = _part_of(in_scope, writer.author)
+        receipt = _receipt("thread" if thread_id is not None else "everything", dry_run)
+        for memory in theirs:
+            with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary
+                _merge(receipt, await self.forget(str(writer), memory.id, dry_run=dry_run))
+        gone = {m.id for m in theirs}
+        receipt.left_by_others = dict(Counter(m.type for m in in_scope if m.id not in gone))
+        return receipt
 
     # ---- export and import ---------------------------------------------------------------------
 
@@ -678,3 +691,25 @@ def _merge(receipt: ForgetResult, more: ForgetResult) -> None:
         receipt.long_term.by_type[kind] = receipt.long_term.by_type.get(kind, 0) + count
     for store, count in more.stores.items():
         receipt.stores[store] = receipt.stores.get(store, 0) + count
+
+
+def _receipt(scope: str, dry_run: bool) -> ForgetResult:
+    """A receipt with nothing in it yet, for forgets made of several."""
+    return ForgetResult(
+        scope=scope,
+        dry_run=dry_run,
+        working_memory=WorkingForgetView(threads=0, messages=0),
+        long_term=LongTermForgetView(memories=0, by_type={}),
+        forgotten_at=utcnow(),
+    )
+
+
+def _part_of(memories: list[Memory], author: str) -> list[Memory]:
+    """What `author` wrote among `memories`, and the summaries of the threads their turns are in."""
+    written = [m for m in memories if m.author == author]
+    threads = {m.thread_id for m in written if m.type == "turn" and m.thread_id}
+    return written + [m for m in memories if m.type == "summary" and m.thread_id in threads]
+
+
+def _a_writer_in_a_space(key: str) -> TypeGuard[Owner]:
+    return isinstance(key, Owner) and key.space is not None and not key.may("owner")

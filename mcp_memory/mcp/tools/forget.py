@@ -33,8 +33,9 @@ async def forget(
     space: Annotated[
         str | None,
         Field(
-            description="Forget in this shared space: a writer forgets what they wrote, an owner anything "
-            "there or (everything=true) the whole space. Omit for your own memory."
+            description="Forget in this shared space: a writer forgets what they wrote (with thread_id or "
+            "everything=true: their own part, the rest stays and is counted in left_by_others), an owner "
+            "anything there or (everything=true) the whole space. Omit for your own memory."
         ),
     ] = None,
 ) -> ForgetResult:
