@@ -663,22 +663,20 @@ class MemoryService:
             await self.on_change(user_id, thread_id)
 
 
-def _may_forget(key: str, memory: Memory | None, what: str = "") -> None:
-    """In a space, a writer forgets only what they wrote; a thread, the whole space or anyone's memory
-    needs the owner role. (A reader never gets here: writing needs the writer role.)"""
-    if not isinstance(key, Owner) or key.space is None or key.may("owner"):
+def _may_forget(key: str, memory: Memory) -> None:
+    """In a space, a writer forgets one memory only if they wrote it; anyone's needs the owner role. (A
+    thread or everything by a writer is their own part of it: _forget_own_part. A reader never gets
+    here: writing needs the writer role.)"""
+    if not _a_writer_in_a_space(key) or memory.author == key.author:
         return
-    if memory is not None and memory.author == key.author:
-        return
-    target = what or f"memory {memory.id if memory else ''!r}, which {_by(memory)}"
     raise PermissionDeniedError(
-        f"forgetting {target} in space {key.space!r} needs the owner role; you are a {key.role} there "
-        "and may forget only what you wrote"
+        f"forgetting memory {memory.id!r}, which {_by(memory)} in space {key.space!r} needs the owner "
+        f"role; you are a {key.role} there and may forget only what you wrote"
     )
 
 
-def _by(memory: Memory | None) -> str:
-    if memory is None or memory.author is None:
+def _by(memory: Memory) -> str:
+    if memory.author is None:
         return "the server wrote"
     return f"{memory.author} wrote"
 

@@ -21,8 +21,8 @@ from mcp_memory.llm.metered import SAMPLING
 from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.sampling import answer_text, sample_request, supports_sampling
 from mcp_memory.mcp.errors import resolver
+from mcp_memory.mcp.tools import dependencies
 from mcp_memory.mcp.tools.dependencies import access_of, reader, server_of, user_of, writer
-from mcp_memory.mcp.tools.dependencies import learning_of as learning_of_server
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
 from mcp_memory.views import ExtractionReport, HistoryResult, MemoryView, ReconcileReport, WrittenMemory
@@ -46,7 +46,7 @@ Space = Annotated[
 
 
 def learning_of(ctx: Context[Any, Any]) -> Learning:
-    return learning_of_server(server_of(ctx))
+    return dependencies.learning_of(server_of(ctx))
 
 
 def in_call_sampling(ctx: Context[Any, Any]) -> bool:
