@@ -263,13 +263,19 @@ class TokenEntry(BaseModel):
 
 
 class SpaceSettings(BaseModel):
-    """One shared space: its name and who may use it, with what role."""
+    """One shared space: its name, who may use it with what role, and its own limits."""
 
     model_config = {"extra": "forbid"}
 
     name: str = Field(description="1-64 letters, digits and . _ - (starting with a letter or digit).")
     members: dict[str, SpaceRole] = Field(
         description='User id or "group:<group id>" -> reader, writer or owner.'
+    )
+    max_stored_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        description="The space's own storage quota (UTF-8 bytes of its memories and revisions); "
+        "unset: security.max_stored_bytes, as a user's.",
     )
 
     @field_validator("name")
@@ -289,6 +295,18 @@ class SpaceSettings(BaseModel):
             if not user or (member == user and not THREAD_ID_PATTERN.match(user)):
                 raise ValueError(f'space member {member!r} must be a user id or "group:<group id>"')
         return members
+
+
+class AuditSettings(BaseModel):
+    """The audit trail (docs/security.md): who changed or read which memories, hash-chained."""
+
+    enabled: bool = Field(default=True, description="Keep the audit trail (with long-term memory).")
+    retention_days: float = Field(
+        default=365.0, gt=0, description="Records older than this are dropped; the chain verifies from there."
+    )
+    reads: bool = Field(
+        default=True, description="Record reads of a space (the ids a search or read returned)."
+    )
 
 
 class SecuritySettings(BaseModel):
@@ -586,6 +604,7 @@ class Settings(BaseSettings):
     learning: LearningSettings = Field(default_factory=LearningSettings)
     security: SecuritySettings = Field(default_factory=SecuritySettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
 

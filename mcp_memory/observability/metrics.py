@@ -95,6 +95,11 @@ _DESCRIPTIONS = {
         "Model calls, by provider (llm: the configured model; sampling: the client's), purpose "
         "(summary, extraction, reconciliation, profile) and outcome (ok, error)."
     ),
+    "audit_records": (
+        "Audit records written (audit/), by action (add, update, forget, read, ...) and outcome "
+        "(ok, refused)."
+    ),
+    "audit_verifications": "Audit chain verifications (mcp-memory audit verify), by result (ok, broken).",
     "model_tokens": (
         "Tokens sent to and received from models (counted with the server's tokenizer), by provider "
         "and direction (prompt, answer)."
@@ -137,6 +142,8 @@ class Metrics:
         self.facts = _counter(r, "facts_learned", ["action"])
         self.model_calls = _counter(r, "model_calls", ["provider", "purpose", "outcome"])
         self.model_tokens = _counter(r, "model_tokens", ["provider", "direction"])
+        self.audit_records = _counter(r, "audit_records", ["action", "outcome"])
+        self.audit_verifications = _counter(r, "audit_verifications", ["result"])
         r.register(_FigureCollector(self))
         ProcessCollector(registry=r)  # process_* : CPU seconds, resident memory, open files (Linux)
 
@@ -165,6 +172,12 @@ class Metrics:
 
     def backend_failed(self, backend: str) -> None:
         self.backend_errors.labels(backend).inc()
+
+    def audit_recorded(self, action: str, outcome: str) -> None:
+        self.audit_records.labels(action, "ok" if outcome == "ok" else "refused").inc()
+
+    def audit_verified(self, ok: bool) -> None:
+        self.audit_verifications.labels("ok" if ok else "broken").inc()
 
     # ---- the service and learning ---------------------------------------------------------------
 

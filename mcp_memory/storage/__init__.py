@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
+from mcp_memory.audit.log import AuditLog
 from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError
 from mcp_memory.models import EmbeddingSpec
@@ -24,6 +25,7 @@ __all__ = [
     "WorkingForgetCount",
     "WorkingMemoryStore",
     "needs_extra",
+    "open_audit_log",
     "open_graph_store",
     "open_learning_stores",
     "open_stores",
@@ -159,6 +161,33 @@ async def open_learning_stores(
         log.warning("revisions are kept in the local file %s (one replica only)", settings.sqlite_path)
         db = await stack.enter_async_context(SqliteDatabase.open(settings.sqlite_path))
     return revisions or SqliteRevisionStore(db), counters or SqliteTriggerCounters(db)
+
+
+async def open_audit_log(settings: Settings, stores: Stores, stack: AsyncExitStack) -> AuditLog | None:
+    """Where the audit trail lives: with long-term memory (audit/). In the SQLite file, each record in
+    its change's transaction; on Cosmos DB, in the learning container, written with the change."""
+    if not settings.audit.enabled:
+        return None
+    if settings.long_term.resolved_backend == "cosmos":
+        with needs_extra(COSMOS_LONG_TERM):
+            from mcp_memory.storage.cosmos.audit import CosmosAuditLog
+            from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
+
+        if isinstance(stores.long_term, CosmosLongTermStore):
+            container = await stores.long_term.open_learning_container()
+            return CosmosAuditLog(
+                container,
+                retention_days=settings.audit.retention_days,
+                timeout_seconds=stores.long_term.settings.timeout_seconds,
+            )
+        return None
+
+    from mcp_memory.storage.sqlite.audit import SqliteAuditLog
+    from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
+
+    if isinstance(stores.long_term, SqliteLongTermStore):
+        return SqliteAuditLog(stores.long_term.db, retention_days=settings.audit.retention_days)
+    return None
 
 
 async def open_graph_store(settings: Settings, stores: Stores, stack: AsyncExitStack) -> GraphStore:

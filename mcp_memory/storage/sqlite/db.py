@@ -20,6 +20,7 @@ import anyio
 import anyio.to_thread
 from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
+from mcp_memory.audit import context as audit_context
 from mcp_memory.errors import BackendUnavailableError, ConfigError
 
 _BUSY_SECONDS = 5.0  # how long a statement waits for another connection's lock before "locked"
@@ -285,6 +286,24 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE memories ADD COLUMN passage_embeddings BLOB;
     """,
+    # 11: the audit trail (audit/, storage/sqlite/audit.py): one hash-chained record a change or a read of
+    # a space, written in the change's transaction; the columns beside `record` are its copies to filter
+    # by. 'audit_key' keys the pseudonyms that stand for forgotten users.
+    """
+    CREATE TABLE audit_log (
+        seq INTEGER PRIMARY KEY,
+        at TEXT NOT NULL,
+        ledger TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        thread_id TEXT,
+        record TEXT NOT NULL
+    );
+    CREATE INDEX audit_log_by_ledger ON audit_log (ledger, seq);
+    CREATE INDEX audit_log_by_actor ON audit_log (actor, seq);
+    CREATE INDEX audit_log_by_time ON audit_log (at);
+    INSERT INTO meta (key, value) VALUES ('audit_key', lower(hex(randomblob(32))));
+    """,
 ]
 
 
@@ -372,20 +391,29 @@ class SqliteDatabase:
                 backend="sqlite",
             ) from e
 
-    async def write(self, work: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `work(conn)` inside one IMMEDIATE transaction: all of it happens, or none."""
+    async def write(self, work: Callable[[sqlite3.Connection], T], *, change: bool = False) -> T:
+        """Run `work(conn)` inside one IMMEDIATE transaction: all of it happens, or none. With `change`
+        (a write of memory a user made: a put, a forget, a revision, a graph edit), the audit record of
+        the change open in this context, if any and if its trail is in this file, is written inside the
+        same transaction (audit/context.py)."""
+        draft = audit_context.pending_in(self) if change else None
 
         def in_transaction(conn: sqlite3.Connection) -> T:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = work(conn)
+                if draft is not None:
+                    draft.sink.append_in(conn, draft)  # type: ignore[union-attr]
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
             return result
 
-        return await self.run(in_transaction)
+        result = await self.run(in_transaction)
+        if draft is not None:
+            draft.recorded = True
+        return result
 
 
 def _connect(path: Path) -> sqlite3.Connection:

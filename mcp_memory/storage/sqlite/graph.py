@@ -49,7 +49,7 @@ class SqliteGraphStore:
                     created.append(entity)
             return created
 
-        return await self._db.write(work)
+        return await self._db.write(work, change=True)
 
     async def add_observations(
         self, owner: str, additions: Sequence[tuple[str, Sequence[GraphObservation]]]
@@ -60,7 +60,7 @@ class SqliteGraphStore:
                     raise NotFoundError(f"Entity with name {name} not found")
             return [_insert_observations(conn, owner, name, added) for name, added in additions]
 
-        return await self._db.write(work)
+        return await self._db.write(work, change=True)
 
     async def create_relations(self, owner: str, relations: Sequence[GraphRelation]) -> list[GraphRelation]:
         def work(conn: sqlite3.Connection) -> list[GraphRelation]:
@@ -74,7 +74,7 @@ class SqliteGraphStore:
                 ).rowcount
             ]
 
-        return await self._db.write(work)
+        return await self._db.write(work, change=True)
 
     async def delete_entities(self, owner: str, names: Sequence[str]) -> list[str]:
         def work(conn: sqlite3.Connection) -> list[str]:
@@ -98,7 +98,7 @@ class SqliteGraphStore:
                     conn.execute(statement, args)
             return memory_ids
 
-        return await self._db.write(work)
+        return await self._db.write(work, change=True)
 
     async def delete_observations(
         self, owner: str, deletions: Sequence[tuple[str, Sequence[str]]]
@@ -116,7 +116,7 @@ class SqliteGraphStore:
                         memory_ids.append(row[0])
             return memory_ids
 
-        return await self._db.write(work)
+        return await self._db.write(work, change=True)
 
     async def delete_relations(self, owner: str, relations: Sequence[tuple[str, str, str]]) -> int:
         def work(conn: sqlite3.Connection) -> int:
@@ -129,7 +129,7 @@ class SqliteGraphStore:
                 for key in relations
             )
 
-        return await self._db.write(work)
+        return await self._db.write(work, change=True)
 
     async def link(self, owner: str, links: Sequence[tuple[str, str, str | None]]) -> int:
         def work(conn: sqlite3.Connection) -> int:

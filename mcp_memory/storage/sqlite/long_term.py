@@ -19,6 +19,8 @@ import anyio.to_thread
 import numpy as np
 
 from mcp_memory.config import LongTermSettings
+from mcp_memory.audit import context as audit_context
+from mcp_memory.audit.records import MAX_IDS
 from mcp_memory.errors import InvalidInputError, NotFoundError
 from mcp_memory.models import EmbeddingSpec, Hit, ListQuery, Memory, Scope, ThreadInfo
 from mcp_memory.search.hybrid import (
@@ -134,7 +136,8 @@ class SqliteLongTermStore:
 
         # The indexes are not touched here: they catch up on this write through the change clock, like
         # on every other, in the background in this process (soon) and at the next search in any other.
-        await self._db.write(work)
+        audit_context.note(m.id for m in memories)
+        await self._db.write(work, change=True)
         for user_id in {m.user_id for m in memories}:
             self.indexes.refresh_soon(user_id)
 
@@ -289,6 +292,7 @@ class SqliteLongTermStore:
             where, args = "user_id = ?", [scope.user_id]
         else:
             raise InvalidInputError("a forget scope names a memory, a thread or everything")
+        draft = None if dry_run else audit_context.pending()
 
         def work(conn: sqlite3.Connection) -> dict[str, int]:
             counts = dict(
@@ -296,6 +300,9 @@ class SqliteLongTermStore:
             )
             if dry_run or not counts:
                 return counts
+            if draft is not None:  # the ids this forget removes, for its audit record
+                ids = conn.execute(f"SELECT id FROM memories WHERE {where} LIMIT {MAX_IDS + 1}", args)
+                draft.note((r[0] for r in ids), counts)
             seq, now = _tick(conn), time.time()
             conn.execute(
                 f"INSERT INTO memory_tombstones (seq, user_key, row, deleted_at)"
@@ -306,7 +313,7 @@ class SqliteLongTermStore:
             _prune_tombstones(conn, now - TOMBSTONE_DAYS * 86400)
             return counts
 
-        counts = await self._db.write(work)
+        counts = await self._db.write(work, change=True)
         if counts and not dry_run:
             self.indexes.forgotten(scope.user_id)
         return counts

@@ -59,7 +59,7 @@ class SqliteRevisionStore:
             )
             return seq
 
-        seq = await self._db.write(work)
+        seq = await self._db.write(work, change=True)
         return revision.model_copy(update={"seq": seq})
 
     async def history(self, user_id: str, memory_id: str) -> list[Revision]:

@@ -1,0 +1,136 @@
+"""The audit log a backend keeps (`AuditLog`), what a reader asks of it (`AuditQuery`), and the
+`Auditor` the service and the MCP surface record through.
+
+Where the trail lives: with long-term memory. On SQLite in the same data file, each record written in
+the transaction of the change it describes (audit/context.py); on Cosmos DB in the learning container,
+written with the change, right after it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Protocol
+
+from pydantic import BaseModel, Field
+
+from mcp_memory.audit.context import Actor, Draft, Sink, current_actor, drafting, pending
+from mcp_memory.audit.records import AuditRecord, Verification
+from mcp_memory.errors import BackendUnavailableError, MemoryServerError
+from mcp_memory.models import SPACE_MARK
+
+COMMAND_ACTOR = Actor(user_id="cli:operator", client="mcp-memory", tool=None)
+
+
+class AuditQuery(BaseModel):
+    """A page of the trail, newest first: one ledger (None: all of them, admins only) and filters."""
+
+    ledger: str | None = None
+    actor: str | None = None
+    action: str | None = None
+    thread_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    before: int | None = Field(default=None, description="Only records older than this seq (the cursor).")
+    limit: int = 50
+
+
+class AuditLog(Protocol):
+    """One tamper-evident chain of records, shared by every replica that shares the store."""
+
+    async def append(self, draft: Draft) -> AuditRecord:
+        """Write the draft's record now, in a transaction of its own (reads, refusals, late changes)."""
+        ...
+
+    async def page(self, query: AuditQuery) -> list[AuditRecord]:
+        """Up to query.limit records matching it, newest first."""
+        ...
+
+    async def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
+        """Every record (of one ledger, or all), oldest first: for export."""
+        ...
+
+    async def verify(self) -> Verification:
+        """Walk the whole chain from its anchor; the first record that does not match, if any."""
+        ...
+
+    async def prune(self, before: datetime) -> int:
+        """Drop records older than `before` (retention), keeping the chain verifiable from what is left."""
+        ...
+
+    async def pseudonymize(self, user_id: str) -> int:
+        """Replace the user's id by its stable pseudonym in every record; the chain still verifies."""
+        ...
+
+
+class Auditor:
+    """Records changes and reads of memory in the audit log; off (records nothing) without one."""
+
+    def __init__(
+        self,
+        log: AuditLog | None,
+        *,
+        default_actor: Actor,
+        reads: bool = True,
+        on_record: Callable[[str, str], None] | None = None,
+    ) -> None:
+        self.log = log
+        self._default = default_actor
+        self._reads = reads
+        self._on_record = on_record or (lambda action, outcome: None)
+
+    @property
+    def enabled(self) -> bool:
+        return self.log is not None
+
+    def actor(self, tool: str | None = None) -> Actor:
+        found = current_actor() or self._default
+        return found if tool is None or found.tool else Actor(found.user_id, found.client, tool)
+
+    @asynccontextmanager
+    async def change(
+        self, ledger: str, action: str, *, thread_id: str | None = None, tool: str | None = None
+    ) -> AsyncIterator[Draft]:
+        """One change to `ledger`'s memory: its record is written with the change's first durable
+        write (SQLite), else when it ends (Cosmos DB, or no write at all: a refused change, with the
+        product error that refused it as its outcome). Inside another change, that change records it."""
+        outer = pending()
+        if self.log is None or outer is not None:
+            yield outer or Draft(ledger=str(ledger), actor=self.actor(tool), action=action)
+            return
+        draft = Draft(
+            ledger=str(ledger), actor=self.actor(tool), action=action, sink=_as_sink(self.log), thread_id=thread_id
+        )
+        try:
+            with drafting(draft):
+                yield draft
+        except BackendUnavailableError:
+            raise  # the store is failing: a record could not be written either
+        except MemoryServerError as e:
+            if not draft.recorded:
+                draft.outcome = f"refused: {type(e).__name__}"
+                await self._append(draft)
+            raise
+        if draft.recorded:
+            self._on_record(action, draft.outcome)
+        else:
+            await self._append(draft)
+
+    async def read(self, ledger: str, ids: Iterable[str], *, tool: str | None = None) -> None:
+        """A read of a space's memories: which ones were returned (a personal read is not recorded)."""
+        if self.log is None or not self._reads or not str(ledger).startswith(SPACE_MARK):
+            return
+        draft = Draft(ledger=str(ledger), actor=self.actor(tool), action="read")
+        draft.note(ids)
+        await self._append(draft)
+
+    async def _append(self, draft: Draft) -> None:
+        assert self.log is not None
+        await self.log.append(draft)
+        draft.recorded = True
+        self._on_record(draft.action, draft.outcome)
+
+
+def _as_sink(log: object) -> Sink | None:
+    return log if hasattr(log, "append_in") and hasattr(log, "db") else None  # type: ignore[return-value]

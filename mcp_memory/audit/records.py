@@ -1,0 +1,134 @@
+"""One audit record, its hash and the chain every record joins; pseudonyms for forgotten users.
+
+A record says who (the verified user id and the token's name or the identity provider's client id) did
+what (the tool or command, the action), to whose memory (its ledger: a user id or "@" + a space), when,
+to which memories (ids and counts, never text), and with what outcome. Every record carries the hash of
+the record before it, so editing, removing or reordering one breaks the chain at that record
+(`verify`).
+
+Identities enter the hash as pseudonyms, HMAC-SHA256 of the id under the ledger's own key: when
+forget_user replaces a user's id by that pseudonym, the hash is unchanged and the chain still verifies,
+while replacing an id by anyone else's is still detected.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from mcp_memory.models import SPACE_MARK
+
+GENESIS = "0" * 64  # the prev_hash of the first record ever written
+PSEUDONYM_MARK = "anon-"
+MAX_IDS = 500  # ids kept in one record; beyond, `more_ids` counts the rest (a forget of everything)
+
+
+class AuditRecord(BaseModel):
+    """One entry of the trail. `seq` is its place in the chain; `hash` covers everything else."""
+
+    seq: int
+    at: datetime
+    ledger: str = Field(description='Whose memory: a user id (or its pseudonym) or "@" + a space.')
+    actor: str = Field(description="The verified user id who acted (or its pseudonym), or cli:<name>.")
+    client: str | None = Field(default=None, description="The token's name or the IdP client id.")
+    action: str = Field(description="add, update, rollback, import, forget, forget_user, graph, read, ...")
+    tool: str | None = Field(default=None, description="The tool, resource or command.")
+    thread_id: str | None = None
+    memory_ids: list[str] = Field(default_factory=list)
+    more_ids: int = Field(default=0, description="Ids beyond the first 500, counted only.")
+    counts: dict[str, int] = Field(default_factory=dict)
+    outcome: str = Field(default="ok", description='"ok", or "refused: <why>" for a change not made.')
+    prev_hash: str
+    hash: str
+
+
+@dataclass(frozen=True)
+class Pseudonyms:
+    """The ledger's keyed pseudonyms: stable for one user, unlinkable without the key."""
+
+    key: bytes
+
+    def of(self, user_id: str) -> str:
+        if is_pseudonym(user_id) or user_id.startswith(SPACE_MARK) or user_id.startswith("cli:"):
+            return user_id
+        digest = hmac.new(self.key, user_id.encode(), hashlib.sha256).hexdigest()
+        return PSEUDONYM_MARK + digest[:20]
+
+
+def is_pseudonym(value: str) -> bool:
+    return value.startswith(PSEUDONYM_MARK)
+
+
+def hashed_view(record: dict[str, Any], names: Pseudonyms) -> dict[str, Any]:
+    """What the hash covers: the record without its own hash, identities as pseudonyms, and a summary's
+    id (which embeds its owner's key) with the owner replaced by "~"."""
+    view = {k: v for k, v in record.items() if k != "hash"}
+    ledger = record["ledger"]
+    view["actor"] = names.of(record["actor"])
+    view["ledger"] = names.of(ledger)
+    view["memory_ids"] = [_without_owner(i, ledger) for i in record["memory_ids"]]
+    return view
+
+
+def digest(record: dict[str, Any], names: Pseudonyms) -> str:
+    body = json.dumps(hashed_view(record, names), sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+def pseudonymized(record: dict[str, Any], user_id: str, names: Pseudonyms) -> dict[str, Any]:
+    """The record with `user_id` replaced by its pseudonym wherever it stands; the hash still matches."""
+    alias = names.of(user_id)
+    changed = dict(record)
+    if record["actor"] == user_id:
+        changed["actor"] = alias
+    if record["ledger"] == user_id:
+        changed["ledger"] = alias
+        prefix = f"summary_{user_id}_"
+        changed["memory_ids"] = [
+            f"summary_{alias}_{i[len(prefix) :]}" if i.startswith(prefix) else i for i in record["memory_ids"]
+        ]
+    return changed
+
+
+def _without_owner(memory_id: str, ledger: str) -> str:
+    for owner in (ledger,):
+        prefix = f"summary_{owner}_"
+        if memory_id.startswith(prefix):
+            return "summary_~_" + memory_id[len(prefix) :]
+    return memory_id
+
+
+@dataclass
+class Verification:
+    """What `verify` found: how many records it checked and the first one that does not match."""
+
+    checked: int = 0
+    first_bad: int | None = None
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.first_bad is None
+
+
+def verify(records: Iterable[dict[str, Any]], anchor: str, names: Pseudonyms) -> Verification:
+    """Walk the chain from `anchor` (GENESIS, or the hash of the last record retention removed)."""
+    result = Verification()
+    previous = anchor
+    for record in records:
+        result.checked += 1
+        if record["prev_hash"] != previous:
+            result.first_bad, result.problem = record["seq"], "does not follow the record before it"
+            return result
+        if digest(record, names) != record["hash"]:
+            result.first_bad, result.problem = record["seq"], "was changed after it was written"
+            return result
+        previous = record["hash"]
+    return result

@@ -1,0 +1,198 @@
+"""The audit trail in the SQLite data file (audit/): one table, one chain, each record written in the
+transaction of the change it describes (SqliteDatabase.write(change=True) calls `append_in`).
+
+The chain's tip is the newest row; when retention removes the oldest rows, the hash and seq of the last
+one removed are kept in meta ('audit_anchor') so the rest still verifies from there. The pseudonym key
+is in meta ('audit_key'), created with the table.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Any
+
+from mcp_memory.audit.context import Draft
+from mcp_memory.audit.log import AuditQuery
+from mcp_memory.audit.records import (
+    GENESIS,
+    AuditRecord,
+    Pseudonyms,
+    Verification,
+    digest,
+    pseudonymized,
+    verify,
+)
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+
+_PAGE = 1000  # rows read at a time by verify and export
+_PRUNE_EVERY = 3600.0  # seconds between retention passes made by appends
+
+
+class SqliteAuditLog:
+    def __init__(self, db: SqliteDatabase, *, retention_days: float | None = None) -> None:
+        self.db = db
+        self._retention = retention_days
+        self._names: Pseudonyms | None = None
+        self._pruned_at = 0.0
+
+    # ---- writing -------------------------------------------------------------------------------
+
+    def append_in(self, conn: sqlite3.Connection, draft: Draft) -> AuditRecord:
+        """Inside the caller's write transaction: the draft's record, chained to the newest one."""
+        names = self._pseudonyms(conn)
+        tip = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+        seq, prev = (tip[0], tip[1]) if tip is not None else _anchor(conn)
+        fields: dict[str, Any] = {
+            "seq": seq + 1,
+            "at": datetime.now(UTC).isoformat(),
+            **draft.fields(),
+            "prev_hash": prev,
+        }
+        fields["hash"] = digest(fields, names)
+        conn.execute(
+            "INSERT INTO audit_log (seq, at, ledger, actor, action, thread_id, record) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                fields["seq"],
+                fields["at"],
+                fields["ledger"],
+                fields["actor"],
+                fields["action"],
+                fields["thread_id"],
+                json.dumps(fields, separators=(",", ":")),
+            ),
+        )
+        return AuditRecord.model_validate(fields)
+
+    async def append(self, draft: Draft) -> AuditRecord:
+        record = await self.db.write(lambda conn: self.append_in(conn, draft))
+        if self._retention is not None and time.monotonic() - self._pruned_at > _PRUNE_EVERY:
+            self._pruned_at = time.monotonic()
+            await self.prune(datetime.fromtimestamp(time.time() - self._retention * 86400, UTC))
+        return record
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    async def page(self, query: AuditQuery) -> list[AuditRecord]:
+        clauses, args = _filters(query)
+        where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
+        rows = await self.db.read(
+            lambda conn: conn.execute(
+                f"SELECT record FROM audit_log {where} ORDER BY seq DESC LIMIT ?", (*args, query.limit)
+            ).fetchall()
+        )
+        return [AuditRecord.model_validate_json(r[0]) for r in rows]
+
+    async def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
+        after = 0
+        while True:
+            rows = await self.db.read(lambda conn, after=after: _rows_after(conn, after, ledger, since))
+            for _, record in rows:
+                yield AuditRecord.model_validate_json(record)
+            if len(rows) < _PAGE:
+                return
+            after = rows[-1][0]
+
+    async def verify(self) -> Verification:
+        def walk(conn: sqlite3.Connection) -> Verification:
+            names = self._pseudonyms(conn)
+            _, anchor = _anchor(conn)
+            rows = conn.execute("SELECT seq, ledger, actor, action, thread_id, at, record FROM audit_log ORDER BY seq")
+            return verify(_checked_rows(rows), anchor, names)
+
+        return await self.db.read(walk)
+
+    # ---- retention and forgetting --------------------------------------------------------------
+
+    async def prune(self, before: datetime) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            last = conn.execute(
+                "SELECT seq, hash FROM audit_log WHERE at < ? ORDER BY seq DESC LIMIT 1", (before.isoformat(),)
+            ).fetchone()
+            if last is None:
+                return 0
+            removed = conn.execute("DELETE FROM audit_log WHERE seq <= ?", (last[0],)).rowcount
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('audit_anchor', ?)"
+                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (f"{last[0]}:{last[1]}",),
+            )
+            return int(removed)
+
+        return await self.db.write(work)
+
+    async def pseudonymize(self, user_id: str) -> int:
+        def work(conn: sqlite3.Connection) -> int:
+            names = self._pseudonyms(conn)
+            rows = conn.execute(
+                "SELECT seq, record FROM audit_log WHERE actor = ? OR ledger = ?", (user_id, user_id)
+            ).fetchall()
+            for seq, text in rows:
+                changed = pseudonymized(json.loads(text), user_id, names)
+                conn.execute(
+                    "UPDATE audit_log SET ledger = ?, actor = ?, record = ? WHERE seq = ?",
+                    (changed["ledger"], changed["actor"], json.dumps(changed, separators=(",", ":")), seq),
+                )
+            return len(rows)
+
+        return await self.db.write(work)
+
+    def _pseudonyms(self, conn: sqlite3.Connection) -> Pseudonyms:
+        if self._names is None:
+            key = conn.execute("SELECT value FROM meta WHERE key = 'audit_key'").fetchone()[0]
+            self._names = Pseudonyms(bytes.fromhex(key))
+        return self._names
+
+
+def _anchor(conn: sqlite3.Connection) -> tuple[int, str]:
+    row = conn.execute("SELECT value FROM meta WHERE key = 'audit_anchor'").fetchone()
+    if row is None:
+        return 0, GENESIS
+    seq, _, value = str(row[0]).partition(":")
+    return int(seq), value
+
+
+def _filters(query: AuditQuery) -> tuple[list[str], list[Any]]:
+    clauses: list[str] = []
+    args: list[Any] = []
+    for column, value in (
+        ("ledger = ?", query.ledger),
+        ("actor = ?", query.actor),
+        ("action = ?", query.action),
+        ("thread_id = ?", query.thread_id),
+        ("at >= ?", query.since.isoformat() if query.since else None),
+        ("at < ?", query.until.isoformat() if query.until else None),
+        ("seq < ?", query.before),
+    ):
+        if value is not None:
+            clauses.append(column)
+            args.append(value)
+    return clauses, args
+
+
+def _rows_after(
+    conn: sqlite3.Connection, after: int, ledger: str | None, since: datetime | None
+) -> list[tuple[int, str]]:
+    clauses, args = _filters(AuditQuery(ledger=ledger, since=since))
+    clauses.append("seq > ?")
+    return conn.execute(
+        f"SELECT seq, record FROM audit_log WHERE {' AND '.join(clauses)} ORDER BY seq LIMIT ?",
+        (*args, after, _PAGE),
+    ).fetchall()
+
+
+def _checked_rows(rows: sqlite3.Cursor) -> Any:
+    """Each row's record; a filter column that disagrees with the record counts as a changed record."""
+    for seq, ledger, actor, action, thread_id, at, text in rows:
+        try:
+            record = json.loads(text)
+        except ValueError:
+            yield {"seq": seq, "prev_hash": "", "hash": "", "memory_ids": [], "ledger": "", "actor": ""}
+            continue
+        columns = {"seq": seq, "ledger": ledger, "actor": actor, "action": action, "thread_id": thread_id, "at": at}
+        if any(record.get(k) != v for k, v in columns.items()):
+            record = {**record, "hash": "the row's columns disagree with its record"}
+        yield record
