@@ -14,7 +14,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from mcp_memory.audit.records import MAX_IDS
 
@@ -28,10 +28,12 @@ class Actor:
     tool: str | None = None
 
 
+@runtime_checkable
 class Sink(Protocol):
     """Where a draft's record goes inside a transaction: a SQLite data file's audit log."""
 
-    db: object
+    @property
+    def db(self) -> object: ...
 
     def append_in(self, conn: Any, draft: Draft) -> None: ...
 
@@ -51,10 +53,11 @@ class Draft:
     outcome: str = "ok"
     recorded: bool = False
     closed: bool = False  # the change is over: a background write it started records nothing
+    sealed: bool = False  # what it touches is all noted already: the stores' notes are not added
 
     def note(self, ids: Iterable[str] = (), counts: dict[str, int] | None = None) -> None:
         """Add what the change touched (ids are deduplicated and capped at MAX_IDS, the rest counted)."""
-        if self.recorded:
+        if self.recorded or self.sealed:
             return
         known = set(self.memory_ids)
         for memory_id in ids:
@@ -68,6 +71,12 @@ class Draft:
         if counts:
             for kind, n in counts.items():
                 self.counts[kind] = self.counts.get(kind, 0) + n
+
+    def seal(self, ids: Iterable[str] = (), counts: dict[str, int] | None = None) -> None:
+        """Note everything the change will touch, planned ahead (a forget of many memories, an import),
+        and take no more notes: the steps inside note again what they do."""
+        self.note(ids, counts)
+        self.sealed = True
 
     def fields(self) -> dict[str, Any]:
         return {

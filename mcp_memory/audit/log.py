@@ -47,7 +47,7 @@ class AuditLog(Protocol):
         """Up to query.limit records matching it, newest first."""
         ...
 
-    async def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
+    def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
         """Every record (of one ledger, or all), oldest first: for export."""
         ...
 
@@ -90,17 +90,29 @@ class Auditor:
 
     @asynccontextmanager
     async def change(
-        self, ledger: str, action: str, *, thread_id: str | None = None, tool: str | None = None
+        self,
+        ledger: str,
+        action: str,
+        *,
+        thread_id: str | None = None,
+        tool: str | None = None,
+        at_end: bool = False,
     ) -> AsyncIterator[Draft]:
         """One change to `ledger`'s memory: its record is written with the change's first durable
         write (SQLite), else when it ends (Cosmos DB, or no write at all: a refused change, with the
-        product error that refused it as its outcome). Inside another change, that change records it."""
+        product error that refused it as its outcome). `at_end`: a change of many writes (a chat
+        import, a model's extraction) recorded once, when it ends, with all it touched. Inside another
+        change, that change records it."""
         outer = pending()
         if self.log is None or outer is not None:
             yield outer or Draft(ledger=str(ledger), actor=self.actor(tool), action=action)
             return
         draft = Draft(
-            ledger=str(ledger), actor=self.actor(tool), action=action, sink=_as_sink(self.log), thread_id=thread_id
+            ledger=str(ledger),
+            actor=self.actor(tool),
+            action=action,
+            sink=None if at_end else _as_sink(self.log),
+            thread_id=thread_id,
         )
         try:
             with drafting(draft):
@@ -117,13 +129,24 @@ class Auditor:
         else:
             await self._append(draft)
 
-    async def read(self, ledger: str, ids: Iterable[str], *, tool: str | None = None) -> None:
+    async def read(
+        self,
+        ledger: str,
+        ids: Iterable[str],
+        *,
+        counts: dict[str, int] | None = None,
+        tool: str | None = None,
+    ) -> None:
         """A read of a space's memories: which ones were returned (a personal read is not recorded)."""
         if self.log is None or not self._reads or not str(ledger).startswith(SPACE_MARK):
             return
         draft = Draft(ledger=str(ledger), actor=self.actor(tool), action="read")
-        draft.note(ids)
+        draft.note(ids, counts)
         await self._append(draft)
+
+    async def pseudonymize(self, user_id: str) -> int:
+        """A forgotten user's id, replaced by its stable pseudonym throughout the trail."""
+        return 0 if self.log is None else await self.log.pseudonymize(user_id)
 
     async def _append(self, draft: Draft) -> None:
         assert self.log is not None
@@ -133,4 +156,5 @@ class Auditor:
 
 
 def _as_sink(log: object) -> Sink | None:
-    return log if hasattr(log, "append_in") and hasattr(log, "db") else None  # type: ignore[return-value]
+    """The log itself when it writes records inside its data file's transactions (SQLite)."""
+    return log if isinstance(log, Sink) else None

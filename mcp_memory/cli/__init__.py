@@ -16,6 +16,7 @@ import anyio
 from pydantic import ValidationError
 
 from mcp_memory import __version__
+from mcp_memory.cli.audit import add_parser as audit_parser
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
 
@@ -38,6 +39,8 @@ examples:
   mcp-memory demo                              drive a real server through a real MCP client
   mcp-memory ui                                see your memory in the browser at http://127.0.0.1:8765/ui
   mcp-memory forget-user ann --dry-run         count (then, without --dry-run, delete) all of ann's data
+  mcp-memory audit show --space team --action forget   who removed what from the space, and when
+  mcp-memory audit verify                      check the audit trail's hash chain
   mcp-memory backup ~/memory-2026-11-25.db     a consistent copy of the data file, while servers run
   mcp-memory restore ~/memory-2026-11-25.db    check a backup and put it in an empty data dir
 """
@@ -108,6 +111,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="replace a store already in the data dir; the old one is moved aside (named by the time), "
         "never deleted",
     )
+    audit_parser(commands)
     token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
     token.add_argument("--user", required=True, help="the user whose memories the token reaches")
     token.add_argument("--name", default="", help="a label for logs, e.g. ann-laptop")
@@ -146,6 +150,10 @@ def main(argv: Sequence[str] | None = None) -> None:
             from mcp_memory.cli.commands import forget_user_command
 
             anyio.run(forget_user_command, settings, args.user, args.dry_run)
+        elif args.command == "audit":
+            from mcp_memory.cli.audit import audit_command
+
+            raise SystemExit(anyio.run(audit_command, settings, args))
         elif args.command in ("backup", "restore"):
             from mcp_memory.cli.backup import backup_command, restore_command
 

@@ -16,6 +16,7 @@ from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.completions import register_completions
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.mcp.middleware.audit_actor import AuditActor
 from mcp_memory.mcp.middleware.rate_limit import RateLimit
 from mcp_memory.mcp.middleware.request_log import RequestLog
 from mcp_memory.mcp.middleware.scopes import ScopeGuard
@@ -78,6 +79,7 @@ def install_chain(server: MemoryServer) -> None:
             RequestLog(settings),
             server.client_log,
             ScopeGuard(settings, server.tool_scopes),
+            AuditActor(settings),
             RateLimit(settings, shared=lambda: host.request_buckets),
             sessions,
         ]

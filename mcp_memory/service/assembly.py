@@ -14,6 +14,7 @@ from pathlib import Path
 import anyio
 from threadpoolctl import threadpool_limits
 
+from mcp_memory.audit import Actor, Auditor
 from mcp_memory.config import Settings, load_tokens
 from mcp_memory.learning import Learning, open_learning
 from mcp_memory.llm import open_chat_model, open_embedder
@@ -31,7 +32,7 @@ from mcp_memory.service.summaries import SummaryRunner
 from mcp_memory.service.summarizer import build_summarizer
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.service.warmup import Warmup
-from mcp_memory.storage import Stores, open_graph_store, open_stores
+from mcp_memory.storage import Stores, open_audit_log, open_graph_store, open_stores
 from mcp_memory.storage.base import LateVectors
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,12 @@ async def open_service(
         )
         if learning is not None:
             await _connect_graph(settings, graph, learning)
+        auditor = Auditor(
+            await open_audit_log(settings, stores, stack),
+            default_actor=Actor(settings.user_id, client="local"),
+            reads=settings.audit.reads,
+            on_record=metrics.audit_recorded,
+        )
         log.info(
             "memory service ready for user %s: %s; embeddings: %s; summaries: %s",
             settings.user_id,
@@ -105,6 +112,7 @@ async def open_service(
             graph=graph,
             metrics=metrics,
             summaries=summaries,
+            audit=auditor,
         )
 
 

@@ -14,6 +14,7 @@ import uuid
 import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeGuard
@@ -22,6 +23,7 @@ import anyio
 
 from mcp_memory import safety
 from mcp_memory import validation as check
+from mcp_memory.audit import COMMAND_ACTOR, Auditor, Draft
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError, InvalidInputError, NotFoundError, PermissionDeniedError
 from mcp_memory.learning.budget import LlmBudget
@@ -45,7 +47,7 @@ from mcp_memory.search.context import TurnContexts, contexts_without, thread_con
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.security.spaces import SPACES_FILE
 from mcp_memory.service import portability
-from mcp_memory.service.chat_exports import ChatFormat, parse_conversations
+from mcp_memory.service.chat_exports import ChatFormat, Conversation, parse_conversations
 from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.searching import Searching
 from mcp_memory.service.summaries import SummaryRunner
@@ -99,6 +101,8 @@ class MemoryService:
     metrics: Metrics = field(default_factory=Metrics)  # the server's (observability/metrics.py)
     # Summaries that may finish after add_turn's reply (service/summaries.py); None: always before it.
     summaries: SummaryRunner | None = None
+    # The audit trail (audit/): every change and every read of a space, recorded; off without a log.
+    audit: Auditor = field(default_factory=lambda: Auditor(None, default_actor=COMMAND_ACTOR))
     threads: ThreadKeeper = field(init=False)
     query_vectors: QueryVectors = field(init=False)  # search queries' vectors, the recent ones kept
     # Writes to one thread's full-text contexts (add_turn, forgetting a turn) take turns in this
@@ -254,7 +258,10 @@ class MemoryService:
             )
             # Long term first: once it is there, nothing acknowledged can be lost with working memory.
             # Over the storage quota, put() refuses (LimitExceededError) before anything is stored.
-            await self.stores.long_term.put([turn])
+            # The audit record is written in the same transaction (audit/context.py).
+            async with self.audit.change(user_id, "add", thread_id=thread_id, tool="add_turn") as record:
+                record.note([turn.id], {"turn": 1})
+                await self.stores.long_term.put([turn])
             await self._rewrite_contexts(user_id, contexts.rewritten)
         return turn
 
@@ -361,9 +368,10 @@ class MemoryService:
         memory = await self.threads.load(user_id, thread_id)
         if not memory.messages and not memory.summary:
             raise NotFoundError(f"thread {thread_id!r} has no messages to summarize")
-        result = await self.threads.summarize(
-            user_id, thread_id, keep_recent=keep_recent, progress=progress, force=True
-        )
+        async with self.audit.change(user_id, "summarize", thread_id=thread_id, tool="summarize_thread"):
+            result = await self.threads.summarize(
+                user_id, thread_id, keep_recent=keep_recent, progress=progress, force=True
+            )
         if result is None:
             raise BackendUnavailableError(
                 f"thread {thread_id!r} is being summarized by another request right now; try again shortly"
@@ -419,12 +427,11 @@ class MemoryService:
                 "forget takes exactly one scope: memory_id, thread_id or everything=true"
                 + (f" (got {' and '.join(named)})" if named else "")
             )
-        summary_memory: Memory | None = None
+        memory: Memory | None = None
         if memory_id is not None:
             memory = await self.stores.long_term.get(user_id, check.memory_id(memory_id))
             _may_forget(user_id, memory)
             scope = Scope(user_id=user_id, memory_id=memory.id, thread_id=memory.thread_id)
-            summary_memory = memory if memory.type == "summary" else None
             kind = "memory"
         elif _a_writer_in_a_space(user_id):  # a thread or everything: their own part of it
             thread = None if thread_id is None else check.thread_id(thread_id)
@@ -438,12 +445,27 @@ class MemoryService:
 
         if scope.thread_id is not None and not dry_run:
             await self._summary_settled(user_id, scope.thread_id)  # not written after the forget
-        one_turn = kind == "memory" and memory.type == "turn" and memory.thread_id is not None
+        if dry_run:
+            return await self._forget_scope(scope, kind, memory, dry_run=True)
+        async with self.audit.change(user_id, "forget", thread_id=scope.thread_id, tool="forget") as record:
+            result = await self._forget_scope(scope, kind, memory, dry_run=False)
+            record.note([scope.memory_id] if scope.memory_id else (), result.long_term.by_type)
+        return result
+
+    async def _forget_scope(
+        self, scope: Scope, kind: str, memory: Memory | None, *, dry_run: bool
+    ) -> ForgetResult:
+        """Removes (or, with dry_run, counts) what the scope names (`memory`: the one memory it names)."""
+        user_id = scope.user_id
+        summary_memory = memory if memory is not None and memory.type == "summary" else None
+        one_turn = memory is not None and memory.type == "turn" and memory.thread_id is not None
         async with self._context_lock(user_id, scope.thread_id) if one_turn else contextlib.nullcontext():
-            around = await self._turns_around(memory) if one_turn and not dry_run else []
+            around = (
+                await self._turns_around(memory) if memory is not None and one_turn and not dry_run else []
+            )
             working = await self.stores.working.forget(scope, dry_run=dry_run)
             long_term = await self.stores.long_term.forget(scope, dry_run=dry_run)
-            if around:  # the turns whose full-text context held the forgotten turn's words lose them too
+            if around and memory is not None:  # the turns whose context held the forgotten turn's words
                 await self._rewrite_contexts(user_id, contexts_without(around, memory.id, **self._reach()))
         if self.learning is not None:
             await self.learning.forgotten(scope, dry_run=dry_run)  # revisions go too
@@ -474,13 +496,27 @@ class MemoryService:
         those threads; what others wrote, and what the server learned in a space, stay (docs/security.md).
         One receipt for all of it. The spaces are the ones every request sees (the cached reader of
         security/spaces.py: a broken edit of the spaces file keeps the last good one)."""
-        result = await self.forget(user_id, everything=True, dry_run=dry_run)
+        async with self._audited(user_id, "forget_user", dry_run) as record:
+            result = await self.forget(user_id, everything=True, dry_run=dry_run)
+            record.note(counts=result.long_term.by_type)
         for space in SPACES_FILE.spaces(self.settings.security):
             written = await self._written_by(space_key(space.name), user_id)
-            for memory in written:
-                with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary
-                    _merge(result, await self.forget(space_key(space.name), memory.id, dry_run=dry_run))
+            if not written:
+                continue
+            async with self._audited(space_key(space.name), "forget_user", dry_run) as record:
+                record.seal((m.id for m in written), dict(Counter(m.type for m in written)))
+                for memory in written:
+                    with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary
+                        _merge(result, await self.forget(space_key(space.name), memory.id, dry_run=dry_run))
+        if not dry_run:
+            await self.audit.pseudonymize(user_id)  # the trail keeps its shape; the chain verifies
         return result
+
+    def _audited(self, ledger: str, action: str, dry_run: bool) -> AbstractAsyncContextManager[Draft]:
+        """The change's audit record; a dry run changes nothing and records nothing."""
+        if dry_run:
+            return contextlib.nullcontext(Draft(ledger=ledger, actor=COMMAND_ACTOR, action=action))
+        return self.audit.change(ledger, action)
 
     async def _written_by(self, key: str, user_id: str) -> list[Memory]:
         """What the user wrote in the space under `key`, and the summaries of the threads they spoke in."""
@@ -495,9 +531,12 @@ class MemoryService:
         in_scope = [m for m in memories if thread_id is None or m.thread_id == thread_id]
         theirs = _part_of(in_scope, writer.author)
         receipt = _receipt("thread" if thread_id is not None else "everything", dry_run)
-        for memory in theirs:
-            with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary
-                _merge(receipt, await self.forget(str(writer), memory.id, dry_run=dry_run))
+        async with self._audited(writer, "forget", dry_run) as record:
+            record.thread_id = thread_id
+            record.seal((m.id for m in theirs), dict(Counter(m.type for m in theirs)))
+            for memory in theirs:
+                with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary
+                    _merge(receipt, await self.forget(str(writer), memory.id, dry_run=dry_run))
         gone = {m.id for m in theirs}
         receipt.left_by_others = dict(Counter(m.type for m in in_scope if m.id not in gone))
         return receipt
@@ -554,7 +593,9 @@ class MemoryService:
             for memory, passage_vectors in zip(batch, vectors, strict=True):
                 memory.embedding, memory.passage_embeddings = memory_vectors(passage_vectors)
                 memory.token_count = self.tokens.count(memory.content)
-        await self._store_import(user_id, parsed, memories)
+        async with self.audit.change(user_id, "import", tool="import_memories") as record:
+            record.seal((m.id for m in memories), result.by_type)
+            await self._store_import(user_id, parsed, memories)
         for thread in parsed.threads:
             rebuilt = await self.threads.from_long_term(user_id, thread.thread_id, thread.context_window)
             if rebuilt is not None:
@@ -593,9 +634,21 @@ class MemoryService:
         second import of the same export adds nothing and a later export adds only what is new."""
         conversations = parse_conversations(text, source)
         report = ConversationImport(format=source, conversations=len(conversations))
+        if dry_run:
+            report.messages = sum(len(c.messages) for c in conversations)
+            return report
+        # Many turns: one record of them all, written when the import ends (audit/log.py).
+        async with self.audit.change(user_id, "import", tool="import_conversations", at_end=True):
+            await self._import_conversations(user_id, conversations, source, report)
+        report.skipped = report.messages - report.imported
+        return report
+
+    async def _import_conversations(
+        self, user_id: str, conversations: list[Conversation], source: ChatFormat, report: ConversationImport
+    ) -> None:
         for conversation in conversations:
             report.messages += len(conversation.messages)
-            if dry_run or not conversation.messages:
+            if not conversation.messages:
                 continue
             thread = conversation.thread_id
             known = await self.stores.long_term.recent(user_id, thread, limit=1_000_000)
@@ -622,8 +675,6 @@ class MemoryService:
                     await self.set_thread_data(
                         user_id, thread, {"title": conversation.title, "source": source}
                     )
-        report.skipped = report.messages - report.imported if not dry_run else 0
-        return report
 
     def _revision_store(self) -> object | None:
         # Revisions live in learning's store when learning is on, else in the backend's own, if any.

@@ -64,7 +64,7 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
     assert {h.memory.id for h in after_write} == {"bike", "car"}
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 10
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 11
         assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         # Schema 3 added memories_active, schema 4 dropped it (unread since text search moved to memory);
@@ -74,6 +74,8 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
         assert {"change_clock", "memory_tombstones", "memories_by_change"} <= names
         # Schema 9 added the knowledge graph's tables.
         assert {"graph_entities", "graph_observations", "graph_relations", "graph_links"} <= names
+        # Schema 11 added the audit trail.
+        assert {"audit_log", "audit_log_by_ledger"} <= names
         assert conn.execute("SELECT seq FROM change_clock").fetchone()[0] == 1  # the one write since
     finally:
         conn.close()

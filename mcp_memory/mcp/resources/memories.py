@@ -20,6 +20,7 @@ async def memory(memory_id: str, ctx: Context[Any, Any]) -> str:
     """One long-term memory by id (turn ids come from add_turn and search_memory), of your own memory
     or of a space you are a member of."""
     found = await service_of(ctx).get_memory(access_of(server_of(ctx)).readable(None), memory_id)
+    await service_of(ctx).audit.read(found.user_id, [found.id])
     return json.dumps(found.public())
 
 

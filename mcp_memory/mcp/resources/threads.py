@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context
 
 from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.resources.registry import ResourceFamily
-from mcp_memory.mcp.tools.dependencies import access_of, server_of, service_of, user_of
+from mcp_memory.mcp.tools.dependencies import access_of, audit_thread_read, server_of, service_of, user_of
 
 family = ResourceFamily("threads")
 JSON, TEXT = "application/json", "text/plain"
@@ -40,7 +40,8 @@ async def thread_summary(thread_id: str, ctx: Context[Any, Any]) -> str:
 async def space_thread(space: str, thread_id: str, ctx: Context[Any, Any]) -> str:
     """A shared space's thread: summary, recent messages (each with its author), token usage."""
     owner = access_of(server_of(ctx)).owner(space)
-    return (await service_of(ctx).get_working_memory(owner, thread_id)).model_dump_json()
+    view = await service_of(ctx).get_working_memory(owner, thread_id)
+    return (await audit_thread_read(ctx, owner, view)).model_dump_json()
 
 
 @family.resource(
@@ -49,4 +50,5 @@ async def space_thread(space: str, thread_id: str, ctx: Context[Any, Any]) -> st
 async def space_thread_summary(space: str, thread_id: str, ctx: Context[Any, Any]) -> str:
     """A shared space's thread's running summary as plain text: one summary for all its members."""
     owner = access_of(server_of(ctx)).owner(space)
-    return (await service_of(ctx).get_working_memory(owner, thread_id, recent=0)).summary
+    view = await service_of(ctx).get_working_memory(owner, thread_id, recent=0)
+    return (await audit_thread_read(ctx, owner, view)).summary

@@ -11,21 +11,25 @@ A refusal is raised through the tool error boundary, as any other product error.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import Annotated, Any
+from collections.abc import Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+from typing import Annotated, Any, Protocol
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.resolve import Resolve
 
+from mcp_memory.audit import Draft
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.learning import Learning
 from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.errors import resolver
-from mcp_memory.models import Owner, SpaceRole
-from mcp_memory.security.principals import current_principal
+from mcp_memory.models import Owner, SpaceRole, space_key
+from mcp_memory.security.principals import ADMIN, current_principal
 from mcp_memory.security.spaces import Access, current_access
+from mcp_memory.service.audit_trail import Viewer
 from mcp_memory.service.graph import KnowledgeGraph
 from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.views import WorkingMemoryView
 
 
 def server_of(ctx: Context[Any, Any]) -> MemoryServer:
@@ -57,6 +61,13 @@ def graph_of(server: MemoryServer) -> KnowledgeGraph:
 def access_of(server: MemoryServer) -> Access:
     """The calling principal's memberships (its own memory and its spaces' roles)."""
     return current_access(server.config)
+
+
+def viewer_of(server: MemoryServer) -> Viewer:
+    """Who reads an audit trail: the principal, its spaces' roles, and whether it holds the admin scope."""
+    principal = current_principal(server.config)
+    access = Access.of(server.config, principal.user_id, principal.groups)
+    return Viewer(principal.user_id, access.roles, admin=principal.may(ADMIN))
 
 
 def user_of(server: MemoryServer) -> str:
@@ -100,6 +111,36 @@ Member = Annotated[Owner, _role("reader", "this")]
 """One owner's memory to read: the caller's own, or a space it is a member of."""
 Readable = Annotated[list[Owner], Resolve(_readable)]
 """What a read sees: the caller's memory and every space it reads, or the one space named."""
+
+
+def audited(
+    ctx: Context[Any, Any], owner: str, action: str, *, at_end: bool = False
+) -> AbstractAsyncContextManager[Draft]:
+    """The audit record of a change a tool makes to `owner`'s memory (audit/log.py: Auditor.change)."""
+    return service_of(ctx).audit.change(owner, action, at_end=at_end)
+
+
+class Shown(Protocol):
+    id: str
+    space: str | None
+
+
+async def audit_read(ctx: Context[Any, Any], shown: Iterable[Shown]) -> None:
+    """The memories a tool or resource returned from each space, by id, in that space's audit trail
+    (a read of one's personal memory is not recorded)."""
+    by_space: dict[str, list[str]] = {}
+    for item in shown:
+        if item.space is not None:
+            by_space.setdefault(space_key(item.space), []).append(item.id)
+    for ledger, ids in by_space.items():
+        await service_of(ctx).audit.read(ledger, ids)
+
+
+async def audit_thread_read(ctx: Context[Any, Any], owner: str, view: WorkingMemoryView) -> WorkingMemoryView:
+    """A space's working memory read: its messages' ids (and whether its summary was), in the trail."""
+    counts = {"summary": 1} if view.summary else None
+    await service_of(ctx).audit.read(owner, [m.id for m in view.messages], counts=counts)
+    return view
 
 
 def progress_of(ctx: Context[Any, Any]) -> Callable[[float, float | None, str | None], Any]:

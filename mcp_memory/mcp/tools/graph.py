@@ -20,7 +20,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
-from mcp_memory.mcp.tools.dependencies import graph_of, owner_of, server_of
+from mcp_memory.mcp.tools.dependencies import audited, graph_of, owner_of, server_of, service_of
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.service.graph import Page
 from mcp_memory.views import (
@@ -82,6 +82,13 @@ def _deleted(what: str) -> CallToolResult:
     return _result(message, {"success": True, "message": message})
 
 
+async def _read(ctx: Context[Any, Any], owner: str, found: GraphResult) -> CallToolResult:
+    """A graph read, recorded in a space's audit trail by what it returned (counts: entities have no ids)."""
+    counts = {"entities": len(found.entities), "relations": len(found.relations)}
+    await service_of(ctx).audit.read(owner, [], counts=counts)
+    return _graph_result(found)
+
+
 def _graph_result(found: GraphResult) -> CallToolResult:
     shown = found.model_dump(mode="json", by_alias=True, exclude_none=True)
     return _result(shown, shown)
@@ -99,7 +106,9 @@ async def create_entities(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, EntitiesResult]:
     owner = owner_of(ctx, space, "writer", "create_entities")  # in the body: a refusal is a reference error
-    return _listed("entities", list(await graph_of(server_of(ctx)).create_entities(owner, entities)))
+    async with audited(ctx, owner, "graph") as record:
+        record.note(counts={"entities": len(entities)})
+        return _listed("entities", list(await graph_of(server_of(ctx)).create_entities(owner, entities)))
 
 
 @family.tool(
@@ -115,7 +124,9 @@ async def create_relations(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, RelationsResult]:
     owner = owner_of(ctx, space, "writer", "create_relations")  # in the body: a refusal is a reference error
-    created = await graph_of(server_of(ctx)).create_relations(owner, relations)
+    async with audited(ctx, owner, "graph") as record:
+        record.note(counts={"relations": len(relations)})
+        created = await graph_of(server_of(ctx)).create_relations(owner, relations)
     return _listed("relations", list(created), by_alias=True)
 
 
@@ -131,7 +142,9 @@ async def add_observations(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, ObservationsResult]:
     owner = owner_of(ctx, space, "writer", "add_observations")  # in the body: a refusal is a reference error
-    return _listed("results", list(await graph_of(server_of(ctx)).add_observations(owner, observations)))
+    async with audited(ctx, owner, "graph") as record:
+        record.note(counts={"observations": sum(len(o.contents) for o in observations)})
+        return _listed("results", list(await graph_of(server_of(ctx)).add_observations(owner, observations)))
 
 
 @family.tool(
@@ -146,7 +159,9 @@ async def delete_entities(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, DeletionResult]:
     owner = owner_of(ctx, space, "writer", "delete_entities")  # in the body: a refusal is a reference error
-    await graph_of(server_of(ctx)).delete_entities(owner, entityNames)
+    async with audited(ctx, owner, "graph") as record:
+        record.note(counts={"entities deleted": len(entityNames)})
+        await graph_of(server_of(ctx)).delete_entities(owner, entityNames)
     return _deleted("Entities")
 
 
@@ -164,7 +179,9 @@ async def delete_observations(
     owner = owner_of(
         ctx, space, "writer", "delete_observations"
     )  # in the body: a refusal is a reference error
-    await graph_of(server_of(ctx)).delete_observations(owner, deletions)
+    async with audited(ctx, owner, "graph") as record:
+        record.note(counts={"observations deleted": sum(len(d.observations) for d in deletions)})
+        await graph_of(server_of(ctx)).delete_observations(owner, deletions)
     return _deleted("Observations")
 
 
@@ -180,7 +197,9 @@ async def delete_relations(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, DeletionResult]:
     owner = owner_of(ctx, space, "writer", "delete_relations")  # in the body: a refusal is a reference error
-    await graph_of(server_of(ctx)).delete_relations(owner, relations)
+    async with audited(ctx, owner, "graph") as record:
+        record.note(counts={"relations deleted": len(relations)})
+        await graph_of(server_of(ctx)).delete_relations(owner, relations)
     return _deleted("Relations")
 
 
@@ -193,7 +212,9 @@ async def read_graph(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, GraphResult]:
     owner = owner_of(ctx, space)
-    return _graph_result(await graph_of(server_of(ctx)).read_graph(owner, Page(limit, cursor, max_tokens)))
+    return await _read(
+        ctx, owner, await graph_of(server_of(ctx)).read_graph(owner, Page(limit, cursor, max_tokens))
+    )
 
 
 @family.tool(
@@ -214,8 +235,8 @@ async def search_nodes(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, GraphResult]:
     owner = owner_of(ctx, space)
-    return _graph_result(
-        await graph_of(server_of(ctx)).search_nodes(owner, query, Page(limit, cursor, max_tokens))
+    return await _read(
+        ctx, owner, await graph_of(server_of(ctx)).search_nodes(owner, query, Page(limit, cursor, max_tokens))
     )
 
 
@@ -234,6 +255,6 @@ async def open_nodes(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, GraphResult]:
     owner = owner_of(ctx, space)
-    return _graph_result(
-        await graph_of(server_of(ctx)).open_nodes(owner, names, Page(limit, cursor, max_tokens))
+    return await _read(
+        ctx, owner, await graph_of(server_of(ctx)).open_nodes(owner, names, Page(limit, cursor, max_tokens))
     )

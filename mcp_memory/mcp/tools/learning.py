@@ -22,7 +22,7 @@ from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.sampling import answer_text, sample_request, supports_sampling
 from mcp_memory.mcp.errors import resolver
 from mcp_memory.mcp.tools import dependencies
-from mcp_memory.mcp.tools.dependencies import access_of, reader, server_of, user_of, writer
+from mcp_memory.mcp.tools.dependencies import access_of, audited, reader, server_of, user_of, writer
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
 from mcp_memory.views import ExtractionReport, HistoryResult, MemoryView, ReconcileReport, WrittenMemory
@@ -129,7 +129,10 @@ async def remember(
 ) -> WrittenMemory:
     """Store a long-term memory the user asked you to keep (in a shared space: for its members). An
     identical one is not duplicated; a nearly identical one is updated to this wording."""
-    return await learning_of(ctx).editor.remember(owner, content, type, thread_id)
+    async with audited(ctx, owner, "add") as record:
+        written = await learning_of(ctx).editor.remember(owner, content, type, thread_id)
+        record.note([written.id])
+    return written
 
 
 @family.tool(ToolAnnotations(title="Update a memory", read_only_hint=False, destructive_hint=True))
@@ -142,7 +145,9 @@ async def update_memory(
 ) -> MemoryView:
     """Correct a fact or the user profile. The previous content stays in memory_history and can be
     restored with rollback_memory."""
-    return await learning_of(ctx).editor.update(owner, memory_id, content)
+    async with audited(ctx, owner, "update") as record:
+        record.note([memory_id])
+        return await learning_of(ctx).editor.update(owner, memory_id, content)
 
 
 @family.tool(ToolAnnotations(title="Memory history", read_only_hint=True, idempotent_hint=True))
@@ -166,7 +171,9 @@ async def rollback_memory(
 ) -> MemoryView:
     """Restore a memory's content (and superseded state) as of an earlier revision; the rollback is
     itself a new revision."""
-    return await learning_of(ctx).editor.rollback(owner, memory_id, revision_id)
+    async with audited(ctx, owner, "rollback") as record:
+        record.note([memory_id])
+        return await learning_of(ctx).editor.rollback(owner, memory_id, revision_id)
 
 
 # ---- on demand: extraction and reconciliation ----------------------------------------------------
@@ -192,7 +199,8 @@ async def extract_memories(
             raise BackendUnavailableError(NO_MODEL)
         return ExtractionReport(thread_id=thread_id, model="none", turns_read=0, facts=[])
     text, model = await answer(ctx, sampled, batch.prompt, f"extraction of thread {thread_id}", "extraction")
-    return await found.finish_extraction(batch, text, model)
+    async with audited(ctx, owner, "learn", at_end=True):  # one record of every fact it writes
+        return await found.finish_extraction(batch, text, model)
 
 
 @family.tool(ToolAnnotations(title="Reconcile memories", read_only_hint=False, destructive_hint=False))
@@ -214,6 +222,7 @@ async def reconcile_memories(
             raise BackendUnavailableError(NO_MODEL)
         return ReconcileReport(model="none", facts_reviewed=0)
     text, model = await answer(ctx, sampled, batch.prompt, "reconciliation", "reconciliation")
-    report = await found.finish_reconcile(batch, text, model)
-    report.profile_updated = await found.refresh_profile(owner) is not None
+    async with audited(ctx, owner, "learn", at_end=True):  # one record of every fact it changes
+        report = await found.finish_reconcile(batch, text, model)
+        report.profile_updated = await found.refresh_profile(owner) is not None
     return report

@@ -10,7 +10,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from mcp_memory.mcp.tools.arguments import MemoryTypes, ReadSpace
-from mcp_memory.mcp.tools.dependencies import Readable, service_of
+from mcp_memory.mcp.tools.dependencies import Readable, audit_read, service_of
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service import browse
@@ -74,7 +74,9 @@ async def search_memory(
         as_of=as_of,
         settings=service.settings,
     )
-    return await service.search(asked)
+    found = await service.search(asked)
+    await audit_read(ctx, found.results)
+    return found
 
 
 @family.tool(ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True))
@@ -115,7 +117,7 @@ async def list_memories(
 ) -> MemoryPage:
     """Browse long-term memories without a query, newest first by default, one page at a time; pass
     next_cursor back as cursor for the next page (null: no more)."""
-    return await browse.list_memories(
+    page = await browse.list_memories(
         service_of(ctx).stores.long_term,
         owners,
         types=types,
@@ -129,3 +131,5 @@ async def list_memories(
         cursor=cursor,
         as_of=as_of,
     )
+    await audit_read(ctx, page.memories)
+    return page

@@ -10,7 +10,7 @@ from mcp_types import ToolAnnotations
 from pydantic import Field
 
 from mcp_memory.mcp.tools.arguments import ThreadId, ThreadSpace, WriteSpace
-from mcp_memory.mcp.tools.dependencies import Member, progress_of, service_of, writer
+from mcp_memory.mcp.tools.dependencies import Member, audit_thread_read, progress_of, service_of, writer
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
 from mcp_memory.views import AddTurnResult, SummarizeResult, ThreadDataView, WorkingMemoryView
@@ -68,7 +68,9 @@ async def get_working_memory(
     space: ThreadSpace = None,
 ) -> WorkingMemoryView:
     """The thread's running summary and recent messages, with its token usage and threshold."""
-    return await service_of(ctx).get_working_memory(owner, thread_id, recent)
+    return await audit_thread_read(
+        ctx, owner, await service_of(ctx).get_working_memory(owner, thread_id, recent)
+    )
 
 
 @family.tool(

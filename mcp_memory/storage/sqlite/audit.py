@@ -8,6 +8,7 @@ is in meta ('audit_key'), created with the table.
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 import time
@@ -28,6 +29,15 @@ from mcp_memory.audit.records import (
 )
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 
+_COLUMNS = (
+    "seq",
+    "at",
+    "ledger",
+    "actor",
+    "action",
+    "thread_id",
+    "hash",
+)  # copies of the record's, to filter by
 _PAGE = 1000  # rows read at a time by verify and export
 _PRUNE_EVERY = 3600.0  # seconds between retention passes made by appends
 
@@ -54,16 +64,9 @@ class SqliteAuditLog:
         }
         fields["hash"] = digest(fields, names)
         conn.execute(
-            "INSERT INTO audit_log (seq, at, ledger, actor, action, thread_id, record) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (
-                fields["seq"],
-                fields["at"],
-                fields["ledger"],
-                fields["actor"],
-                fields["action"],
-                fields["thread_id"],
-                json.dumps(fields, separators=(",", ":")),
-            ),
+            "INSERT INTO audit_log (seq, at, ledger, actor, action, thread_id, hash, record)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (*(fields[c] for c in _COLUMNS), json.dumps(fields, separators=(",", ":"))),
         )
         return AuditRecord.model_validate(fields)
 
@@ -89,7 +92,7 @@ class SqliteAuditLog:
     async def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
         after = 0
         while True:
-            rows = await self.db.read(lambda conn, after=after: _rows_after(conn, after, ledger, since))
+            rows = await self.db.read(functools.partial(_rows_after, after=after, ledger=ledger, since=since))
             for _, record in rows:
                 yield AuditRecord.model_validate_json(record)
             if len(rows) < _PAGE:
@@ -100,7 +103,7 @@ class SqliteAuditLog:
         def walk(conn: sqlite3.Connection) -> Verification:
             names = self._pseudonyms(conn)
             _, anchor = _anchor(conn)
-            rows = conn.execute("SELECT seq, ledger, actor, action, thread_id, at, record FROM audit_log ORDER BY seq")
+            rows = conn.execute(f"SELECT {', '.join(_COLUMNS)}, record FROM audit_log ORDER BY seq")
             return verify(_checked_rows(rows), anchor, names)
 
         return await self.db.read(walk)
@@ -110,7 +113,8 @@ class SqliteAuditLog:
     async def prune(self, before: datetime) -> int:
         def work(conn: sqlite3.Connection) -> int:
             last = conn.execute(
-                "SELECT seq, hash FROM audit_log WHERE at < ? ORDER BY seq DESC LIMIT 1", (before.isoformat(),)
+                "SELECT seq, hash FROM audit_log WHERE at < ? ORDER BY seq DESC LIMIT 1",
+                (before.isoformat(),),
             ).fetchone()
             if last is None:
                 return 0
@@ -133,7 +137,7 @@ class SqliteAuditLog:
             for seq, text in rows:
                 changed = pseudonymized(json.loads(text), user_id, names)
                 conn.execute(
-                    "UPDATE audit_log SET ledger = ?, actor = ?, record = ? WHERE seq = ?",
+                    "UPDATE audit_log SET ledger = ?, actor = ?, record = ? WHERE seq = ?",  # hash unchanged
                     (changed["ledger"], changed["actor"], json.dumps(changed, separators=(",", ":")), seq),
                 )
             return len(rows)
@@ -186,13 +190,20 @@ def _rows_after(
 
 def _checked_rows(rows: sqlite3.Cursor) -> Any:
     """Each row's record; a filter column that disagrees with the record counts as a changed record."""
-    for seq, ledger, actor, action, thread_id, at, text in rows:
+    for row in rows:
+        columns = dict(zip(_COLUMNS, row, strict=False))
         try:
-            record = json.loads(text)
+            record = json.loads(row[-1])
         except ValueError:
-            yield {"seq": seq, "prev_hash": "", "hash": "", "memory_ids": [], "ledger": "", "actor": ""}
+            yield {
+                "seq": columns["seq"],
+                "prev_hash": "",
+                "hash": "",
+                "memory_ids": [],
+                "ledger": "",
+                "actor": "",
+            }
             continue
-        columns = {"seq": seq, "ledger": ledger, "actor": actor, "action": action, "thread_id": thread_id, "at": at}
         if any(record.get(k) != v for k, v in columns.items()):
             record = {**record, "hash": "the row's columns disagree with its record"}
         yield record

@@ -297,6 +297,7 @@ MIGRATIONS: list[str] = [
         actor TEXT NOT NULL,
         action TEXT NOT NULL,
         thread_id TEXT,
+        hash TEXT NOT NULL,
         record TEXT NOT NULL
     );
     CREATE INDEX audit_log_by_ledger ON audit_log (ledger, seq);
