@@ -5,7 +5,7 @@ change is making; log.py: the AuditLog a backend keeps and the Auditor everythin
 """
 
 from mcp_memory.audit.context import Actor, Draft, acting
-from mcp_memory.audit.log import COMMAND_ACTOR, AuditLog, AuditQuery, Auditor
+from mcp_memory.audit.log import COMMAND_ACTOR, AuditLog, Auditor, AuditQuery
 from mcp_memory.audit.records import AuditRecord, Verification
 
 __all__ = [

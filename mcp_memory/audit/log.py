@@ -47,8 +47,8 @@ class AuditLog(Protocol):
         """Up to query.limit records matching it, newest first."""
         ...
 
-    async def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
-        """Every record (of one ledger, or all), oldest first: for export."""
+    def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
+        """Every record (of one ledger, or all), oldest first: for export (an async generator)."""
         ...
 
     async def verify(self) -> Verification:
@@ -100,7 +100,11 @@ class Auditor:
             yield outer or Draft(ledger=str(ledger), actor=self.actor(tool), action=action)
             return
         draft = Draft(
-            ledger=str(ledger), actor=self.actor(tool), action=action, sink=_as_sink(self.log), thread_id=thread_id
+            ledger=str(ledger),
+            actor=self.actor(tool),
+            action=action,
+            sink=_as_sink(self.log),
+            thread_id=thread_id,
         )
         try:
             with drafting(draft):
@@ -133,4 +137,4 @@ class Auditor:
 
 
 def _as_sink(log: object) -> Sink | None:
-    return log if hasattr(log, "append_in") and hasattr(log, "db") else None  # type: ignore[return-value]
+    return log if hasattr(log, "append_in") and hasattr(log, "db") else None

@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 from mcp_memory.audit.context import Draft
@@ -44,7 +45,9 @@ class SqliteAuditLog:
     def append_in(self, conn: sqlite3.Connection, draft: Draft) -> AuditRecord:
         """Inside the caller's write transaction: the draft's record, chained to the newest one."""
         names = self._pseudonyms(conn)
-        tip = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
+        tip = conn.execute(
+            "SELECT seq, json_extract(record, '$.hash') FROM audit_log ORDER BY seq DESC LIMIT 1"
+        ).fetchone()
         seq, prev = (tip[0], tip[1]) if tip is not None else _anchor(conn)
         fields: dict[str, Any] = {
             "seq": seq + 1,
@@ -89,7 +92,7 @@ class SqliteAuditLog:
     async def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
         after = 0
         while True:
-            rows = await self.db.read(lambda conn, after=after: _rows_after(conn, after, ledger, since))
+            rows = await self.db.read(partial(_rows_after, after=after, ledger=ledger, since=since))
             for _, record in rows:
                 yield AuditRecord.model_validate_json(record)
             if len(rows) < _PAGE:
@@ -100,7 +103,9 @@ class SqliteAuditLog:
         def walk(conn: sqlite3.Connection) -> Verification:
             names = self._pseudonyms(conn)
             _, anchor = _anchor(conn)
-            rows = conn.execute("SELECT seq, ledger, actor, action, thread_id, at, record FROM audit_log ORDER BY seq")
+            rows = conn.execute(
+                "SELECT seq, ledger, actor, action, thread_id, at, record FROM audit_log ORDER BY seq"
+            )
             return verify(_checked_rows(rows), anchor, names)
 
         return await self.db.read(walk)
@@ -110,7 +115,8 @@ class SqliteAuditLog:
     async def prune(self, before: datetime) -> int:
         def work(conn: sqlite3.Connection) -> int:
             last = conn.execute(
-                "SELECT seq, hash FROM audit_log WHERE at < ? ORDER BY seq DESC LIMIT 1", (before.isoformat(),)
+                "SELECT seq, json_extract(record, '$.hash') FROM audit_log WHERE at < ? ORDER BY seq DESC LIMIT 1",
+                (before.isoformat(),),
             ).fetchone()
             if last is None:
                 return 0
@@ -192,7 +198,14 @@ def _checked_rows(rows: sqlite3.Cursor) -> Any:
         except ValueError:
             yield {"seq": seq, "prev_hash": "", "hash": "", "memory_ids": [], "ledger": "", "actor": ""}
             continue
-        columns = {"seq": seq, "ledger": ledger, "actor": actor, "action": action, "thread_id": thread_id, "at": at}
+        columns = {
+            "seq": seq,
+            "ledger": ledger,
+            "actor": actor,
+            "action": action,
+            "thread_id": thread_id,
+            "at": at,
+        }
         if any(record.get(k) != v for k, v in columns.items()):
             record = {**record, "hash": "the row's columns disagree with its record"}
         yield record

@@ -18,9 +18,9 @@ from typing import Any
 import anyio.to_thread
 import numpy as np
 
-from mcp_memory.config import LongTermSettings
 from mcp_memory.audit import context as audit_context
 from mcp_memory.audit.records import MAX_IDS
+from mcp_memory.config import LongTermSettings
 from mcp_memory.errors import InvalidInputError, NotFoundError
 from mcp_memory.models import EmbeddingSpec, Hit, ListQuery, Memory, Scope, ThreadInfo
 from mcp_memory.search.hybrid import (
