@@ -138,22 +138,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     add_request_ids_to_logs()
     try:
-        if args.command in ("export", "import"):
-            from mcp_memory.cli.commands import export_command, import_command
-
-            user = args.user or settings.user_id
-            if args.command == "export":
-                anyio.run(export_command, settings, user, args.output, args.format)
-            else:
-                anyio.run(import_command, settings, user, args.file, args.dry_run, args.format)
-        elif args.command == "forget-user":
-            from mcp_memory.cli.commands import forget_user_command
-
-            anyio.run(forget_user_command, settings, args.user, args.dry_run)
-        elif args.command == "audit":
-            from mcp_memory.cli.audit import audit_command
-
-            raise SystemExit(anyio.run(audit_command, settings, args))
+        if args.command in ("export", "import", "forget-user", "audit"):
+            _service_command(settings, args)
         elif args.command in ("backup", "restore"):
             from mcp_memory.cli.backup import backup_command, restore_command
 
@@ -183,6 +169,22 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         pass
+
+
+def _service_command(settings: Settings, args: argparse.Namespace) -> None:
+    """The commands that open the memory service themselves (cli/commands.py, cli/audit.py)."""
+    from mcp_memory.cli.audit import audit_command
+    from mcp_memory.cli.commands import export_command, forget_user_command, import_command
+
+    user = getattr(args, "user", None) or settings.user_id
+    if args.command == "export":
+        anyio.run(export_command, settings, user, args.output, args.format)
+    elif args.command == "import":
+        anyio.run(import_command, settings, user, args.file, args.dry_run, args.format)
+    elif args.command == "forget-user":
+        anyio.run(forget_user_command, settings, args.user, args.dry_run)
+    else:
+        raise SystemExit(anyio.run(audit_command, settings, args))
 
 
 async def _serve(settings: Settings, transport: str, host: str, port: int) -> None:

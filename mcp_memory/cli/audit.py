@@ -10,12 +10,12 @@ The operator holds the backends' credentials, so reads every trail (an admin).
 from __future__ import annotations
 
 import argparse
-import getpass
 import sys
 from typing import TextIO
 
 from mcp_memory import validation as check
-from mcp_memory.audit import Actor, AuditRecord, acting
+from mcp_memory.audit import AuditRecord
+from mcp_memory.cli.commands import acting_as_operator
 from mcp_memory.config import Settings
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.models import space_key
@@ -45,17 +45,12 @@ def _trail_filters(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--since", help="only records at or after this ISO 8601 time")
 
 
-def operator() -> Actor:
-    """Who runs a command: the operating-system user, as the audit trail names them."""
-    return Actor(f"cli:{getpass.getuser()}", client="mcp-memory")
-
-
 async def audit_command(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
     async with open_service(settings) as service:
         log = service.audit.log
         if log is None:
             raise BackendUnavailableError("the audit trail is off with these settings (audit.enabled)")
-        with acting(operator()):
+        async with acting_as_operator():
             if args.audit_command == "verify":
                 found = await log.verify()
                 service.metrics.audit_verified(found.ok)
@@ -70,7 +65,7 @@ async def audit_command(settings: Settings, args: argparse.Namespace, out: TextI
                 async for record in log.since(ledger, since):
                     out.write(record.model_dump_json() + "\n")
                 return 0
-            viewer = Viewer(operator().user_id, {}, admin=True)
+            viewer = Viewer("cli", {}, admin=True)
             space = args.space if args.space else (None if args.user else EVERY_LEDGER)
             if args.user:
                 viewer = Viewer(check.thread_id(args.user, "--user"), {}, admin=True)

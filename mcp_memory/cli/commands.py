@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import getpass
 import json
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
 
 from mcp_memory import validation as check
+from mcp_memory.audit import Actor, acting
 from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError
 from mcp_memory.service.assembly import open_service
@@ -43,7 +47,7 @@ async def import_command(
     """`mcp-memory import`: read a file (or stdin) into one user's memory, in the format named."""
     text = sys.stdin.read() if source is None else await anyio.Path(source).read_text()
     user = check.thread_id(user_id, "--user")
-    async with open_service(settings) as service:
+    async with open_service(settings) as service, acting_as_operator():
         if form == "memory-jsonl":
             counts = await _graph(service).import_file(user, text, dry_run=dry_run)
             report = json.dumps(counts | {"dry_run": dry_run})
@@ -55,6 +59,13 @@ async def import_command(
     print(f"mcp-memory: {report}", file=sys.stderr)
 
 
+@contextlib.asynccontextmanager
+async def acting_as_operator() -> AsyncIterator[None]:
+    """What a command changes is recorded in the audit trail as done by the operating-system user."""
+    with acting(Actor(f"cli:{getpass.getuser()}", client="mcp-memory")):
+        yield
+
+
 def _graph(service: MemoryService) -> KnowledgeGraph:
     if service.graph is None:
         raise ConfigError("the knowledge graph is not available with these settings")
@@ -63,6 +74,6 @@ def _graph(service: MemoryService) -> KnowledgeGraph:
 
 async def forget_user_command(settings: Settings, user_id: str, dry_run: bool) -> None:
     """Admin work without an admin token: whoever runs this already holds the backends' credentials."""
-    async with open_service(settings) as service:
+    async with open_service(settings) as service, acting_as_operator():
         receipt = await service.forget_user(check.thread_id(user_id, "user"), dry_run=dry_run)
     print(receipt.model_dump_json(indent=2))

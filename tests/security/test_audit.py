@@ -1,0 +1,163 @@
+"""The audit trail on a real server over streamable HTTP with real bearer tokens (issue 39): who changed
+or read a space's memories, when and through which client, for its owners; one's own trail for everyone;
+every trail for an admin and the operator's `mcp-memory audit`; nobody else. Records hold ids and
+counts, never text; the chain verifies, survives forget_user's pseudonyms, and names an edited record.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from tests.security.test_spaces import Team, as_, start
+from tests.services.mcp_client import call
+from tests.services.server_process import NetworkServer, ServerStarter, mcp_memory_command
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "kingfisher"
+
+
+async def trail(client: Client, uri: str) -> dict[str, Any]:
+    page: dict[str, Any] = json.loads((await client.read_resource(uri)).contents[0].text)
+    return page
+
+
+async def refused(client: Client, uri: str) -> str:
+    with pytest.raises(MCPError) as caught:
+        await client.read_resource(uri)
+    return str(caught.value)
+
+
+def cli(server: NetworkServer, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [mcp_memory_command(), "audit", *args],
+        env=server.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+async def _work_in_the_space(server: NetworkServer, team: Team) -> dict[str, str]:
+    async with as_(server, team.ann) as ann:
+        turn = await call(
+            ann, "add_turn", thread_id="plan", role="user", content=f"{SECRET} is 5439", space="team"
+        )
+        fact = await call(ann, "remember", content=f"The team picked {SECRET}", space="team")
+        await call(ann, "add_turn", thread_id="mine", role="user", content=f"my own {SECRET}")
+    async with as_(server, team.rita) as rita:
+        found = await call(rita, "search_memory", query=SECRET, space="team")
+    async with as_(server, team.olga) as olga:
+        mine = await call(olga, "add_turn", thread_id="plan", role="assistant", content="noted", space="team")
+        await call(olga, "forget", thread_id="plan", space="team")
+    return {
+        "turn": turn["turn"]["id"],
+        "fact": fact["id"],
+        "olga_turn": mine["turn"]["id"],
+        "found": ",".join(sorted(h["id"] for h in found["results"])),
+    }
+
+
+async def test_an_owner_sees_who_removed_a_thread_and_when_and_no_record_holds_text(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    ids = await _work_in_the_space(server, team)
+    async with as_(server, team.olga) as olga:
+        removed = await trail(olga, "memory://spaces/team/audit?action=forget&thread_id=plan")
+        everything = await trail(olga, "memory://spaces/team/audit")
+    [forget] = removed["records"]
+    assert (forget["actor"], forget["client"], forget["tool"], forget["ledger"]) == (
+        "olga",
+        "olga-read-write",
+        "forget",
+        "@team",
+    )
+    assert set(forget["memory_ids"]) == {ids["turn"], ids["olga_turn"]} and forget["counts"]["turn"] == 2
+    actions = [(r["actor"], r["action"], r["tool"]) for r in reversed(everything["records"])]
+    assert actions == [
+        ("ann", "add", "add_turn"),
+        ("ann", "add", "remember"),
+        ("rita", "read", "search_memory"),
+        ("olga", "add", "add_turn"),
+        ("olga", "forget", "forget"),
+    ]
+    read = everything["records"][2]
+    assert ",".join(sorted(read["memory_ids"])) == ids["found"] and ids["found"]
+    assert [r["memory_ids"] for r in reversed(everything["records"])][:2] == [[ids["turn"]], [ids["fact"]]]
+    assert SECRET not in json.dumps(everything)  # ids and counts, never text
+    # The personal turn Ann wrote is in her trail, not the space's.
+    assert all(r["thread_id"] != "mine" for r in everything["records"])
+    # The same answer from one command, and the chain verifies.
+    shown = cli(server, "show", "--space", "team", "--action", "forget", "--thread", "plan")
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    assert "olga (olga-read-write): forget in @team thread plan, 2 ids (2 turn)" in shown.stdout
+    verified = cli(server, "verify")
+    assert verified.returncode == 0 and "the chain is intact" in verified.stdout, (
+        verified.stdout + verified.stderr
+    )
+
+
+async def test_each_role_reads_only_the_trails_it_may(start_server: ServerStarter, tmp_path: Path) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    await _work_in_the_space(server, team)
+    space = "memory://spaces/team/audit"
+    async with as_(server, team.olga) as olga:  # owner
+        assert len((await trail(olga, space))["records"]) == 5
+        own = await trail(olga, "memory://audit")
+        assert own["ledger"] == "olga" and own["records"] == []
+    async with as_(server, team.admin) as admin:  # admin: any space's
+        assert len((await trail(admin, space))["records"]) == 5
+    for who, role in ((team.ann, "writer"), (team.rita, "reader"), (team.nora, "non-member")):
+        async with as_(server, who) as client:
+            assert "needs its owner role" in await refused(client, space), role
+            mine = await trail(client, "memory://audit")  # everyone reads their own
+            assert {r["ledger"] for r in mine["records"]} <= {who.user_id}, role
+    async with as_(server, team.ann) as ann:
+        [own_turn] = (await trail(ann, "memory://audit"))["records"]
+        assert (own_turn["thread_id"], own_turn["action"]) == ("mine", "add")
+        assert "needs its owner role" in await refused(ann, "memory://spaces/elsewhere/audit")
+        assert "needs its owner role" in await refused(ann, "memory://spaces/no-such-space/audit")
+
+
+async def test_forget_user_leaves_a_pseudonym_and_a_chain_that_verifies_until_a_record_is_edited(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    ids = await _work_in_the_space(server, team)
+    async with as_(server, team.admin) as admin:
+        await call(admin, "forget_user", user_id="ann")
+    async with as_(server, team.olga) as olga:
+        page = await trail(olga, "memory://spaces/team/audit")
+    assert "ann" not in {r["actor"] for r in page["records"]}
+    aliases = {r["actor"] for r in page["records"] if r["actor"].startswith("anon-")}
+    assert len(aliases) == 1  # one stable pseudonym for all she did
+    forgotten = [r for r in page["records"] if r["action"] == "forget_user"]
+    assert forgotten and forgotten[0]["actor"] == "root" and ids["fact"] in forgotten[0]["memory_ids"]
+    verified = cli(server, "verify")
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    # An edit in the file: the record that changed is named.
+    seq = page["records"][-2]["seq"]
+    with sqlite3.connect(Path(server.env["MCP_MEMORY_DATA_DIR"]) / "memory.db") as db:
+        text = db.execute("SELECT record FROM audit_log WHERE seq = ?", (seq,)).fetchone()[0]
+        edited = json.loads(text) | {"actor": "olga"}
+        db.execute("UPDATE audit_log SET record = ?, actor = 'olga' WHERE seq = ?", (json.dumps(edited), seq))
+    broken = cli(server, "verify")
+    assert broken.returncode == 1 and f"broken at record {seq}:" in broken.stdout, (
+        broken.stdout + broken.stderr
+    )
+    exported = cli(server, "export", "--space", "team")
+    lines = [json.loads(line) for line in exported.stdout.splitlines()]
+    assert exported.returncode == 0 and [r["seq"] for r in lines] == sorted(r["seq"] for r in page["records"])
