@@ -29,6 +29,7 @@ from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.sampling import SamplingSessions
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.observability.metrics import Metrics
+from mcp_memory.security.spaces import stored_bytes_quota
 from mcp_memory.storage import Stores, open_learning_stores
 
 __all__ = ["Learning", "LlmBudget", "open_learning"]
@@ -75,7 +76,7 @@ async def open_learning(
             embedder,
             tokens,
             s.near_duplicate_similarity,
-            max_stored_bytes=settings.security.max_stored_bytes,
+            max_stored_bytes=stored_bytes_quota(settings.security),
         )
         learning = Learning(
             settings=settings,

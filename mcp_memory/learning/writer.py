@@ -30,7 +30,7 @@ from mcp_memory.models import (
 )
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.storage.learning_base import RevisionStore
-from mcp_memory.storage.usage import content_bytes, refuse_without_room, revision_bytes
+from mcp_memory.storage.usage import Quota, content_bytes, refuse_without_room, revision_bytes
 
 WriteAction = Literal["created", "updated", "unchanged"]
 # What is checked against the quota. A supersession or a deletion never is: a user over a lowered
@@ -84,7 +84,7 @@ class MemoryWriter:
     embedder: Embedder
     tokens: TokenCounter
     near_duplicate_similarity: float
-    max_stored_bytes: int | None = None  # security.max_stored_bytes
+    max_stored_bytes: Quota = None  # security.max_stored_bytes, or a space's own
     # Told of every memory written or rewritten (the knowledge graph links it to the entities it names).
     on_written: Callable[[Memory], Awaitable[object]] | None = None
 

@@ -18,14 +18,14 @@ space nobody configured.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcp_memory import validation as check
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings, load_spaces
 from mcp_memory.errors import ConfigError, NotFoundError, PermissionDeniedError
-from mcp_memory.models import GROUP_MEMBER, SPACE_ROLES, Owner, SpaceRole
+from mcp_memory.models import GROUP_MEMBER, SPACE_ROLES, Owner, SpaceRole, space_of
 from mcp_memory.security.principals import current_principal
 
 log = logging.getLogger(__name__)
@@ -80,6 +80,24 @@ def roles_of(settings: Settings, user_id: str, groups: Iterable[str]) -> dict[st
         if held:
             roles[space.name] = max(held, key=SPACE_ROLES.index)
     return roles
+
+
+def stored_bytes_quota(security: SecuritySettings) -> int | Callable[[str], int | None] | None:
+    """The storage limit of each key: a space's own max_stored_bytes where its entry sets one, else
+    security.max_stored_bytes (every user's). A plain number when no space can have its own."""
+    default = security.max_stored_bytes
+    if security.spaces_file is None and all(s.max_stored_bytes is None for s in security.spaces):
+        return default
+
+    def limit(key: str) -> int | None:
+        name = space_of(key)
+        if name is not None:
+            for space in SPACES_FILE.spaces(security):
+                if space.name == name and space.max_stored_bytes is not None:
+                    return space.max_stored_bytes
+        return default
+
+    return limit
 
 
 def unknown_space(name: str) -> NotFoundError:

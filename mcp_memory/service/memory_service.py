@@ -45,7 +45,7 @@ from mcp_memory.models import (
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.search.context import TurnContexts, contexts_without, thread_contexts, turn_contexts
 from mcp_memory.search.query import SearchQuery
-from mcp_memory.security.spaces import SPACES_FILE
+from mcp_memory.security.spaces import SPACES_FILE, stored_bytes_quota
 from mcp_memory.service import portability
 from mcp_memory.service.chat_exports import ChatFormat, Conversation, parse_conversations
 from mcp_memory.service.graph import KnowledgeGraph
@@ -613,7 +613,7 @@ class MemoryService:
         store: Any = self._revision_store()
         history = await portability.pending_revisions(store, user_id, parsed, memories)
         size = sum(revision_bytes(r.content, r.source_text) for r in history)
-        limit = self.settings.security.max_stored_bytes
+        limit = stored_bytes_quota(self.settings.security)
         await refuse_without_room(self.stores.long_term, user_id, size, limit)  # before any write
         for revision in history:
             await store.append(revision)

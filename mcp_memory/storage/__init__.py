@@ -15,6 +15,7 @@ from mcp_memory.audit.log import AuditLog
 from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError
 from mcp_memory.models import EmbeddingSpec
+from mcp_memory.security.spaces import stored_bytes_quota
 from mcp_memory.storage.base import LongTermStore, WorkingForgetCount, WorkingMemoryStore
 from mcp_memory.storage.graph_base import GraphStore
 from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
@@ -97,7 +98,7 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                         index_memory=settings.long_term.index_memory_mb * 2**20,
                         ann_min_memories=settings.long_term.ann_min_memories,
                         ann_expansion=settings.long_term.ann_expansion,
-                        max_stored_bytes=settings.security.max_stored_bytes,
+                        max_stored_bytes=stored_bytes_quota(settings.security),
                     )
                 )
             case "cosmos":
@@ -108,7 +109,7 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
                     CosmosLongTermStore.open(
                         settings.long_term.cosmos,
                         embedding,
-                        max_stored_bytes=settings.security.max_stored_bytes,
+                        max_stored_bytes=stored_bytes_quota(settings.security),
                     )
                 )
 

@@ -422,6 +422,39 @@ async def test_each_space_has_its_own_storage_quota(start_server: ServerStarter,
         assert len((await call(olga, "list_memories", space="team"))["memories"]) == 3
 
 
+async def test_a_space_s_own_quota_in_its_entry_stands_beside_the_users_one(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    spaces = [{**TEAM_SPACES[0], "max_stored_bytes": 1500}, TEAM_SPACES[1]]
+    server = start_with_tokens(
+        start_server,
+        tmp_path,
+        team.all(),
+        MCP_MEMORY_SECURITY__SPACES=json.dumps(spaces),
+        MCP_MEMORY_SECURITY__MAX_STORED_BYTES="100000",
+    )
+    line = "y" * 600
+    async with as_(server, team.ann) as ann:
+        for i in range(2):
+            await call(ann, "add_turn", thread_id="fill", role="user", content=f"{i} {line}", space="team")
+        refusal = await call_error(ann, "add_turn", thread_id="fill", role="user", content=line, space="team")
+        assert "space 'team' stores" in refusal and "of 1,500 bytes" in refusal
+        for i in range(5):  # her own memory keeps the users' limit, far above the space's
+            await call(ann, "add_turn", thread_id="own", role="user", content=f"{i} {line}")
+    async with as_(server, team.olga) as olga:
+        assert len((await call(olga, "list_memories", space="team"))["memories"]) == 2
+        refused = json.loads(
+            (await olga.read_resource("memory://spaces/team/audit?action=add&limit=1")).contents[0].text
+        )
+        [record] = refused["records"]  # the refusal is in the space's trail too
+        assert (record["actor"], record["action"], record["outcome"]) == (
+            "ann",
+            "add",
+            "refused: LimitExceededError",
+        )
+
+
 async def _listen(server: NetworkServer, who: Credential, heard: Heard, *, task_status: Any) -> None:
     uris = [thread_uri("plan", "team"), thread_uri(MARKER), SPACE_GRAPH]
     async with as_(server, who) as client, client.listen(resource_subscriptions=uris) as events:

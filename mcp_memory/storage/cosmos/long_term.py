@@ -61,6 +61,7 @@ from mcp_memory.storage.cosmos.setup import (
 )
 from mcp_memory.storage.cosmos.usage import USAGE_GROUP, CosmosUsage
 from mcp_memory.storage.cosmos.writes import CosmosWrites, bytes_of
+from mcp_memory.storage.usage import Quota
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ class CosmosLongTermStore:
         memories: ContainerProxy,
         database: DatabaseProxy,
         *,
-        max_stored_bytes: int | None = None,
+        max_stored_bytes: Quota = None,
     ) -> None:
         self._settings = settings
         self._database = database
@@ -102,7 +103,7 @@ class CosmosLongTermStore:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls, settings: CosmosSettings, embedding: EmbeddingSpec, *, max_stored_bytes: int | None = None
+        cls, settings: CosmosSettings, embedding: EmbeddingSpec, *, max_stored_bytes: Quota = None
     ) -> AsyncIterator[Self]:
         check_settings(settings)
         client, credential = make_client(settings)

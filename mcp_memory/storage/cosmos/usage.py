@@ -27,7 +27,7 @@ from azure.cosmos.exceptions import CosmosResourceNotFoundError
 from mcp_memory.errors import ConflictError
 from mcp_memory.storage.cosmos.errors import cosmos_errors
 from mcp_memory.storage.cosmos.queries import CosmosQuery
-from mcp_memory.storage.usage import content_bytes, refuse_growth
+from mcp_memory.storage.usage import Quota, content_bytes, refuse_growth
 
 USAGE_GROUP = "~usage"  # the partition key's second level; never a thread id
 USAGE_ID = "~usage"
@@ -64,7 +64,7 @@ class CosmosUsage:
         counted: list[ContainerProxy],
         *,
         timeout_seconds: float,
-        limit: int | None,
+        limit: Quota,
     ) -> None:
         self._container = memories
         self._counted = counted  # the containers holding the memories a first count reads

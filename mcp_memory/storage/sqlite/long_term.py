@@ -48,6 +48,7 @@ from mcp_memory.storage.sqlite.codec import (
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.indexes import TOMBSTONE_DAYS, SearchIndexes
 from mcp_memory.storage.sqlite.snapshots import user_key
+from mcp_memory.storage.usage import Quota
 
 # The setting's own default, so a store opened without settings (tests, benchmarks) holds the same.
 DEFAULT_INDEX_MEMORY = LongTermSettings.model_fields["index_memory_mb"].default * 2**20
@@ -65,7 +66,7 @@ class SqliteLongTermStore:
         embedding: EmbeddingSpec,
         indexes: SearchIndexes,
         *,
-        max_stored_bytes: int | None = None,
+        max_stored_bytes: Quota = None,
     ) -> None:
         self._db = db
         self._spec = embedding
@@ -82,7 +83,7 @@ class SqliteLongTermStore:
         index_memory: int = DEFAULT_INDEX_MEMORY,
         ann_min_memories: int = 0,
         ann_expansion: int = 2048,
-        max_stored_bytes: int | None = None,
+        max_stored_bytes: Quota = None,
     ) -> AsyncIterator[SqliteLongTermStore]:
         async with SearchIndexes.open(
             db,
