@@ -50,6 +50,7 @@ class Draft:
     memory_ids: list[str] = field(default_factory=list)
     more_ids: int = 0
     counts: dict[str, int] = field(default_factory=dict)
+    members: dict[str, str] = field(default_factory=dict)
     outcome: str = "ok"
     recorded: bool = False
     closed: bool = False  # the change is over: a background write it started records nothing
@@ -89,6 +90,7 @@ class Draft:
             "memory_ids": list(self.memory_ids),
             "more_ids": self.more_ids,
             "counts": dict(sorted(self.counts.items())),
+            "members": dict(sorted(self.members.items())),
             "outcome": self.outcome,
         }
 

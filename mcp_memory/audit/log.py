@@ -8,7 +8,7 @@ written with the change, right after it.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Protocol
@@ -21,6 +21,7 @@ from mcp_memory.errors import BackendUnavailableError, MemoryServerError
 from mcp_memory.models import SPACE_MARK
 
 COMMAND_ACTOR = Actor(user_id="cli:operator", client="mcp-memory", tool=None)
+SETTINGS_ACTOR = Actor(user_id="cli:settings", client="security.spaces", tool=None)  # membership seen
 
 
 class AuditQuery(BaseModel):
@@ -144,6 +145,27 @@ class Auditor:
         draft.note(ids, counts)
         await self._append(draft)
 
+    async def memberships(self, spaces: Mapping[str, Mapping[str, str]]) -> int:
+        """Each space whose members or roles differ from its last membership record gets a new one (its
+        members now, and counts of who was added, removed or changed role): settings-driven changes, as
+        the server sees them. Returns how many spaces changed."""
+        if self.log is None:
+            return 0
+        changed = 0
+        for name, members in spaces.items():
+            ledger = SPACE_MARK + name
+            last = await self.log.page(AuditQuery(ledger=ledger, action="membership", limit=1))
+            before = last[0].members if last else {}
+            now = dict(members)
+            if now == before:
+                continue
+            draft = Draft(ledger=ledger, actor=SETTINGS_ACTOR, action="membership")
+            draft.members = now
+            draft.note(counts=_membership_counts(before, now))
+            await self._append(draft)
+            changed += 1
+        return changed
+
     async def pseudonymize(self, user_id: str) -> int:
         """A forgotten user's id, replaced by its stable pseudonym throughout the trail."""
         return 0 if self.log is None else await self.log.pseudonymize(user_id)
@@ -153,6 +175,15 @@ class Auditor:
         await self.log.append(draft)
         draft.recorded = True
         self._on_record(draft.action, draft.outcome)
+
+
+def _membership_counts(before: Mapping[str, str], now: Mapping[str, str]) -> dict[str, int]:
+    counts = {
+        "added": sum(1 for m in now if m not in before),
+        "removed": sum(1 for m in before if m not in now),
+        "role changed": sum(1 for m, role in now.items() if m in before and before[m] != role),
+    }
+    return {kind: n for kind, n in counts.items() if n}
 
 
 def _as_sink(log: object) -> Sink | None:

@@ -44,6 +44,9 @@ class AuditRecord(BaseModel):
     memory_ids: list[str] = Field(default_factory=list)
     more_ids: int = Field(default=0, description="Ids beyond the first 500, counted only.")
     counts: dict[str, int] = Field(default_factory=dict)
+    members: dict[str, str] = Field(
+        default_factory=dict, description="A membership record: the space's members and roles, as now seen."
+    )
     outcome: str = Field(default="ok", description='"ok", or "refused: <why>" for a change not made.')
     prev_hash: str
     hash: str
@@ -56,7 +59,7 @@ class Pseudonyms:
     key: bytes
 
     def of(self, user_id: str) -> str:
-        if is_pseudonym(user_id) or user_id.startswith(SPACE_MARK) or user_id.startswith("cli:"):
+        if is_pseudonym(user_id) or user_id.startswith((SPACE_MARK, "cli:", "group:")):
             return user_id
         digest = hmac.new(self.key, user_id.encode(), hashlib.sha256).hexdigest()
         return PSEUDONYM_MARK + digest[:20]
@@ -68,12 +71,15 @@ def is_pseudonym(value: str) -> bool:
 
 def hashed_view(record: dict[str, Any], names: Pseudonyms) -> dict[str, Any]:
     """What the hash covers: the record without its own hash, identities as pseudonyms, and a summary's
-    id (which embeds its owner's key) with the owner replaced by "~"."""
+    id (which embeds its owner's key) with the owner replaced by "~". The client (a credential's name,
+    often naming its user) is hashed as a pseudonym too, so forget_user may replace it."""
     view = {k: v for k, v in record.items() if k != "hash"}
     ledger = record["ledger"]
     view["actor"] = names.of(record["actor"])
+    view["client"] = names.of(record["client"]) if record.get("client") else record.get("client")
     view["ledger"] = names.of(ledger)
     view["memory_ids"] = [_without_owner(i, ledger) for i in record["memory_ids"]]
+    view["members"] = {names.of(member): role for member, role in record.get("members", {}).items()}
     return view
 
 
@@ -88,6 +94,10 @@ def pseudonymized(record: dict[str, Any], user_id: str, names: Pseudonyms) -> di
     changed = dict(record)
     if record["actor"] == user_id:
         changed["actor"] = alias
+        if record.get("client"):  # their credential's name (often theirs too, e.g. "ann-laptop")
+            changed["client"] = names.of(record["client"])
+    if user_id in record.get("members", {}):
+        changed["members"] = {alias if m == user_id else m: r for m, r in record["members"].items()}
     if record["ledger"] == user_id:
         changed["ledger"] = alias
         prefix = f"summary_{user_id}_"

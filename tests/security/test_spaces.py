@@ -525,6 +525,15 @@ async def test_an_edit_of_the_spaces_file_applies_to_the_next_request(
     async with as_(server, team.ann) as client:
         assert "no space 'team'" in await call_error(client, "search_memory", query="grebe", space="team")
         assert (await call(client, "search_memory", query="grebe"))["results"] == []
+    # The owner's trail says what changed and when the server first saw it (one record per change).
+    async with as_(server, team.olga) as olga:
+        uri = "memory://spaces/team/audit?action=membership"
+        seen = json.loads((await olga.read_resource(uri)).contents[0].text)["records"]
+    assert [(r["actor"], r["counts"]) for r in seen] == [
+        ("cli:settings", {"added": 1, "removed": 1}),
+        ("cli:settings", {"added": 3}),
+    ]
+    assert seen[0]["members"] == members
 
 
 async def test_an_import_into_a_space_is_written_by_whoever_imports_it(

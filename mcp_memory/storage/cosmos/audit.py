@@ -173,11 +173,16 @@ def through_query(seq: int) -> CosmosQuery:
 
 
 def of_user_query(user_id: str) -> CosmosQuery:
-    """pseudonymize(): the records the user made or whose ledger is theirs."""
+    """pseudonymize(): the records the user made or whose ledger is theirs, and membership records (the
+    caller keeps those that name the user)."""
     return _audit_query(
         "*",
-        ["c.type = @type", "(c.actor = @user OR c.ledger = @user)"],
-        [{"name": "@type", "value": RECORD_TYPE}, {"name": "@user", "value": user_id}],
+        ["c.type = @type", "(c.actor = @user OR c.ledger = @user OR c.action = @membership)"],
+        [
+            {"name": "@type", "value": RECORD_TYPE},
+            {"name": "@user", "value": user_id},
+            {"name": "@membership", "value": "membership"},
+        ],
     )
 
 
@@ -355,7 +360,8 @@ class CosmosAuditLog:
 
     async def pseudonymize(self, user_id: str) -> int:
         names = await self._pseudonyms()
-        docs = await self._query(of_user_query(user_id), "finding a user's audit records")
+        found = await self._query(of_user_query(user_id), "finding a user's audit records")
+        docs = [d for d in found if pseudonymized(record_of(d), user_id, names) != record_of(d)]
 
         async def rewrite(doc: dict[str, Any] | None) -> None:
             for attempt in range(_ATTEMPTS):

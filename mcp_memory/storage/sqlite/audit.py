@@ -132,7 +132,9 @@ class SqliteAuditLog:
         def work(conn: sqlite3.Connection) -> int:
             names = self._pseudonyms(conn)
             rows = conn.execute(
-                "SELECT seq, record FROM audit_log WHERE actor = ? OR ledger = ?", (user_id, user_id)
+                "SELECT seq, record FROM audit_log WHERE actor = ? OR ledger = ?"
+                " OR (action = 'membership' AND instr(record, ?) > 0)",
+                (user_id, user_id, json.dumps(user_id)),
             ).fetchall()
             for seq, text in rows:
                 changed = pseudonymized(json.loads(text), user_id, names)
