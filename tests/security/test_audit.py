@@ -12,10 +12,12 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from tests.security.bearer import Credential, credential, start_with_tokens
 from tests.security.test_spaces import Team, as_, start
 from tests.services.mcp_client import call
 from tests.services.server_process import NetworkServer, ServerStarter, mcp_memory_command
@@ -164,3 +166,63 @@ async def test_forget_user_leaves_a_pseudonym_and_a_chain_that_verifies_until_a_
     exported = cli(server, "export", "--space", "team")
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
     assert exported.returncode == 0 and [r["seq"] for r in lines] == sorted(r["seq"] for r in page["records"])
+
+
+MINUTE = 60.0  # the target: two writers and an owner at work in one space for a minute
+MAX_CALLS = 3000  # and at most this many calls each, whatever the speed
+
+
+async def _worker(
+    server: NetworkServer, who: Credential, thread: str, done: list[tuple[str, str, str]]
+) -> None:
+    """Changes, one after another, until the minute is up: each acknowledged one noted as (tool, id, who)."""
+    deadline = anyio.current_time() + MINUTE
+    async with as_(server, who) as client:
+        for i in range(MAX_CALLS):
+            if anyio.current_time() > deadline:
+                return
+            turn = await call(
+                client, "add_turn", thread_id=thread, role="user", content=f"{who.user_id} {i}", space="team"
+            )
+            done.append(("add_turn", turn["turn"]["id"], who.user_id))
+            if i % 5 == 4:
+                fact = await call(client, "remember", content=f"{who.user_id} fact number {i}", space="team")
+                done.append(("remember", fact["id"], who.user_id))
+            if i % 7 == 6:
+                await call(client, "forget", memory_id=turn["turn"]["id"], space="team")
+                done.append(("forget", turn["turn"]["id"], who.user_id))
+            if i % 11 == 10:
+                await call(client, "search_memory", query=f"{who.user_id} fact", space="team")
+
+
+async def test_two_writers_and_an_owner_for_a_minute_each_change_has_one_record_and_the_chain_holds(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    olga, ann, wes = credential("olga"), credential("ann"), credential("wes")
+    spaces = [{"name": "team", "members": {"olga": "owner", "ann": "writer", "wes": "writer"}}]
+    server = start_with_tokens(
+        start_server, tmp_path, [olga, ann, wes], MCP_MEMORY_SECURITY__SPACES=json.dumps(spaces)
+    )
+    done: list[tuple[str, str, str]] = []
+    async with anyio.create_task_group() as group:
+        for who, thread in ((ann, "a"), (wes, "w"), (olga, "o")):
+            group.start_soon(_worker, server, who, thread, done)
+    exported = cli(server, "export", "--space", "team")
+    assert exported.returncode == 0, exported.stderr[-2000:]
+    records = [json.loads(line) for line in exported.stdout.splitlines()]
+    changes = [r for r in records if r["action"] not in ("read", "membership")]
+    recorded = sorted((r["tool"], r["memory_ids"][0], r["actor"]) for r in changes if r["outcome"] == "ok")
+    assert len(done) > 100 and all(len(r["memory_ids"]) == 1 for r in changes)
+    assert recorded == sorted(done)  # every acknowledged change: exactly one record, and no other
+    assert all(r["outcome"] == "ok" for r in records)
+    assert any(r["action"] == "read" for r in records)
+    verified = cli(server, "verify")
+    expected = f"audit trail verified: {len(records)} records, the chain is intact"
+    assert verified.returncode == 0 and expected in verified.stdout, verified.stdout + verified.stderr
+    # An edit in the file is found, at the record edited.
+    middle = changes[len(changes) // 2]["seq"]
+    with sqlite3.connect(Path(server.env["MCP_MEMORY_DATA_DIR"]) / "memory.db") as db:
+        text = db.execute("SELECT record FROM audit_log WHERE seq = ?", (middle,)).fetchone()[0]
+        db.execute("UPDATE audit_log SET record = ? WHERE seq = ?", (text.replace('"ok"', '"OK"'), middle))
+    broken = cli(server, "verify")
+    assert broken.returncode == 1 and f"broken at record {middle}:" in broken.stdout, broken.stdout
