@@ -113,6 +113,12 @@ def current_actor() -> Actor | None:
     return _actor.get()
 
 
+def open_change() -> Draft | None:
+    """The change open in this context, whether its record is written yet or not."""
+    draft = _draft.get()
+    return draft if draft is not None and not draft.closed else None
+
+
 def pending() -> Draft | None:
     """The open change's draft, if its record is still to be written."""
     draft = _draft.get()
@@ -135,7 +141,7 @@ def pending_in(db: object) -> Draft | None:
 @contextmanager
 def drafting(draft: Draft) -> Iterator[Draft]:
     """Open `draft` for the writes inside; a change already open takes them instead (one record)."""
-    outer = pending()
+    outer = open_change()
     if outer is not None:
         yield outer
         return

@@ -8,18 +8,20 @@ written with the change, right after it.
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from mcp_memory.audit.context import Actor, Draft, Sink, current_actor, drafting, pending
+from mcp_memory.audit.context import Actor, Draft, Sink, current_actor, drafting, open_change
 from mcp_memory.audit.records import AuditRecord, Verification
 from mcp_memory.errors import BackendUnavailableError, MemoryServerError
 from mcp_memory.models import SPACE_MARK
 
+PRUNE_EVERY_SECONDS = 3600.0  # how often a record's write also drops the records past retention
 COMMAND_ACTOR = Actor(user_id="cli:operator", client="mcp-memory", tool=None)
 SETTINGS_ACTOR = Actor(user_id="cli:settings", client="security.spaces", tool=None)  # membership seen
 
@@ -74,11 +76,14 @@ class Auditor:
         *,
         default_actor: Actor,
         reads: bool = True,
+        retention_days: float | None = None,
         on_record: Callable[[str, str], None] | None = None,
     ) -> None:
         self.log = log
         self._default = default_actor
         self._reads = reads
+        self._retention = retention_days
+        self._pruned_at = -PRUNE_EVERY_SECONDS
         self._on_record = on_record or (lambda action, outcome: None)
 
     @property
@@ -104,7 +109,7 @@ class Auditor:
         product error that refused it as its outcome). `at_end`: a change of many writes (a chat
         import, a model's extraction) recorded once, when it ends, with all it touched. Inside another
         change, that change records it."""
-        outer = pending()
+        outer = open_change()
         if self.log is None or outer is not None:
             yield outer or Draft(ledger=str(ledger), actor=self.actor(tool), action=action)
             return
@@ -126,7 +131,7 @@ class Auditor:
                 await self._append(draft)
             raise
         if draft.recorded:
-            self._on_record(action, draft.outcome)
+            await self._recorded(draft)
         else:
             await self._append(draft)
 
@@ -174,7 +179,19 @@ class Auditor:
         assert self.log is not None
         await self.log.append(draft)
         draft.recorded = True
+        await self._recorded(draft)
+
+    async def _recorded(self, draft: Draft) -> None:
+        """Counted; and, at most every PRUNE_EVERY_SECONDS, records past retention dropped."""
         self._on_record(draft.action, draft.outcome)
+        now = time.monotonic()
+        if (
+            self.log is not None
+            and self._retention is not None
+            and now - self._pruned_at > PRUNE_EVERY_SECONDS
+        ):
+            self._pruned_at = now
+            await self.log.prune(datetime.now(UTC) - timedelta(days=self._retention))
 
 
 def _membership_counts(before: Mapping[str, str], now: Mapping[str, str]) -> dict[str, int]:

@@ -89,6 +89,7 @@ async def open_service(
             await open_audit_log(settings, stores, stack),
             default_actor=Actor(settings.user_id, client="local"),
             reads=settings.audit.reads,
+            retention_days=settings.audit.retention_days,
             on_record=metrics.audit_recorded,
         )
         log.info(

@@ -176,18 +176,14 @@ async def open_audit_log(settings: Settings, stores: Stores, stack: AsyncExitSta
 
         if isinstance(stores.long_term, CosmosLongTermStore):
             container = await stores.long_term.open_learning_container()
-            return CosmosAuditLog(
-                container,
-                retention_days=settings.audit.retention_days,
-                timeout_seconds=stores.long_term.settings.timeout_seconds,
-            )
+            return CosmosAuditLog(container, timeout_seconds=stores.long_term.settings.timeout_seconds)
         return None
 
     from mcp_memory.storage.sqlite.audit import SqliteAuditLog
     from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
     if isinstance(stores.long_term, SqliteLongTermStore):
-        return SqliteAuditLog(stores.long_term.db, retention_days=settings.audit.retention_days)
+        return SqliteAuditLog(stores.long_term.db)
     return None
 
 

@@ -168,6 +168,29 @@ async def test_forget_user_leaves_a_pseudonym_and_a_chain_that_verifies_until_a_
     assert exported.returncode == 0 and [r["seq"] for r in lines] == sorted(r["seq"] for r in page["records"])
 
 
+async def test_a_writer_taking_back_their_part_of_a_thread_is_one_record_of_all_of_it(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    async with as_(server, team.ann) as ann:
+        mine = [
+            (await call(ann, "add_turn", thread_id="t2", role="user", content=f"part {i}", space="team"))[
+                "turn"
+            ]["id"]
+            for i in range(3)
+        ]
+    async with as_(server, team.olga) as olga:
+        await call(olga, "add_turn", thread_id="t2", role="user", content="stays", space="team")
+    async with as_(server, team.ann) as ann:
+        await call(ann, "forget", thread_id="t2", space="team", dry_run=True)  # a dry run records nothing
+        await call(ann, "forget", thread_id="t2", space="team")
+    async with as_(server, team.olga) as olga:
+        [record] = (await trail(olga, "memory://spaces/team/audit?action=forget"))["records"]
+    assert (record["actor"], record["thread_id"], sorted(record["memory_ids"])) == ("ann", "t2", sorted(mine))
+    assert record["counts"] == {"turn": 3}
+
+
 MINUTE = 60.0  # the target: two writers and an owner at work in one space for a minute
 MAX_CALLS = 3000  # and at most this many calls each, whatever the speed
 

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import random
 import secrets
-import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 from datetime import UTC, datetime
@@ -66,7 +65,6 @@ _ATTEMPTS = 32
 _BACKOFF_CAP_SECONDS = 0.05
 _CONCURRENCY = 16
 _PAGE = 1000  # records read at a time by verify and export
-_PRUNE_EVERY = 3600.0  # seconds between retention passes made by appends
 _VERIFY_PASSES = 3  # a prune moving the anchor during a walk: walk again from the new anchor
 
 HeadChange = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -187,14 +185,10 @@ def of_user_query(user_id: str) -> CosmosQuery:
 
 
 class CosmosAuditLog:
-    def __init__(
-        self, container: ContainerProxy, *, retention_days: float | None = None, timeout_seconds: float
-    ) -> None:
+    def __init__(self, container: ContainerProxy, *, timeout_seconds: float) -> None:
         self._container = container
-        self._retention = retention_days
         self._timeout = timeout_seconds
         self._names: Pseudonyms | None = None
-        self._pruned_at = 0.0
         self._appending = anyio.Lock()  # this instance's appends one at a time: only replicas race
         self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
 
@@ -203,11 +197,7 @@ class CosmosAuditLog:
     async def append(self, draft: Draft) -> AuditRecord:
         names = await self._pseudonyms()
         async with self._appending:
-            record = await self._append(draft, names)
-        if self._retention is not None and time.monotonic() - self._pruned_at > _PRUNE_EVERY:
-            self._pruned_at = time.monotonic()
-            await self.prune(datetime.fromtimestamp(time.time() - self._retention * 86400, UTC))
-        return record
+            return await self._append(draft, names)
 
     async def _append(self, draft: Draft, names: Pseudonyms) -> AuditRecord:
         for attempt in range(_ATTEMPTS):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 import json
 import sqlite3
-import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -39,15 +38,12 @@ _COLUMNS = (
     "hash",
 )  # copies of the record's, to filter by
 _PAGE = 1000  # rows read at a time by verify and export
-_PRUNE_EVERY = 3600.0  # seconds between retention passes made by appends
 
 
 class SqliteAuditLog:
-    def __init__(self, db: SqliteDatabase, *, retention_days: float | None = None) -> None:
+    def __init__(self, db: SqliteDatabase) -> None:
         self.db = db
-        self._retention = retention_days
         self._names: Pseudonyms | None = None
-        self._pruned_at = 0.0
 
     # ---- writing -------------------------------------------------------------------------------
 
@@ -71,11 +67,7 @@ class SqliteAuditLog:
         return AuditRecord.model_validate(fields)
 
     async def append(self, draft: Draft) -> AuditRecord:
-        record = await self.db.write(lambda conn: self.append_in(conn, draft))
-        if self._retention is not None and time.monotonic() - self._pruned_at > _PRUNE_EVERY:
-            self._pruned_at = time.monotonic()
-            await self.prune(datetime.fromtimestamp(time.time() - self._retention * 86400, UTC))
-        return record
+        return await self.db.write(lambda conn: self.append_in(conn, draft))
 
     # ---- reading -------------------------------------------------------------------------------
 
