@@ -276,6 +276,7 @@ async def test_model_calls_facts_and_limits_are_counted(
     assert value(samples, "mcp_memory_model_tokens_total", provider="llm", direction="prompt") > 0
     assert value(samples, "mcp_memory_model_tokens_total", provider="llm", direction="answer") > 0
     assert value(samples, "mcp_memory_facts_learned_total", action="created") == 1
+    assert value(samples, "mcp_memory_audit_records_total", action="add", outcome="ok") >= 1
     assert value(samples, "mcp_memory_summarizations_total", summarizer="model") == 1
     assert value(samples, "mcp_memory_backend_errors_total", backend="llm") == 1
     extract = {"kind": "tool", "name": "extract_memories"}
