@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from mcp_memory.audit import AuditQuery
 from mcp_memory.config import LongTermSettings, Settings, SpaceSettings
 from mcp_memory.mcp.server import MemoryServer, build_server
 from tests.contract.conftest_long_term import local_cosmos_settings
@@ -91,6 +92,17 @@ async def test_a_space_thread_is_one_thread_for_its_members_and_forgetting_the_s
     assert await service.stores.working.list_threads("@team") == []
     assert await service.stores.working.get("@team", "plan") is None
     assert await service.stores.long_term.stored_bytes("@team") == 0
+    # Both members' servers wrote one audit chain, one record a change, with the change (audit/).
+    assert service.audit.log is not None
+    trail = list(reversed(await service.audit.log.page(AuditQuery(ledger="@team"))))
+    assert [(r.actor, r.action, r.tool) for r in trail if r.action not in ("read", "membership")] == [
+        ("ann", "add", "add_turn"),
+        ("ann", "add", "add_turn"),
+        ("bob", "add", "add_turn"),
+        ("bob", "summarize", "summarize_thread"),
+        ("bob", "forget", "forget"),
+    ]
+    assert trail[-1].counts["turn"] == 3 and (await service.audit.log.verify()).ok
     # Ann's own thread of the same id is another thread, untouched.
     assert [m["content"] for m in (await call(ann, "get_working_memory", thread_id="plan"))["messages"]] == [
         "my own plan, not the team's"
