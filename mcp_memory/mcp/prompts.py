@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context, MCPServer
 
 from mcp_memory.llm.prompts import load_prompt
 from mcp_memory.mcp.errors import prompt_errors
-from mcp_memory.mcp.tools.dependencies import access_of, server_of
+from mcp_memory.mcp.tools.dependencies import access_of, audit_read, server_of
 from mcp_memory.service.recall import recall as recall_memories
 from mcp_memory.service.recall import render_memories
 
@@ -23,6 +23,7 @@ async def recall(
     server = server_of(ctx)
     owners = access_of(server).readable(space)
     hits = await recall_memories(server.service, owners, query, thread_id, max_tokens)
+    await audit_read(ctx, hits)
     template = load_prompt("recall", server.config.prompts_dir)
     return template.render(query=query, memories=render_memories(hits)).text
 

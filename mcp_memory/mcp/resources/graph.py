@@ -18,6 +18,8 @@ family = ResourceFamily("graph")
 
 async def _whole(server: MemoryServer, owner: Owner) -> str:
     whole = await graph_of(server).read_graph(owner)
+    counts = {"entities": len(whole.entities), "relations": len(whole.relations)}
+    await server.service.audit.read(owner, [], counts=counts)  # a space's graph read, in its trail
     return json.dumps(
         whole.model_dump(mode="json", by_alias=True, exclude_none=True), indent=2, ensure_ascii=False
     )

@@ -22,7 +22,15 @@ from mcp_memory.llm.prompts import RenderedPrompt
 from mcp_memory.llm.sampling import answer_text, sample_request, supports_sampling
 from mcp_memory.mcp.errors import resolver
 from mcp_memory.mcp.tools import dependencies
-from mcp_memory.mcp.tools.dependencies import access_of, audited, reader, server_of, user_of, writer
+from mcp_memory.mcp.tools.dependencies import (
+    access_of,
+    audited,
+    reader,
+    server_of,
+    service_of,
+    user_of,
+    writer,
+)
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
 from mcp_memory.views import ExtractionReport, HistoryResult, MemoryView, ReconcileReport, WrittenMemory
@@ -158,7 +166,9 @@ async def memory_history(
     space: Space = None,
 ) -> HistoryResult:
     """Every revision of a memory, oldest first: its content after each change and what caused it."""
-    return await learning_of(ctx).editor.history(owner, memory_id)
+    history = await learning_of(ctx).editor.history(owner, memory_id)
+    await service_of(ctx).audit.read(owner, [memory_id])  # a space's memory read, in its trail
+    return history
 
 
 @family.tool(ToolAnnotations(title="Roll a memory back", read_only_hint=False, destructive_hint=True))

@@ -27,7 +27,9 @@ async def export_memories(
 ) -> ExportResult:
     """Everything stored for this user (memories with their history and provenance, thread settings)
     as JSON Lines, to keep or to import elsewhere with import_memories."""
-    return await service_of(ctx).export_memories(owner)
+    exported = await service_of(ctx).export_memories(owner)
+    await service_of(ctx).audit.read(owner, [], counts=exported.counts)  # a space's whole export
+    return exported
 
 
 @family.tool(ToolAnnotations(title="Import memories", read_only_hint=False, destructive_hint=False))
