@@ -33,7 +33,7 @@ from mcp_memory.ui.explorer import Explorer
 from mcp_memory.ui.guard import Refused, Visitor
 
 FILTERS = ("actor", "action", "thread_id", "since", "until")
-ACTIONS = tuple("add update rollback import forget forget_user graph summarize learn read".split())
+ACTIONS = tuple("add update rollback import forget forget_user graph summarize learn read membership".split())
 DEFAULT_LIMIT = "50"
 # Ids of long-term memories, which have a page of their own (/memories/{id}); revisions do not.
 MEMORY_ID_PREFIXES = ("turn_", "fact_", "summary_", "user_summary_", "obs_")

@@ -123,6 +123,10 @@ async def test_the_explorer_shows_the_owner_who_removed_the_thread_and_refuses_t
     async with httpx2.AsyncClient(timeout=60) as http:
         shown = await http.get(url, headers={"Authorization": f"Bearer {team.olga.token}"})
         refused = await http.get(url, headers={"Authorization": f"Bearer {team.ann.token}"})
+        members = await http.get(
+            f"{server.base_url}/ui/audit?space=team&action=membership",
+            headers={"Authorization": f"Bearer {team.olga.token}"},
+        )
     assert shown.status_code == 200, shown.text[:2000]
     [row] = rows_of(shown.text)
     assert (row["actor"], row["action"], row["tool"], row["ledger"], row["thread"]) == (
@@ -137,6 +141,9 @@ async def test_the_explorer_shows_the_owner_who_removed_the_thread_and_refuses_t
     assert (
         refused.status_code == 403 and "needs its owner role" in refused.text and SECRET not in refused.text
     )
+    [seen] = rows_of(members.text)  # the members the server saw first, with their roles
+    assert (seen["actor"], seen["action"]) == ("cli:settings (security.spaces)", "membership")
+    assert seen["counts"].startswith("3 added") and "olga owner" in seen["counts"]
 
 
 async def test_each_role_reads_only_the_trails_it_may(start_server: ServerStarter, tmp_path: Path) -> None:
