@@ -19,13 +19,14 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from mcp_memory.audit import Actor, acting
 from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError, MemoryServerError, NotFoundError, PermissionDeniedError
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.security.exposure import is_loopback
 from mcp_memory.security.oauth.tokens import build_verifier
 from mcp_memory.security.principals import READ
-from mcp_memory.ui import editing, reading, signin
+from mcp_memory.ui import audit, editing, reading, signin
 from mcp_memory.ui.explorer import Explorer, base_path
 from mcp_memory.ui.guard import Guard, Refused, Visitor
 
@@ -77,9 +78,11 @@ def build_ui(host: ServiceHost, settings: Settings) -> Starlette:
             visitor = None
             try:
                 visitor = await explorer.guard.visitor(request, anonymous=anonymous)
-                if not anonymous:
-                    explorer.guard.require(visitor, READ, "seeing memories")
-                return await handler(explorer, request, visitor)
+                if anonymous:
+                    return await handler(explorer, request, visitor)
+                explorer.guard.require(visitor, READ, "seeing memories")
+                with acting(actor_of(visitor, handler)):  # whom the audit trail names for a change
+                    return await handler(explorer, request, visitor)
             except Refused as refusal:
                 return explorer.refused(request, visitor, refusal)
             except NotFoundError as e:
@@ -114,9 +117,18 @@ def build_ui(host: ServiceHost, settings: Settings) -> Starlette:
         Route("/forget", endpoint(reading.forget_form), methods=["GET"]),
         Route("/forget", endpoint(editing.forget), methods=["POST"]),
         Route("/forget-user", endpoint(editing.forget_user), methods=["POST"]),
+        Route("/audit", endpoint(audit.audit_page), methods=["GET"]),
+        Route("/audit/verify", endpoint(audit.verify), methods=["POST"]),
         Mount("/static", StaticFiles(directory=Path(__file__).parent / "static"), name="static"),
     ]
     return Starlette(routes=routes)
+
+
+def actor_of(visitor: Visitor, handler: Handler) -> Actor:
+    """Who acts in an explorer request, for the audit trail: the visitor's user id and credential (a
+    token's name, the identity provider's client id, or "local"), and the page, e.g. explorer:forget."""
+    principal = visitor.principal
+    return Actor(principal.user_id, client=principal.name, tool=f"explorer:{handler.__name__}")
 
 
 def standalone_app(host: ServiceHost, settings: Settings) -> ASGIApp:

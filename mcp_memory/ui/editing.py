@@ -1,6 +1,7 @@
 """The explorer's actions that change memory: edit a fact, roll it back, summarize a thread, forget,
 and (admin) forget a user. Each is a form post, checked against cross-site requests and the visitor's
-scopes before it runs, and each calls the same service method as the matching MCP tool.
+scopes before it runs, and each calls the same service method as the matching MCP tool. Each is in
+the audit trail as the tool's change would be, done by the visitor (ui/app.py sets who acts).
 
 Forgetting always shows a dry-run receipt first: the real deletion only runs from that receipt's
 confirm button, which posts `confirm=1`.
@@ -50,7 +51,9 @@ async def edit_memory(ex: Explorer, request: Request, visitor: Visitor) -> Respo
     memory_id = request.path_params["memory_id"]
     content = form.get("content")
     owner = await _writer_of(ex, visitor, memory_id, "update_memory")
-    await _editor(ex).update(owner, memory_id, content if isinstance(content, str) else "")
+    async with ex.service.audit.change(owner, "update") as record:  # as the update_memory tool
+        record.note([memory_id])
+        await _editor(ex).update(owner, memory_id, content if isinstance(content, str) else "")
     return ex.redirect(request, f"/memories/{memory_id}")
 
 
@@ -58,7 +61,9 @@ async def rollback_memory(ex: Explorer, request: Request, visitor: Visitor) -> R
     form = await posted(ex, request, visitor, WRITE, "rolling a memory back")
     memory_id = request.path_params["memory_id"]
     owner = await _writer_of(ex, visitor, memory_id, "rollback_memory")
-    await _editor(ex).rollback(owner, memory_id, _text(form, "revision_id"))
+    async with ex.service.audit.change(owner, "rollback") as record:  # as the rollback_memory tool
+        record.note([memory_id])
+        await _editor(ex).rollback(owner, memory_id, _text(form, "revision_id"))
     return ex.redirect(request, f"/memories/{memory_id}")
 
 

@@ -14,10 +14,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from mcp_memory import __version__
+from mcp_memory.errors import MemoryServerError
 from mcp_memory.learning import Learning
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.security.principals import ADMIN, READ, WRITE
 from mcp_memory.security.spaces import Access
+from mcp_memory.service.audit_trail import Viewer, ledger_for
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.ui.guard import CSRF_COOKIE, CSRF_FIELD, Guard, Refused, Visitor
 
@@ -56,6 +58,20 @@ class Explorer:
         """The visitor's memories: their own and the shared spaces they are a member of (security/spaces.py)."""
         principal = visitor.principal
         return Access.of(self.guard.settings, principal.user_id, principal.groups)
+
+    def viewer(self, visitor: Visitor) -> Viewer:
+        """Who reads an audit trail, as for MCP (mcp/tools/dependencies.py viewer_of): the principal,
+        its spaces' roles, and whether it holds the admin scope."""
+        principal = visitor.principal
+        return Viewer(principal.user_id, self.access(visitor).roles, admin=principal.may(ADMIN))
+
+    def may_audit(self, visitor: Visitor, space: str | None) -> bool:
+        """Whether the visitor reads this trail (service/audit_trail.py): a link to it is worth showing."""
+        try:
+            ledger_for(self.viewer(visitor), space)
+        except MemoryServerError:  # refused, or not a space name at all
+            return False
+        return True
 
     @property
     def learning(self) -> Learning | None:

@@ -155,6 +155,9 @@ class Guard:
 
     def require(self, visitor: Visitor, scope: str, what: str) -> None:
         if not visitor.may(scope):
-            reason = f"{what} needs the {scope} scope; this token does not have it"
-            challenge = self.challenges.header(covering(scope), "insufficient_scope", reason)
-            raise Refused(403, reason, headers={"WWW-Authenticate": challenge})
+            raise self.lacking(scope, f"{what} needs the {scope} scope; this token does not have it")
+
+    def lacking(self, scope: str, reason: str) -> Refused:
+        """A 403 for a token without `scope`, with the RFC 6750 insufficient_scope challenge."""
+        challenge = self.challenges.header(covering(scope), "insufficient_scope", reason)
+        return Refused(403, reason, headers={"WWW-Authenticate": challenge})

@@ -1,11 +1,13 @@
 """The explorer's pages that only read: threads, a thread's working memory, search, the memories
 browser, one memory with its revisions, the profile, activity. Each calls the service function the
-matching MCP tool or resource calls, with the visitor's user; nothing reads a store directly.
+matching MCP tool or resource calls, with the visitor's user; nothing reads a store directly. What a
+page shows from a shared space is in that space's audit trail, as the tool's read would be.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, Protocol
 from urllib.parse import urlencode
 
 from starlette.requests import Request
@@ -13,7 +15,7 @@ from starlette.responses import Response
 
 from mcp_memory.learning.editing import EDITABLE_TYPES
 from mcp_memory.learning.parsing import FACT_KINDS
-from mcp_memory.models import MEMORY_TYPES, Owner
+from mcp_memory.models import MEMORY_TYPES, Owner, space_key
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service import activity, browse
 from mcp_memory.ui import charts, signin
@@ -35,8 +37,29 @@ async def threads(ex: Explorer, request: Request, visitor: Visitor) -> Response:
 async def thread(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     thread_id = request.path_params["thread_id"]
     space = request.query_params.get("space") or None  # a shared space's thread, or the visitor's own
-    view = await ex.service.get_working_memory(ex.access(visitor).owner(space), thread_id)
-    return ex.page(request, visitor, "thread.html", nav="threads", view=view, gauge=gauge(view), space=space)
+    owner = ex.access(visitor).owner(space)
+    view = await ex.service.get_working_memory(owner, thread_id)
+    summary = {"summary": 1} if view.summary else None  # as get_working_memory records it
+    await ex.service.audit.read(owner, [m.id for m in view.messages], counts=summary)
+    return ex.page(
+        request,
+        visitor,
+        "thread.html",
+        nav="threads",
+        view=view,
+        gauge=gauge(view),
+        space=space,
+        trail=trail_link(ex, visitor, space, thread_id=thread_id),
+    )
+
+
+def trail_link(ex: Explorer, visitor: Visitor, space: str | None, **more: str) -> str | None:
+    """The audit page's query for a space's trail (None: the visitor's own), if the visitor may read it
+    (a space's owners and admins: service/audit_trail.py); None when they may not."""
+    if not ex.may_audit(visitor, space):
+        return None
+    query = urlencode({k: v for k, v in {"space": space or "", **more}.items() if v})
+    return f"?{query}" if query else ""
 
 
 def chosen(ex: Explorer, visitor: Visitor, space: str) -> list[Owner]:
@@ -46,6 +69,25 @@ def chosen(ex: Explorer, visitor: Visitor, space: str) -> list[Owner]:
     if space == PERSONAL:
         return [access.owner(None)]
     return access.readable(space or None)
+
+
+class Shown(Protocol):
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def space(self) -> str | None: ...
+
+
+async def recorded(ex: Explorer, shown: Iterable[Shown]) -> None:
+    """What a page showed from each space, by id, in that space's audit trail (as the tools' reads,
+    mcp/tools/dependencies.py audit_read); the visitor's own memory's reads are not recorded."""
+    by_space: dict[str, list[str]] = {}
+    for item in shown:
+        if item.space is not None:
+            by_space.setdefault(space_key(item.space), []).append(item.id)
+    for ledger, ids in by_space.items():
+        await ex.service.audit.read(ledger, ids)
 
 
 def gauge(view: WorkingMemoryView) -> dict[str, float]:
@@ -73,6 +115,7 @@ async def search(ex: Explorer, request: Request, visitor: Visitor) -> Response:
             owners, query, types=types or None, limit=SEARCH_LIMIT, mode=mode, settings=ex.service.settings
         )
         result = await ex.service.search(asked)
+        await recorded(ex, result.results)
     return ex.page(
         request,
         visitor,
@@ -111,6 +154,7 @@ async def memories(ex: Explorer, request: Request, visitor: Visitor) -> Response
         cursor=params.get("cursor") or None,
         **filters,
     )
+    await recorded(ex, page.memories)
     next_link = None
     if page.next_cursor is not None:
         kept = [(k, v) for k, v in params.multi_items() if k != "cursor" and v]
@@ -128,6 +172,7 @@ async def memories(ex: Explorer, request: Request, visitor: Visitor) -> Response
         next_link=next_link,
         space=space,
         spaces=sorted(ex.access(visitor).roles),
+        trail=trail_link(ex, visitor, None if space == PERSONAL else space) if space else None,
     )
 
 
@@ -135,6 +180,7 @@ async def memory(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     memory_id = request.path_params["memory_id"]
     access = ex.access(visitor)
     found = await ex.service.get_memory(access.readable(), memory_id)
+    await recorded(ex, [found])
     revisions: list[dict[str, Any]] = []
     learning = ex.learning
     if learning is not None:

@@ -37,7 +37,15 @@ from tests.services.server_process import E2E_USER, StdioServer, server_env
 
 HOSTILE_SCRIPT = "<script>document.title='pwned';window.__pwned=1</script>"
 HOSTILE_IMG = "<img src=x onerror=\"document.title='pwned';window.__pwned=1\">"
-MAIN_PAGES = ("/threads", "/search?q=trip&mode=hybrid", "/memories", "/profile", "/forget", "/activity")
+MAIN_PAGES = (
+    "/threads",
+    "/search?q=trip&mode=hybrid",
+    "/memories",
+    "/profile",
+    "/forget",
+    "/activity",
+    "/audit",
+)
 
 
 def new_id(prefix: str = "ui") -> str:
@@ -427,6 +435,47 @@ def test_forget_a_thread_dry_run_then_confirm(ui_server: TokenServer, browser: w
     assert thread not in {hit["thread_id"] for hit in mcp(ui_server, "search_memory", query=word)["results"]}
     assert mcp(ui_server, "list_memories", thread_id=thread)["memories"] == []
     assert mcp(ui_server, "get_working_memory", thread_id=thread)["messages"] == []
+
+
+def test_the_audit_page_shows_who_did_what_and_its_filters_work(
+    ui_server: TokenServer, browser: webdriver.Chrome
+) -> None:
+    thread, other = new_id(), new_id()
+    tag = new_tag()
+    added = add_turns(ui_server, thread, [("user", f"The {tag} door code is 2468"), ("assistant", "Noted.")])
+    add_turns(ui_server, other, [("user", "Another thread entirely.")])
+
+    ui = ui_server.ui_url
+    login(browser, ui, ui_server.write_token)
+    console_problems(browser)  # start the log afresh
+    submit(browser, one(browser, "nav#nav a[href$='/ui/audit']"))
+    assert path_of(browser) == "/ui/audit"
+    assert {thread, other} <= {e.text.strip() for e in css(browser, "table#audit tr.record td.thread")}
+    assert tag not in browser.page_source, "memory text on the audit page"
+
+    form = one(browser, "form#audit-filters")
+    form.find_element(By.CSS_SELECTOR, "input[name=thread_id]").send_keys(thread)
+    Select(form.find_element(By.CSS_SELECTOR, "select[name=action]")).select_by_value("add")
+    submit(browser, submit_button(form))
+    assert path_of(browser) == "/ui/audit"
+    rows = css(browser, "table#audit tr.record")
+    cells = [
+        {c: row.find_element(By.CSS_SELECTOR, f"td.{c}").text.strip() for c in ("actor", "action", "thread")}
+        for row in rows
+    ]
+    assert cells == [{"actor": f"{E2E_USER} (e2e-write)", "action": "add", "thread": thread}] * 2
+    # Its ids open the memories' own pages, newest first.
+    newest = rows[0]
+    newest.find_element(By.CSS_SELECTOR, "details summary").click()  # opens the list, no navigation
+    link = newest.find_element(By.CSS_SELECTOR, "a.memory-link")
+    assert urlsplit(link.get_attribute("href")).path == f"/ui/memories/{added[1]['turn']['id']}"
+    assert not css(browser, "form#verify"), "a write token got the admin's verify button"
+    assert console_problems(browser) == []
+
+    login(browser, ui, ui_server.admin_token)
+    browser.get(f"{ui}/audit?space=*")
+    submit(browser, submit_button(one(browser, "form#verify")))
+    assert "the chain is intact" in one(browser, "#verification").text
 
 
 def test_hostile_content_is_shown_as_text(ui_server: TokenServer, browser: webdriver.Chrome) -> None:

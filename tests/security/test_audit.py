@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import httpx2
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from tests.integration.test_explorer_audit import rows_of
 from tests.security.bearer import Credential, credential, start_with_tokens
 from tests.security.test_spaces import Team, as_, start
 from tests.services.mcp_client import call
@@ -109,6 +111,39 @@ async def test_an_owner_sees_who_removed_a_thread_and_when_and_no_record_holds_t
     assert verified.returncode == 0 and "the chain is intact" in verified.stdout, (
         verified.stdout + verified.stderr
     )
+
+
+async def test_the_explorer_shows_the_owner_who_removed_the_thread_and_refuses_the_writer(
+    start_server: ServerStarter, tmp_path: Path
+) -> None:
+    team = Team()
+    server = start(start_server, tmp_path, team)
+    ids = await _work_in_the_space(server, team)
+    url = f"{server.base_url}/ui/audit?space=team&action=forget&thread_id=plan"
+    async with httpx2.AsyncClient(timeout=60) as http:
+        shown = await http.get(url, headers={"Authorization": f"Bearer {team.olga.token}"})
+        refused = await http.get(url, headers={"Authorization": f"Bearer {team.ann.token}"})
+        members = await http.get(
+            f"{server.base_url}/ui/audit?space=team&action=membership",
+            headers={"Authorization": f"Bearer {team.olga.token}"},
+        )
+    assert shown.status_code == 200, shown.text[:2000]
+    [row] = rows_of(shown.text)
+    assert (row["actor"], row["action"], row["tool"], row["ledger"], row["thread"]) == (
+        "olga (olga-read-write)",
+        "forget",
+        "forget",
+        "space team",
+        "plan",
+    )
+    assert sorted(row["links"].split()) == sorted(f"/ui/memories/{ids[k]}" for k in ("turn", "olga_turn"))
+    assert SECRET not in shown.text
+    assert (
+        refused.status_code == 403 and "needs its owner role" in refused.text and SECRET not in refused.text
+    )
+    [seen] = rows_of(members.text)  # the members the server saw first, with their roles
+    assert (seen["actor"], seen["action"]) == ("cli:settings (security.spaces)", "membership")
+    assert seen["counts"].startswith("3 added") and "olga owner" in seen["counts"]
 
 
 async def test_each_role_reads_only_the_trails_it_may(start_server: ServerStarter, tmp_path: Path) -> None:
