@@ -34,19 +34,8 @@ async def own_trail(
 ) -> str:
     """Who changed your personal memory, when and with which client, newest first: every add, update,
     rollback, import and forget (ids and counts, never text)."""
-    page = await read_page(
-        service_of(ctx).audit,
-        viewer_of(server_of(ctx)),
-        None,
-        actor=actor,
-        action=action,
-        thread_id=thread_id,
-        since=since,
-        until=until,
-        before=before,
-        limit=limit,
-    )
-    return page.model_dump_json()
+    filters = {"actor": actor, "action": action, "thread_id": thread_id, "since": since, "until": until}
+    return await _page(ctx, None, filters, before, limit)
 
 
 @family.resource(f"memory://spaces/{{space}}/audit{FILTERS}", name="space_audit_trail", mime_type=JSON)
@@ -63,17 +52,16 @@ async def space_trail(  # noqa: PLR0913 - the trail's filters, each an optional 
 ) -> str:
     """A shared space's audit trail, for its owners: who added, changed, forgot or read what (ids and
     counts, never text), when, through which client, newest first. Filter by actor, action (add,
-    update, rollback, import, forget, forget_user, graph, summarize, learn, read), thread_id and time."""
+    update, rollback, import, forget, forget_user, graph, summarize, learn, read, membership), thread_id
+    and time."""
+    filters = {"actor": actor, "action": action, "thread_id": thread_id, "since": since, "until": until}
+    return await _page(ctx, space, filters, before, limit)
+
+
+async def _page(
+    ctx: Context[Any, Any], space: str | None, filters: dict[str, str | None], before: str | None, limit: str
+) -> str:
     page = await read_page(
-        service_of(ctx).audit,
-        viewer_of(server_of(ctx)),
-        space,
-        actor=actor,
-        action=action,
-        thread_id=thread_id,
-        since=since,
-        until=until,
-        before=before,
-        limit=limit,
+        service_of(ctx).audit, viewer_of(server_of(ctx)), space, **filters, before=before, limit=limit
     )
     return page.model_dump_json()
