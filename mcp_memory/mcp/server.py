@@ -79,7 +79,7 @@ def install_chain(server: MemoryServer) -> None:
             RequestLog(settings),
             server.client_log,
             ScopeGuard(settings, server.tool_scopes),
-            AuditActor(settings, lambda members: host.service.audit.memberships(members)),
+            AuditActor(settings, lambda: host.service.notice_memberships()),
             RateLimit(settings, shared=lambda: host.request_buckets),
             sessions,
         ]

@@ -109,6 +109,7 @@ class MemoryService:
     # process: a forget between an add's read of its neighbours and its rewrite of their contexts would
     # otherwise let the forgotten words back in. Striped: a fixed number of locks, whatever the threads.
     _context_locks: tuple[anyio.Lock, ...] = field(init=False, repr=False)
+    _members_seen: dict[str, dict[str, str]] | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.query_vectors = QueryVectors(
@@ -408,6 +409,16 @@ class MemoryService:
             with contextlib.suppress(NotFoundError):
                 return await self.stores.long_term.get(key, memory_id)
         return await self.stores.long_term.get(keys[-1], memory_id)
+
+    async def notice_memberships(self) -> None:
+        """Record in each space's audit trail a change of its members or roles in the settings, the first
+        time a request sees it (the spaces file is read again when it changes: security/spaces.py)."""
+        members: dict[str, dict[str, str]] = {
+            s.name: dict(s.members) for s in SPACES_FILE.spaces(self.settings.security)
+        }
+        if members != self._members_seen:
+            await self.audit.memberships(members)
+            self._members_seen = members
 
     # ---- forgetting ----------------------------------------------------------------------------
 

@@ -81,6 +81,7 @@ def build_ui(host: ServiceHost, settings: Settings) -> Starlette:
                 if anonymous:
                     return await handler(explorer, request, visitor)
                 explorer.guard.require(visitor, READ, "seeing memories")
+                await host.service.notice_memberships()
                 with acting(actor_of(visitor, handler)):  # whom the audit trail names for a change
                     return await handler(explorer, request, visitor)
             except Refused as refusal:
