@@ -5,11 +5,12 @@ change is making; log.py: the AuditLog a backend keeps and the Auditor everythin
 """
 
 from mcp_memory.audit.context import Actor, Draft, acting
-from mcp_memory.audit.log import COMMAND_ACTOR, AuditLog, Auditor, AuditQuery
+from mcp_memory.audit.log import COMMAND_ACTOR, SERVICE_ACTOR, AuditLog, Auditor, AuditQuery
 from mcp_memory.audit.records import AuditRecord, Verification
 
 __all__ = [
     "COMMAND_ACTOR",
+    "SERVICE_ACTOR",
     "Actor",
     "AuditLog",
     "AuditQuery",

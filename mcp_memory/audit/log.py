@@ -23,6 +23,7 @@ from mcp_memory.models import SPACE_MARK
 
 PRUNE_EVERY_SECONDS = 3600.0  # how often a record's write also drops the records past retention
 COMMAND_ACTOR = Actor(user_id="cli:operator", client="mcp-memory", tool=None)
+SERVICE_ACTOR = Actor(user_id="cli:service", client="in-process", tool=None)  # outside requests, commands
 SETTINGS_ACTOR = Actor(user_id="cli:settings", client="security.spaces", tool=None)  # membership seen
 
 
@@ -62,8 +63,9 @@ class AuditLog(Protocol):
         """Drop records older than `before` (retention), keeping the chain verifiable from what is left."""
         ...
 
-    async def pseudonymize(self, user_id: str) -> int:
-        """Replace the user's id by its stable pseudonym in every record; the chain still verifies."""
+    async def pseudonymize(self, user_id: str, *, own_trail_only: bool = False) -> int:
+        """Replace the user's id by its stable pseudonym in every record (or, with own_trail_only, in the
+        records of their personal memory's trail); the chain still verifies."""
         ...
 
 
@@ -171,9 +173,12 @@ class Auditor:
             changed += 1
         return changed
 
-    async def pseudonymize(self, user_id: str) -> int:
-        """A forgotten user's id, replaced by its stable pseudonym throughout the trail."""
-        return 0 if self.log is None else await self.log.pseudonymize(user_id)
+    async def pseudonymize(self, user_id: str, *, own_trail_only: bool = False) -> int:
+        """A forgotten user's id, replaced by its stable pseudonym throughout the trail (forget_user), or
+        in their personal memory's trail only (their own forget of everything)."""
+        if self.log is None:
+            return 0
+        return await self.log.pseudonymize(user_id, own_trail_only=own_trail_only)
 
     async def _append(self, draft: Draft) -> None:
         assert self.log is not None

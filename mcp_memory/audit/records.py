@@ -100,19 +100,25 @@ def pseudonymized(record: dict[str, Any], user_id: str, names: Pseudonyms) -> di
         changed["members"] = {alias if m == user_id else m: r for m, r in record["members"].items()}
     if record["ledger"] == user_id:
         changed["ledger"] = alias
-        prefix = f"summary_{user_id}_"
-        changed["memory_ids"] = [
-            f"summary_{alias}_{i[len(prefix) :]}" if i.startswith(prefix) else i for i in record["memory_ids"]
-        ]
+        changed["memory_ids"] = [_owner_replaced(i, user_id, alias) for i in record["memory_ids"]]
     return changed
 
 
-def _without_owner(memory_id: str, ledger: str) -> str:
-    for owner in (ledger,):
-        prefix = f"summary_{owner}_"
+# Ids that embed their owner's key: a thread's summary (models.summary_id) and the user profile
+# (learning/profile.py).
+_OWNER_IDS = ("summary_{}_", "user_summary_{}")
+
+
+def _owner_replaced(memory_id: str, owner: str, by: str) -> str:
+    for template in _OWNER_IDS:
+        prefix = template.format(owner)
         if memory_id.startswith(prefix):
-            return "summary_~_" + memory_id[len(prefix) :]
+            return template.format(by) + memory_id[len(prefix) :]
     return memory_id
+
+
+def _without_owner(memory_id: str, ledger: str) -> str:
+    return _owner_replaced(memory_id, ledger, "~")
 
 
 @dataclass

@@ -14,7 +14,7 @@ from pathlib import Path
 import anyio
 from threadpoolctl import threadpool_limits
 
-from mcp_memory.audit import Actor, Auditor
+from mcp_memory.audit import SERVICE_ACTOR, Auditor
 from mcp_memory.config import Settings, load_tokens
 from mcp_memory.learning import Learning, open_learning
 from mcp_memory.llm import open_chat_model, open_embedder
@@ -87,7 +87,7 @@ async def open_service(
             await _connect_graph(settings, graph, learning)
         auditor = Auditor(
             await open_audit_log(settings, stores, stack),
-            default_actor=Actor(settings.user_id, client="local"),
+            default_actor=SERVICE_ACTOR,  # a call outside any request or command (a test, an embedding app)
             reads=settings.audit.reads,
             retention_days=settings.audit.retention_days,
             on_record=metrics.audit_recorded,

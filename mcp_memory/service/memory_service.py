@@ -461,6 +461,9 @@ class MemoryService:
         async with self.audit.change(user_id, "forget", thread_id=scope.thread_id, tool="forget") as record:
             result = await self._forget_scope(scope, kind, memory, dry_run=False)
             record.note([scope.memory_id] if scope.memory_id else (), result.long_term.by_type)
+        if kind == "everything" and space_of(user_id) is None:
+            # Nothing of them stays: their personal trail keeps its shape under their pseudonym.
+            await self.audit.pseudonymize(user_id, own_trail_only=True)
         return result
 
     async def _forget_scope(

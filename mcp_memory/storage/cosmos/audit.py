@@ -170,12 +170,17 @@ def through_query(seq: int) -> CosmosQuery:
     )
 
 
-def of_user_query(user_id: str) -> CosmosQuery:
+def of_user_query(user_id: str, *, own_trail_only: bool = False) -> CosmosQuery:
     """pseudonymize(): the records the user made or whose ledger is theirs, and membership records (the
     caller keeps those that name the user)."""
     return _audit_query(
         "*",
-        ["c.type = @type", "(c.actor = @user OR c.ledger = @user OR c.action = @membership)"],
+        [
+            "c.type = @type",
+            "c.ledger = @user"
+            if own_trail_only
+            else "(c.actor = @user OR c.ledger = @user OR c.action = @membership)",
+        ],
         [
             {"name": "@type", "value": RECORD_TYPE},
             {"name": "@user", "value": user_id},
@@ -348,9 +353,11 @@ class CosmosAuditLog:
         await each_concurrently([lambda i=d["id"]: delete(i) for d in doomed], self._limiter)  # type: ignore[misc]
         return len(doomed)
 
-    async def pseudonymize(self, user_id: str) -> int:
+    async def pseudonymize(self, user_id: str, *, own_trail_only: bool = False) -> int:
         names = await self._pseudonyms()
-        found = await self._query(of_user_query(user_id), "finding a user's audit records")
+        found = await self._query(
+            of_user_query(user_id, own_trail_only=own_trail_only), "finding a user's audit records"
+        )
         docs = [d for d in found if pseudonymized(record_of(d), user_id, names) != record_of(d)]
 
         async def rewrite(doc: dict[str, Any] | None) -> None:

@@ -120,13 +120,16 @@ class SqliteAuditLog:
 
         return await self.db.write(work)
 
-    async def pseudonymize(self, user_id: str) -> int:
+    async def pseudonymize(self, user_id: str, *, own_trail_only: bool = False) -> int:
+        everywhere = (
+            "" if own_trail_only else " OR actor = ? OR (action = 'membership' AND instr(record, ?) > 0)"
+        )
+        args = (user_id,) if own_trail_only else (user_id, user_id, json.dumps(user_id))
+
         def work(conn: sqlite3.Connection) -> int:
             names = self._pseudonyms(conn)
             rows = conn.execute(
-                "SELECT seq, record FROM audit_log WHERE actor = ? OR ledger = ?"
-                " OR (action = 'membership' AND instr(record, ?) > 0)",
-                (user_id, user_id, json.dumps(user_id)),
+                f"SELECT seq, record FROM audit_log WHERE ledger = ?{everywhere}", args
             ).fetchall()
             for seq, text in rows:
                 changed = pseudonymized(json.loads(text), user_id, names)
