@@ -21,6 +21,7 @@ import anyio
 from azure.cosmos.aio import ContainerProxy, DatabaseProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
+from mcp_memory.audit import context as audit_context
 from mcp_memory.config import CosmosSettings
 from mcp_memory.errors import (
     ConflictError,
@@ -161,6 +162,7 @@ class CosmosLongTermStore:
 
     async def put(self, memories: Sequence[Memory]) -> None:
         await self._writes.put(memories)
+        audit_context.note(m.id for m in memories)  # for the open change's record, written after it
 
     async def stored_bytes(self, user_id: str) -> int:
         return await self._usage.read(user_id)
@@ -343,6 +345,7 @@ class CosmosLongTermStore:
         docs = [(c, d) for c, d in docs if d["thread_id"] != USAGE_GROUP]  # the count goes last, below
         counts = Counter(d["type"] for _, d in docs if d["type"] in MEMORY_TYPES)
         if not dry_run:
+            audit_context.note(d["id"] for _, d in docs if d["type"] in MEMORY_TYPES)  # the change's record
             deleted: list[int] = []
 
             async def delete(container: ContainerProxy, doc: dict[str, Any]) -> None:
