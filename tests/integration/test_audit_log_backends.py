@@ -17,7 +17,8 @@ import anyio
 import pytest
 
 from mcp_memory.audit import Actor, AuditLog, AuditQuery, AuditRecord, Draft
-from mcp_memory.storage.cosmos.audit import AUDIT_PARTITION, CosmosAuditLog, record_id
+from mcp_memory.storage.cosmos.audit import CosmosAuditLog
+from mcp_memory.storage.cosmos.audit_documents import AUDIT_PARTITION, record_id
 from mcp_memory.storage.cosmos.long_term import CosmosLongTermStore
 from mcp_memory.storage.sqlite.audit import SqliteAuditLog
 from mcp_memory.storage.sqlite.db import SqliteDatabase

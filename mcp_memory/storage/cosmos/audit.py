@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -49,144 +49,36 @@ from mcp_memory.audit.records import (
     verify,
 )
 from mcp_memory.errors import ConflictError
+from mcp_memory.storage.cosmos.audit_documents import (
+    BOOKKEEPING,
+    HEAD_ID,
+    HEAD_TYPE,
+    KEY_ID,
+    KEY_TYPE,
+    PARTITION_KEY,
+    HeadChange,
+    bookkeeping,
+    checked,
+    document_query,
+    newest_before_query,
+    of_user_query,
+    record_document,
+    record_id,
+    record_of,
+    records_query,
+    through_query,
+)
 from mcp_memory.storage.cosmos.calls import each_concurrently, query_all
 from mcp_memory.storage.cosmos.documents import timestamp
 from mcp_memory.storage.cosmos.errors import cosmos_errors
 from mcp_memory.storage.cosmos.queries import CosmosQuery
 
-AUDIT_PARTITION = "~audit"  # both partition-key levels; never a memory id, so never a memory's history
-RECORD_TYPE, HEAD_TYPE, KEY_TYPE = "audit_record", "audit_head", "audit_key"
-HEAD_ID, KEY_ID = "audit-head", "audit-key"
-RECORD_FIELDS = tuple(AuditRecord.model_fields)
-_KEY = [AUDIT_PARTITION, AUDIT_PARTITION]
-_BOOKKEEPING = ("id", "user_id", "group_id", "type")
 # Each retry follows a rival's successful write; this many in a row means a storm, not bad luck.
 _ATTEMPTS = 32
 _BACKOFF_CAP_SECONDS = 0.05
 _CONCURRENCY = 16
 _PAGE = 1000  # records read at a time by verify and export
 _VERIFY_PASSES = 3  # a prune moving the anchor during a walk: walk again from the new anchor
-
-HeadChange = Callable[[dict[str, Any]], dict[str, Any] | None]
-
-
-def record_id(seq: int) -> str:
-    return f"audit-{seq:012d}"
-
-
-def record_document(fields: dict[str, Any]) -> dict[str, Any]:
-    return {**_bookkeeping(record_id(fields["seq"]), RECORD_TYPE), **fields}
-
-
-def record_of(doc: dict[str, Any]) -> dict[str, Any]:
-    """A stored record document without its bookkeeping and Cosmos DB's system properties (_etag, ...)."""
-    return {k: v for k, v in doc.items() if k not in _BOOKKEEPING and not k.startswith("_")}
-
-
-def checked(doc: dict[str, Any]) -> dict[str, Any]:
-    """What verify walks: the record, or, when a field was added, removed or mistyped or the id does not
-    name its seq, a stand-in whose hash cannot match (the record was changed)."""
-    record = record_of(doc)
-    if (
-        set(record) == set(RECORD_FIELDS)
-        and doc.get("id") == record_id(record["seq"])
-        and isinstance(record["ledger"], str)
-        and isinstance(record["actor"], str)
-        and isinstance(record["memory_ids"], list)
-    ):
-        return record
-    return {
-        "seq": doc.get("seq"),
-        "prev_hash": record.get("prev_hash", ""),
-        "hash": "",
-        "ledger": "",
-        "actor": "",
-        "memory_ids": [],
-    }
-
-
-# -- SQL (pure builders; caller values only as parameters) ---------------------------------------------
-
-
-def _bookkeeping(doc_id: str, kind: str) -> dict[str, Any]:
-    return {"id": doc_id, "user_id": AUDIT_PARTITION, "group_id": AUDIT_PARTITION, "type": kind}
-
-
-def _audit_query(
-    select: str, clauses: list[str], params: list[dict[str, Any]], tail: str = ""
-) -> CosmosQuery:
-    where = " AND ".join(["c.user_id = @partition", "c.group_id = @partition", *clauses])
-    return CosmosQuery(
-        f"SELECT {select} FROM c WHERE {where}{tail}",
-        [{"name": "@partition", "value": AUDIT_PARTITION}, *params],
-        _KEY,
-    )
-
-
-def document_query(doc_id: str) -> CosmosQuery:
-    """One document by id. A query, not a point read: the local test server answers a point read of a
-    missing item with 500."""
-    return _audit_query("*", ["c.id = @id"], [{"name": "@id", "value": doc_id}])
-
-
-def records_query(query: AuditQuery, *, after: int | None = None, page: int | None = None) -> CosmosQuery:
-    """Records matching the filters: newest first (page), or oldest first after a seq (export, verify)."""
-    clauses = ["c.type = @type"]
-    params: list[dict[str, Any]] = [{"name": "@type", "value": RECORD_TYPE}]
-    for clause, name, value in (
-        ("c.ledger = @ledger", "@ledger", query.ledger),
-        ("c.actor = @actor", "@actor", query.actor),
-        ("c.action = @action", "@action", query.action),
-        ("c.thread_id = @thread_id", "@thread_id", query.thread_id),
-        ("c.at >= @since", "@since", timestamp(query.since) if query.since else None),
-        ("c.at < @until", "@until", timestamp(query.until) if query.until else None),
-        ("c.seq < @before", "@before", query.before),
-        ("c.seq > @after", "@after", after),
-    ):
-        if value is not None:
-            clauses.append(clause)
-            params.append({"name": name, "value": value})
-    params.append({"name": "@limit", "value": query.limit if page is None else page})
-    order = "DESC" if after is None else "ASC"
-    return _audit_query("TOP @limit *", clauses, params, f" ORDER BY c.seq {order}")
-
-
-def newest_before_query(before: datetime) -> CosmosQuery:
-    """prune(): the newest record written before `before` (everything up to it goes)."""
-    return _audit_query(
-        "TOP 1 c.seq, c.hash",
-        ["c.type = @type", "c.at < @before"],
-        [{"name": "@type", "value": RECORD_TYPE}, {"name": "@before", "value": timestamp(before)}],
-        " ORDER BY c.seq DESC",
-    )
-
-
-def through_query(seq: int) -> CosmosQuery:
-    """prune(): the ids of every record up to `seq`."""
-    return _audit_query(
-        "c.id",
-        ["c.type = @type", "c.seq <= @seq"],
-        [{"name": "@type", "value": RECORD_TYPE}, {"name": "@seq", "value": seq}],
-    )
-
-
-def of_user_query(user_id: str, *, own_trail_only: bool = False) -> CosmosQuery:
-    """pseudonymize(): the records the user made or whose ledger is theirs, and membership records (the
-    caller keeps those that name the user)."""
-    return _audit_query(
-        "*",
-        [
-            "c.type = @type",
-            "c.ledger = @user"
-            if own_trail_only
-            else "(c.actor = @user OR c.ledger = @user OR c.action = @membership)",
-        ],
-        [
-            {"name": "@type", "value": RECORD_TYPE},
-            {"name": "@user", "value": user_id},
-            {"name": "@membership", "value": "membership"},
-        ],
-    )
 
 
 class CosmosAuditLog:
@@ -252,7 +144,7 @@ class CosmosAuditLog:
         ):
             await self._container.delete_item(
                 record_id(seq),
-                partition_key=_KEY,
+                partition_key=PARTITION_KEY,
                 etag=created.get("_etag"),
                 match_condition=MatchConditions.IfNotModified,
             )
@@ -348,7 +240,7 @@ class CosmosAuditLog:
                 cosmos_errors("deleting audit records past their retention", self._timeout),
                 suppress(CosmosResourceNotFoundError),
             ):
-                await self._container.delete_item(doc_id, partition_key=_KEY)
+                await self._container.delete_item(doc_id, partition_key=PARTITION_KEY)
 
         await each_concurrently([lambda i=d["id"]: delete(i) for d in doomed], self._limiter)  # type: ignore[misc]
         return len(doomed)
@@ -364,7 +256,7 @@ class CosmosAuditLog:
             for attempt in range(_ATTEMPTS):
                 if doc is None:
                     return  # pruned meanwhile
-                body = {**{k: doc[k] for k in _BOOKKEEPING}, **pseudonymized(record_of(doc), user_id, names)}
+                body = {**{k: doc[k] for k in BOOKKEEPING}, **pseudonymized(record_of(doc), user_id, names)}
                 try:
                     with cosmos_errors("pseudonymizing an audit record", self._timeout):
                         await self._container.replace_item(
@@ -388,7 +280,7 @@ class CosmosAuditLog:
             return head
         newest = await self._query(records_query(AuditQuery(limit=1)), "reading the audit trail")
         fresh = {
-            **_bookkeeping(HEAD_ID, HEAD_TYPE),
+            **bookkeeping(HEAD_ID, HEAD_TYPE),
             "seq": int(newest[0]["seq"]) if newest else 0,
             "hash": newest[0]["hash"] if newest else GENESIS,
             "anchor_seq": 0,
@@ -400,7 +292,7 @@ class CosmosAuditLog:
         if self._names is None:
             key = await self._document(KEY_ID, "reading the audit trail's pseudonym key")
             if key is None:
-                fresh = {**_bookkeeping(KEY_ID, KEY_TYPE), "key": secrets.token_hex(32)}
+                fresh = {**bookkeeping(KEY_ID, KEY_TYPE), "key": secrets.token_hex(32)}
                 key = await self._create_once(fresh, "creating the audit trail's pseudonym key")
             self._names = Pseudonyms(bytes.fromhex(key["key"]))
         return self._names
