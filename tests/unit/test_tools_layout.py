@@ -31,6 +31,7 @@ async def test_the_server_lists_exactly_the_declared_tools_and_resources(setting
         resource_families.memories.family,
         resource_families.learning.family,
         resource_families.graph.family,
+        resource_families.audit.family,
     ]
     declared = {spec.name for family in families for spec in family.resources}
     async with Client(build_server(settings.model_copy(update={"tools": "all"}))) as client:
