@@ -82,6 +82,7 @@ class Auditor:
         on_record: Callable[[str, str], None] | None = None,
     ) -> None:
         self.log = log
+        self._sink = _as_sink(log)  # once: a runtime Protocol check costs tens of microseconds
         self._default = default_actor
         self._reads = reads
         self._retention = retention_days
@@ -119,7 +120,7 @@ class Auditor:
             ledger=str(ledger),
             actor=self.actor(tool),
             action=action,
-            sink=None if at_end else _as_sink(self.log),
+            sink=None if at_end else self._sink,
             thread_id=thread_id,
         )
         try:

@@ -17,7 +17,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -57,12 +57,19 @@ class Pseudonyms:
     """The ledger's keyed pseudonyms: stable for one user, unlinkable without the key."""
 
     key: bytes
+    _known: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def of(self, user_id: str) -> str:
+        known = self._known.get(user_id)
+        if known is not None:
+            return known
         if is_pseudonym(user_id) or user_id.startswith((SPACE_MARK, "cli:", "group:")):
-            return user_id
-        digest = hmac.new(self.key, user_id.encode(), hashlib.sha256).hexdigest()
-        return PSEUDONYM_MARK + digest[:20]
+            alias = user_id
+        else:
+            alias = PSEUDONYM_MARK + hmac.new(self.key, user_id.encode(), hashlib.sha256).hexdigest()[:20]
+        if len(self._known) < 10_000:  # the same few actors, clients and ledgers, record after record
+            self._known[user_id] = alias
+        return alias
 
 
 def is_pseudonym(value: str) -> bool:

@@ -47,7 +47,7 @@ class SqliteAuditLog:
 
     # ---- writing -------------------------------------------------------------------------------
 
-    def append_in(self, conn: sqlite3.Connection, draft: Draft) -> AuditRecord:
+    def append_in(self, conn: sqlite3.Connection, draft: Draft) -> dict[str, Any]:
         """Inside the caller's write transaction: the draft's record, chained to the newest one."""
         names = self._pseudonyms(conn)
         tip = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
@@ -64,10 +64,10 @@ class SqliteAuditLog:
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             (*(fields[c] for c in _COLUMNS), json.dumps(fields, separators=(",", ":"))),
         )
-        return AuditRecord.model_validate(fields)
+        return fields
 
     async def append(self, draft: Draft) -> AuditRecord:
-        return await self.db.write(lambda conn: self.append_in(conn, draft))
+        return AuditRecord.model_validate(await self.db.write(lambda conn: self.append_in(conn, draft)))
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -104,8 +104,12 @@ class SqliteAuditLog:
 
     async def prune(self, before: datetime) -> int:
         def work(conn: sqlite3.Connection) -> int:
+            # Records are in time order by seq: the first one still kept bounds the ones to drop (a scan
+            # from the oldest that stops there: an hour's records, pruning hourly; no index on time).
             last = conn.execute(
-                "SELECT seq, hash FROM audit_log WHERE at < ? ORDER BY seq DESC LIMIT 1",
+                "SELECT seq, hash FROM audit_log WHERE seq < coalesce("
+                " (SELECT seq FROM audit_log WHERE at >= ? ORDER BY seq LIMIT 1), 1e18)"
+                " ORDER BY seq DESC LIMIT 1",
                 (before.isoformat(),),
             ).fetchone()
             if last is None:

@@ -301,8 +301,6 @@ MIGRATIONS: list[str] = [
         record TEXT NOT NULL
     );
     CREATE INDEX audit_log_by_ledger ON audit_log (ledger, seq);
-    CREATE INDEX audit_log_by_actor ON audit_log (actor, seq);
-    CREATE INDEX audit_log_by_time ON audit_log (at);
     INSERT INTO meta (key, value) VALUES ('audit_key', lower(hex(randomblob(32))));
     """,
 ]
