@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -35,7 +35,9 @@ class Sink(Protocol):
     @property
     def db(self) -> object: ...
 
-    def append_in(self, conn: Any, draft: Draft) -> None: ...
+    def prepare(self, draft: Draft) -> object | None: ...
+
+    def append_in(self, conn: Any, draft: Draft, prepared: Any = None) -> object: ...
 
 
 @dataclass
@@ -55,11 +57,13 @@ class Draft:
     recorded: bool = False
     closed: bool = False  # the change is over: a background write it started records nothing
     sealed: bool = False  # what it touches is all noted already: the stores' notes are not added
+    revision: int = 0  # bumped by each note: what a log prepared before may be out of date
 
     def note(self, ids: Iterable[str] = (), counts: dict[str, int] | None = None) -> None:
         """Add what the change touched (ids are deduplicated and capped at MAX_IDS, the rest counted)."""
         if self.recorded or self.sealed:
             return
+        self.revision += 1
         known = set(self.memory_ids)
         for memory_id in ids:
             if memory_id in known:
@@ -138,16 +142,13 @@ def pending_in(db: object) -> Draft | None:
     return draft if draft is not None and draft.sink is not None and draft.sink.db is db else None
 
 
-@contextmanager
-def drafting(draft: Draft) -> Iterator[Draft]:
-    """Open `draft` for the writes inside; a change already open takes them instead (one record)."""
-    outer = open_change()
-    if outer is not None:
-        yield outer
-        return
-    token = _draft.set(draft)
-    try:
-        yield draft
-    finally:
-        draft.closed = True
-        _draft.reset(token)
+def enter(draft: Draft) -> Token[Draft | None]:
+    """Open `draft` for the writes that follow in this context (Auditor.change, which checks first that
+    no change is open: a change inside another is that one's)."""
+    return _draft.set(draft)
+
+
+def leave(draft: Draft, token: Token[Draft | None]) -> None:
+    """The change is over: writes it started in the background record nothing."""
+    draft.closed = True
+    _draft.reset(token)

@@ -16,7 +16,7 @@ from typing import Protocol
 
 from pydantic import BaseModel, Field
 
-from mcp_memory.audit.context import Actor, Draft, Sink, current_actor, drafting, open_change
+from mcp_memory.audit.context import Actor, Draft, Sink, current_actor, enter, leave, open_change
 from mcp_memory.audit.records import AuditRecord, Verification
 from mcp_memory.errors import BackendUnavailableError, MemoryServerError
 from mcp_memory.models import SPACE_MARK
@@ -123,9 +123,9 @@ class Auditor:
             sink=None if at_end else self._sink,
             thread_id=thread_id,
         )
+        token = enter(draft)
         try:
-            with drafting(draft):
-                yield draft
+            yield draft
         except BackendUnavailableError:
             raise  # the store is failing: a record could not be written either
         except MemoryServerError as e:
@@ -133,6 +133,8 @@ class Auditor:
                 draft.outcome = f"refused: {type(e).__name__}"
                 await self._append(draft)
             raise
+        finally:
+            leave(draft, token)
         if draft.recorded:
             await self._recorded(draft)
         else:

@@ -80,7 +80,7 @@ def hashed_view(record: dict[str, Any], names: Pseudonyms) -> dict[str, Any]:
     """What the hash covers: the record without its own hash, identities as pseudonyms, and a summary's
     id (which embeds its owner's key) with the owner replaced by "~". The client (a credential's name,
     often naming its user) is hashed as a pseudonym too, so forget_user may replace it."""
-    view = {k: v for k, v in record.items() if k != "hash"}
+    view = {k: v for k, v in record.items() if k not in CHAIN_FIELDS}
     ledger = record["ledger"]
     view["actor"] = names.of(record["actor"])
     view["client"] = names.of(record["client"]) if record.get("client") else record.get("client")
@@ -90,9 +90,23 @@ def hashed_view(record: dict[str, Any], names: Pseudonyms) -> dict[str, Any]:
     return view
 
 
-def digest(record: dict[str, Any], names: Pseudonyms) -> str:
+CHAIN_FIELDS = ("seq", "prev_hash", "hash")  # a record's place in the chain; the rest is its body
+
+
+def body_digest(record: dict[str, Any], names: Pseudonyms) -> str:
+    """The hash of what the record says (its hashed_view), apart from where it stands in the chain."""
     body = json.dumps(hashed_view(record, names), sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def chained(seq: int, prev_hash: str, body: str) -> str:
+    """A record's hash: its place (seq), the hash before it and its body's hash, so a record can be
+    prepared before the transaction that finds its place, which then only hashes this short line."""
+    return hashlib.sha256(f"{seq}:{prev_hash}:{body}".encode()).hexdigest()
+
+
+def digest(record: dict[str, Any], names: Pseudonyms) -> str:
+    return chained(record["seq"], record["prev_hash"], body_digest(record, names))
 
 
 def pseudonymized(record: dict[str, Any], user_id: str, names: Pseudonyms) -> dict[str, Any]:

@@ -144,6 +144,7 @@ class Metrics:
         self.model_tokens = _counter(r, "model_tokens", ["provider", "direction"])
         self.audit_records = _counter(r, "audit_records", ["action", "outcome"])
         self.audit_verifications = _counter(r, "audit_verifications", ["result"])
+        self._audit_children: dict[tuple[str, str], Counter] = {}
         r.register(_FigureCollector(self))
         ProcessCollector(registry=r)  # process_* : CPU seconds, resident memory, open files (Linux)
 
@@ -174,7 +175,11 @@ class Metrics:
         self.backend_errors.labels(backend).inc()
 
     def audit_recorded(self, action: str, outcome: str) -> None:
-        self.audit_records.labels(action, "ok" if outcome == "ok" else "refused").inc()
+        key = (action, "ok" if outcome == "ok" else "refused")
+        child = self._audit_children.get(key)
+        if child is None:  # labels() takes a lock and builds a tuple: once per pair, not per record
+            child = self._audit_children[key] = self.audit_records.labels(*key)
+        child.inc()
 
     def audit_verified(self, ok: bool) -> None:
         self.audit_verifications.labels("ok" if ok else "broken").inc()

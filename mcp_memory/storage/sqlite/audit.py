@@ -12,6 +12,7 @@ import functools
 import json
 import sqlite3
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,7 +23,8 @@ from mcp_memory.audit.records import (
     AuditRecord,
     Pseudonyms,
     Verification,
-    digest,
+    body_digest,
+    chained,
     pseudonymized,
     verify,
 )
@@ -47,27 +49,42 @@ class SqliteAuditLog:
 
     # ---- writing -------------------------------------------------------------------------------
 
-    def append_in(self, conn: sqlite3.Connection, draft: Draft) -> dict[str, Any]:
-        """Inside the caller's write transaction: the draft's record, chained to the newest one."""
-        names = self._pseudonyms(conn)
+    def prepare(self, draft: Draft, conn: sqlite3.Connection | None = None) -> Prepared | None:
+        """The draft's record but for its place in the chain, made before the transaction (so the
+        transaction holds the write lock only to find the tip and hash one short line); None before the
+        pseudonym key is known (the first record of a process prepares inside)."""
+        names = self._names if conn is None else self._pseudonyms(conn)
+        if names is None:
+            return None
+        fields: dict[str, Any] = {"at": datetime.now(UTC).isoformat(), **draft.fields()}
+        body = json.dumps(fields, separators=(",", ":"))
+        return Prepared(draft.revision, fields, body, body_digest(fields, names))
+
+    def append_in(
+        self, conn: sqlite3.Connection, draft: Draft, prepared: Prepared | None = None
+    ) -> dict[str, Any]:
+        """Inside the caller's write transaction: the draft's record, chained to the newest one. What was
+        prepared is used unless the change noted more since (a forget notes its ids inside)."""
+        if prepared is None or prepared.revision != draft.revision:
+            prepared = self.prepare(draft, conn)
+            assert prepared is not None
         tip = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (tip[0], tip[1]) if tip is not None else _anchor(conn)
-        fields: dict[str, Any] = {
-            "seq": seq + 1,
-            "at": datetime.now(UTC).isoformat(),
-            **draft.fields(),
-            "prev_hash": prev,
-        }
-        fields["hash"] = digest(fields, names)
+        seq, prev = (tip[0] + 1, tip[1]) if tip is not None else _first(conn)
+        hash_ = chained(seq, prev, prepared.body_hash)
+        fields = {**prepared.fields, "seq": seq, "prev_hash": prev, "hash": hash_}
+        record = f'{{"seq":{seq},"prev_hash":"{prev}","hash":"{hash_}",{prepared.body[1:]}'
         conn.execute(
             "INSERT INTO audit_log (seq, at, ledger, actor, action, thread_id, hash, record)"
             " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (*(fields[c] for c in _COLUMNS), json.dumps(fields, separators=(",", ":"))),
+            (*(fields[c] for c in _COLUMNS), record),
         )
         return fields
 
     async def append(self, draft: Draft) -> AuditRecord:
-        return AuditRecord.model_validate(await self.db.write(lambda conn: self.append_in(conn, draft)))
+        prepared = self.prepare(draft)
+        return AuditRecord.model_validate(
+            await self.db.write(lambda conn: self.append_in(conn, draft, prepared))
+        )
 
     # ---- reading -------------------------------------------------------------------------------
 
@@ -150,6 +167,22 @@ class SqliteAuditLog:
             key = conn.execute("SELECT value FROM meta WHERE key = 'audit_key'").fetchone()[0]
             self._names = Pseudonyms(bytes.fromhex(key))
         return self._names
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A record made ready outside its transaction (SqliteAuditLog.prepare)."""
+
+    revision: int  # the draft's, when prepared
+    fields: dict[str, Any]
+    body: str  # its JSON, without seq, prev_hash and hash
+    body_hash: str
+
+
+def _first(conn: sqlite3.Connection) -> tuple[int, str]:
+    """The seq and prev_hash of a record when the table is empty: after the anchor, or the first."""
+    seq, anchor = _anchor(conn)
+    return seq + 1, anchor
 
 
 def _anchor(conn: sqlite3.Connection) -> tuple[int, str]:

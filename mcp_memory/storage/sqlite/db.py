@@ -396,13 +396,14 @@ class SqliteDatabase:
         the change open in this context, if any and if its trail is in this file, is written inside the
         same transaction (audit/context.py)."""
         draft = audit_context.pending_in(self) if change else None
+        prepared = draft.sink.prepare(draft) if draft is not None and draft.sink is not None else None
 
         def in_transaction(conn: sqlite3.Connection) -> T:
             conn.execute("BEGIN IMMEDIATE")
             try:
                 result = work(conn)
                 if draft is not None:
-                    draft.sink.append_in(conn, draft)  # type: ignore[union-attr]
+                    draft.sink.append_in(conn, draft, prepared)  # type: ignore[union-attr]
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
