@@ -46,6 +46,9 @@ class SqliteAuditLog:
     def __init__(self, db: SqliteDatabase) -> None:
         self.db = db
         self._names: Pseudonyms | None = None
+        # The chain's tip as this process last wrote it: the next record is inserted only if it is still
+        # the tip (one statement); another process's record since sends it to read the tip first.
+        self._tip: tuple[int, str] | None = None
 
     # ---- writing -------------------------------------------------------------------------------
 
@@ -68,16 +71,17 @@ class SqliteAuditLog:
         if prepared is None or prepared.revision != draft.revision:
             prepared = self.prepare(draft, conn)
             assert prepared is not None
+        if self._tip is not None:
+            fields, row = _chained_row(prepared, self._tip[0] + 1, self._tip[1])
+            if conn.execute(
+                _INSERT + " WHERE (SELECT max(seq) FROM audit_log) = ?", (*row, self._tip[0])
+            ).rowcount:
+                self._tip = (fields["seq"], fields["hash"])
+                return fields
         tip = conn.execute("SELECT seq, hash FROM audit_log ORDER BY seq DESC LIMIT 1").fetchone()
-        seq, prev = (tip[0] + 1, tip[1]) if tip is not None else _first(conn)
-        hash_ = chained(seq, prev, prepared.body_hash)
-        fields = {**prepared.fields, "seq": seq, "prev_hash": prev, "hash": hash_}
-        record = f'{{"seq":{seq},"prev_hash":"{prev}","hash":"{hash_}",{prepared.body[1:]}'
-        conn.execute(
-            "INSERT INTO audit_log (seq, at, ledger, actor, action, thread_id, hash, record)"
-            " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (*(fields[c] for c in _COLUMNS), record),
-        )
+        fields, row = _chained_row(prepared, *((tip[0] + 1, tip[1]) if tip is not None else _first(conn)))
+        conn.execute(_INSERT, row)
+        self._tip = (fields["seq"], fields["hash"])
         return fields
 
     async def append(self, draft: Draft) -> AuditRecord:
@@ -167,6 +171,17 @@ class SqliteAuditLog:
             key = conn.execute("SELECT value FROM meta WHERE key = 'audit_key'").fetchone()[0]
             self._names = Pseudonyms(bytes.fromhex(key))
         return self._names
+
+
+_INSERT = "INSERT INTO audit_log (seq, at, ledger, actor, action, thread_id, hash, record) SELECT ?, ?, ?, ?, ?, ?, ?, ?"
+
+
+def _chained_row(prepared: Prepared, seq: int, prev: str) -> tuple[dict[str, Any], tuple[Any, ...]]:
+    """The record at `seq` after `prev`, and its row for _INSERT."""
+    hash_ = chained(seq, prev, prepared.body_hash)
+    fields = {**prepared.fields, "seq": seq, "prev_hash": prev, "hash": hash_}
+    record = f'{{"seq":{seq},"prev_hash":"{prev}","hash":"{hash_}",{prepared.body[1:]}'
+    return fields, (*(fields[c] for c in _COLUMNS), record)
 
 
 @dataclass(frozen=True)
