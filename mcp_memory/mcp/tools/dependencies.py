@@ -11,8 +11,8 @@ A refusal is raised through the tool error boundary, as any other product error.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import asynccontextmanager
 from typing import Annotated, Any, Protocol
 
 from mcp.server.mcpserver import Context
@@ -113,11 +113,21 @@ Readable = Annotated[list[Owner], Resolve(_readable)]
 """What a read sees: the caller's memory and every space it reads, or the one space named."""
 
 
-def audited(
-    ctx: Context[Any, Any], owner: str, action: str, *, at_end: bool = False
-) -> AbstractAsyncContextManager[Draft]:
-    """The audit record of a change a tool makes to `owner`'s memory (audit/log.py: Auditor.change)."""
-    return service_of(ctx).audit.change(owner, action, at_end=at_end)
+@asynccontextmanager
+async def audited(
+    ctx: Context[Any, Any],
+    owner: str,
+    action: str,
+    *,
+    ids: Iterable[str] = (),
+    counts: dict[str, int] | None = None,
+    at_end: bool = False,
+) -> AsyncIterator[Draft]:
+    """The audit record of a change a tool makes to `owner`'s memory (audit/log.py: Auditor.change),
+    with the ids and counts the tool knows before it starts; the stores add what they touch."""
+    async with service_of(ctx).audit.change(owner, action, at_end=at_end) as record:
+        record.note(ids, counts)
+        yield record
 
 
 class Shown(Protocol):

@@ -106,8 +106,7 @@ async def create_entities(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, EntitiesResult]:
     owner = owner_of(ctx, space, "writer", "create_entities")  # in the body: a refusal is a reference error
-    async with audited(ctx, owner, "graph") as record:
-        record.note(counts={"entities": len(entities)})
+    async with audited(ctx, owner, "graph", counts={"entities": len(entities)}):
         return _listed("entities", list(await graph_of(server_of(ctx)).create_entities(owner, entities)))
 
 
@@ -124,8 +123,7 @@ async def create_relations(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, RelationsResult]:
     owner = owner_of(ctx, space, "writer", "create_relations")  # in the body: a refusal is a reference error
-    async with audited(ctx, owner, "graph") as record:
-        record.note(counts={"relations": len(relations)})
+    async with audited(ctx, owner, "graph", counts={"relations": len(relations)}):
         created = await graph_of(server_of(ctx)).create_relations(owner, relations)
     return _listed("relations", list(created), by_alias=True)
 
@@ -142,8 +140,9 @@ async def add_observations(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, ObservationsResult]:
     owner = owner_of(ctx, space, "writer", "add_observations")  # in the body: a refusal is a reference error
-    async with audited(ctx, owner, "graph") as record:
-        record.note(counts={"observations": sum(len(o.contents) for o in observations)})
+    async with audited(
+        ctx, owner, "graph", counts={"observations": sum(len(o.contents) for o in observations)}
+    ):
         return _listed("results", list(await graph_of(server_of(ctx)).add_observations(owner, observations)))
 
 
@@ -159,8 +158,7 @@ async def delete_entities(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, DeletionResult]:
     owner = owner_of(ctx, space, "writer", "delete_entities")  # in the body: a refusal is a reference error
-    async with audited(ctx, owner, "graph") as record:
-        record.note(counts={"entities deleted": len(entityNames)})
+    async with audited(ctx, owner, "graph", counts={"entities deleted": len(entityNames)}):
         await graph_of(server_of(ctx)).delete_entities(owner, entityNames)
     return _deleted("Entities")
 
@@ -179,8 +177,9 @@ async def delete_observations(
     owner = owner_of(
         ctx, space, "writer", "delete_observations"
     )  # in the body: a refusal is a reference error
-    async with audited(ctx, owner, "graph") as record:
-        record.note(counts={"observations deleted": sum(len(d.observations) for d in deletions)})
+    async with audited(
+        ctx, owner, "graph", counts={"observations deleted": sum(len(d.observations) for d in deletions)}
+    ):
         await graph_of(server_of(ctx)).delete_observations(owner, deletions)
     return _deleted("Observations")
 
@@ -197,8 +196,7 @@ async def delete_relations(
     space: GraphSpace = None,
 ) -> Annotated[CallToolResult, DeletionResult]:
     owner = owner_of(ctx, space, "writer", "delete_relations")  # in the body: a refusal is a reference error
-    async with audited(ctx, owner, "graph") as record:
-        record.note(counts={"relations deleted": len(relations)})
+    async with audited(ctx, owner, "graph", counts={"relations deleted": len(relations)}):
         await graph_of(server_of(ctx)).delete_relations(owner, relations)
     return _deleted("Relations")
 

@@ -153,8 +153,7 @@ async def update_memory(
 ) -> MemoryView:
     """Correct a fact or the user profile. The previous content stays in memory_history and can be
     restored with rollback_memory."""
-    async with audited(ctx, owner, "update") as record:
-        record.note([memory_id])
+    async with audited(ctx, owner, "update", ids=[memory_id]):
         return await learning_of(ctx).editor.update(owner, memory_id, content)
 
 
@@ -181,8 +180,7 @@ async def rollback_memory(
 ) -> MemoryView:
     """Restore a memory's content (and superseded state) as of an earlier revision; the rollback is
     itself a new revision."""
-    async with audited(ctx, owner, "rollback") as record:
-        record.note([memory_id])
+    async with audited(ctx, owner, "rollback", ids=[memory_id]):
         return await learning_of(ctx).editor.rollback(owner, memory_id, revision_id)
 
 
