@@ -566,6 +566,38 @@ class ObservabilitySettings(BaseModel):
     )
 
 
+class HooksSettings(BaseModel):
+    """The coding agents' lifecycle hooks (`mcp-memory hook <client>`, `mcp-memory install`): docs/hooks.md."""
+
+    capture: bool = Field(
+        default=False,
+        description="The client's hooks capture the conversation (set by `mcp-memory install` in the server "
+        "entry it writes): the server's instructions stop asking the model to call add_turn.",
+    )
+    budget_tokens: int = Field(
+        default=1000,
+        ge=50,
+        le=1500,
+        description="Tokens of recalled memory injected per hook event (SessionStart, each prompt); always "
+        "inside the client's own cap (bench/hooks.py measures the default).",
+    )
+    exclude: list[str] = Field(
+        default_factory=list,
+        description="Projects (git remote, e.g. github.com/acme/secret) or directories (and everything under "
+        "them) whose sessions are neither captured nor given recall.",
+    )
+    spaces: dict[str, str] = Field(
+        default_factory=dict,
+        description="A project's shared space: {project: space}, e.g. {\"github.com/acme/api\": \"team\"}; its "
+        "sessions are stored there and recalled from there (the user must be a writer).",
+    )
+    idle_exit_seconds: int = Field(
+        default=900,
+        ge=10,
+        description="The resident server the hooks start (`serve --socket`) exits after this long without a request.",
+    )
+
+
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix="MCP_MEMORY_", env_nested_delimiter="__", env_file=".env", extra="ignore"
@@ -607,6 +639,7 @@ class Settings(BaseSettings):
     audit: AuditSettings = Field(default_factory=AuditSettings)
     observability: ObservabilitySettings = Field(default_factory=ObservabilitySettings)
     admission: AdmissionSettings = Field(default_factory=AdmissionSettings)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
 
     @property
     def sqlite_path(self) -> Path:
