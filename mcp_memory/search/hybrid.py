@@ -145,6 +145,7 @@ def row_filter(query: SearchQuery, until: datetime | None = None) -> RowFilter:
     until = query.until if until is None else until
     return RowFilter(
         thread_id=query.thread_id,
+        threads=query.threads,
         types=tuple(query.types) if query.types else None,
         since=query.since.timestamp() if query.since else None,
         until=until.timestamp() if until else None,

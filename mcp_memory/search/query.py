@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, SkipValidation
 
 from mcp_memory import validation as check
 from mcp_memory.config import Settings
+from mcp_memory.errors import InvalidInputError
 from mcp_memory.models import MemoryType, SearchMode, utcnow
 from mcp_memory.search import intent
 from mcp_memory.search.terms import QueryTerms, quoted_phrases
@@ -27,6 +28,7 @@ from mcp_memory.views import TimeFilter
 
 POOL = 40  # hits ranked for a question about the user's words, of which the first `limit` are kept
 LINKED_POOL = 40  # with links followed, each store ranks at least this many (4 x depth) for them to reorder
+MAX_THREADS = 1_000  # threads one search may be limited to (`threads`)
 
 
 class SearchQuery(BaseModel):
@@ -39,13 +41,16 @@ class SearchQuery(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    # Whose memory: the user's own and the spaces they read, or one of them (the first holds thread_id).
-    # Kept as given (an mcp Owner stays one).
+    # Whose memory: the user's own and the spaces they read, or one of them (the first holds thread_id or
+    # threads). Kept as given (an mcp Owner stays one).
     owners: SkipValidation[tuple[str, ...]] = ()
     text: str  # what is searched and embedded: the words asked, less a named time's, focused (intent.focus)
     asked: str = ""  # the words as asked, less a named time's: what the ranking rules read ("": text)
     mode: SearchMode = "hybrid"
     thread_id: str | None = None
+    # Only memories of these threads (a project's coding sessions), for the service's own searches, never a
+    # tool argument: None = no restriction, () = nothing matches. A memory without a thread is in none.
+    threads: tuple[str, ...] | None = None
     types: list[MemoryType] | None = None
     since: datetime | None = None
     until: datetime | None = None
@@ -86,14 +91,18 @@ class SearchQuery(BaseModel):
         min_score: float | None = None,
         max_tokens: int | None = None,
         as_of: str | datetime | None = None,
+        threads: Sequence[str] | None = None,
         settings: Settings,
     ) -> SearchQuery:
         """search_memory's arguments, checked (each error names its argument), with the time the words
-        name read as a filter and the rest decided: `settings` gives the limits and the fusion."""
+        name read as a filter and the rest decided: `settings` gives the limits and the fusion. `threads`
+        is the service's own (no tool passes it): only memories of these threads, in the first owner's
+        memory."""
         search = settings.search
         text = check.query(query, search.max_query_chars)
         if thread_id is not None:
             thread_id = check.thread_id(thread_id)
+        threads_ = None if threads is None else _checked_threads(threads)
         types_ = check.types(types)
         limit = check.count(limit, "limit", low=1, high=search.max_limit)
         mode_ = check.mode(mode)
@@ -112,7 +121,7 @@ class SearchQuery(BaseModel):
                 # The words that named the time filter; they are not what the memory is about.
                 text = " ".join(text.replace(named.phrase, " ").split()) or text
         keys = (owners,) if isinstance(owners, str) else tuple(owners)
-        if thread_id is not None:
+        if thread_id is not None or threads_ is not None:
             keys = keys[:1]  # a thread is one owner's: the same id in a space is another thread
         # For a question about the user's words, a deeper pool than asked: the replies that outrank them
         # move down, and what was below comes up (search/intent.py).
@@ -123,6 +132,7 @@ class SearchQuery(BaseModel):
             "asked": text,
             "mode": mode_,
             "thread_id": thread_id,
+            "threads": threads_,
             "types": types_,
             "since": since_,
             "until": until_,
@@ -169,3 +179,12 @@ class SearchQuery(BaseModel):
     def question(self) -> str:
         """The words as asked (less a named time's)."""
         return self.asked or self.text
+
+
+def _checked_threads(threads: Sequence[str]) -> tuple[str, ...]:
+    """Each a valid thread id, at most MAX_THREADS of them, each once (in the order given)."""
+    if isinstance(threads, str):  # a string is a sequence of one-letter "threads"
+        raise InvalidInputError("threads must be a list of thread ids, not one string")
+    if len(threads) > MAX_THREADS:
+        raise InvalidInputError(f"threads names {len(threads)} threads: at most {MAX_THREADS}")
+    return tuple(dict.fromkeys(check.thread_id(t, "threads") for t in threads))

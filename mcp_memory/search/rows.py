@@ -25,6 +25,7 @@ NO_THREAD = " "  # a memory without a thread, in a snapshot's thread list (no th
 @dataclass(frozen=True)
 class RowFilter:
     thread_id: str | None = None
+    threads: tuple[str, ...] | None = None  # only rows of these threads (None: any; (): none)
     types: tuple[str, ...] | None = None
     since: float | None = None  # epoch seconds
     until: float | None = None
@@ -122,6 +123,11 @@ class MemoryRows:
             if code is None:
                 return np.zeros(n, dtype=bool)
             mask &= self._threads[:n] == code
+        if where.threads is not None:
+            codes = [self._thread_codes[t] for t in where.threads if t in self._thread_codes]
+            if not codes:
+                return np.zeros(n, dtype=bool)
+            mask &= np.isin(self._threads[:n], codes)
         if where.types is not None:
             codes = [self._type_codes[t] for t in where.types if t in self._type_codes]
             mask &= np.isin(self._types[:n], codes)

@@ -168,6 +168,35 @@ def test_thread_search_is_single_partition_and_filters_both_key_levels() -> None
     assert "c.user_id = @user_id" in across.sql and "@thread_id" not in across.sql
 
 
+@pytest.mark.parametrize("mode", ["hybrid", "text", "vector"])
+def test_a_search_of_several_threads_filters_them_with_array_contains(mode: str) -> None:
+    searches = [
+        build(query(mode=mode, threads=("p.a", "p.b"))),
+        sql.passage_search("alice", query(mode=mode, threads=("p.a", "p.b")), VECTOR, ALL),
+        sql.search_memories("alice", query(mode=mode, threads=("p.a", "p.b")), ["m1"], ALL),
+    ]
+
+    for built in searches:
+        assert "c.user_id = @user_id AND ARRAY_CONTAINS(@threads, c.thread_id)" in built.sql
+        assert params(built)["@threads"] == ["p.a", "p.b"]
+        assert built.partition_key is None  # routed by the /user_id prefix, over the user's partitions
+        assert_parameters_match(built)
+
+
+def test_one_thread_of_threads_is_a_single_partition_search() -> None:
+    one = build(query(threads=("p.a",)))
+    assert one.partition_key == ["alice", "p.a"]
+    assert "c.thread_id = @thread_id" in one.sql and "@threads" not in one.sql
+
+    # With thread_id too, the threads of both: its own, or none when the set leaves it out.
+    both = build(query(thread_id="p.a", threads=("p.a", "p.b")))
+    assert both.partition_key == ["alice", "p.a"] and "@threads" not in both.sql
+    outside = build(query(thread_id="p.c", threads=("p.a", "p.b")))
+    assert outside.partition_key == ["alice", "p.c"]
+    assert "ARRAY_CONTAINS(@threads, c.thread_id)" in outside.sql
+    assert_parameters_match(outside)
+
+
 @pytest.mark.parametrize(
     "built",
     [

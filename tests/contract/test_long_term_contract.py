@@ -434,6 +434,96 @@ async def test_text_search_reaches_past_better_matches_it_must_not_return(
     assert [h.memory.id for h in hits] == ["repair", "bike"]
 
 
+# -- search limited to a set of threads (SearchQuery.threads): a project's sessions, never another's -----
+
+PROJECT = ("proj.a", "proj.b")  # coding-agent sessions are threads named <project>.<session>
+ASKED = "deploy script staging server"
+
+
+async def seed_threads(store: LongTermStore, user: str) -> None:
+    """Two threads of the project, one of another project and a thread-less fact, both of which match the
+    question best (they are its very words), and a memory of the other project superseded since T0+10."""
+    await store.put(
+        [
+            memory(user, "a1", "the deploy script failed on staging", thread_id="proj.a", minutes=1),
+            memory(user, "b1", "the staging server deploy needs a new key", thread_id="proj.b", minutes=2),
+            memory(user, "b2", "fixed the staging deploy", type="summary", thread_id="proj.b", minutes=3),
+            memory(user, "c1", ASKED, thread_id="other.c", minutes=4),
+            memory(user, "f1", ASKED, type="fact", thread_id=None, minutes=5),
+            memory(
+                user,
+                "c0",
+                ASKED,
+                thread_id="other.c",
+                minutes=0,
+                superseded_by="c1",
+                superseded_at=T0 + timedelta(minutes=10),
+            ),
+        ]
+    )
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "text", "vector"])
+async def test_search_keeps_to_the_threads_named(
+    search_store: LongTermStore, new_user: NewUser, mode: str
+) -> None:
+    user = new_user()
+    await seed_threads(search_store, user)
+    vector = embed(ASKED)
+
+    async def ids(**fields: object) -> list[str]:
+        query = search_query(ASKED, mode=mode, **fields)
+        return [h.memory.id for h in await search_store.search(user, query, vector)]
+
+    assert (await ids())[0] in {"c1", "f1"}  # unrestricted, another project's words rank first
+    assert set(await ids(threads=PROJECT)) == {"a1", "b1", "b2"}
+    assert set(await ids(threads=("proj.b",))) == {"b1", "b2"}
+    assert await ids(threads=()) == []
+    assert await ids(threads=("no.such",)) == []
+    # As of a moment: a memory superseded since, current then, still keeps to its own thread.
+    assert "c0" in await ids(as_of=T0 + timedelta(minutes=6))
+    assert set(await ids(threads=PROJECT, as_of=T0 + timedelta(minutes=6))) == {"a1", "b1", "b2"}
+
+
+async def test_threads_combine_with_types_time_and_thread(
+    search_store: LongTermStore, new_user: NewUser
+) -> None:
+    user = new_user()
+    await seed_threads(search_store, user)
+    vector = embed(ASKED)
+
+    async def ids(**fields: object) -> set[str]:
+        query = search_query(ASKED, threads=PROJECT, **fields)
+        return {h.memory.id for h in await search_store.search(user, query, vector)}
+
+    assert await ids(types=["turn"]) == {"a1", "b1"}
+    assert await ids(types=["summary", "fact"]) == {"b2"}
+    assert await ids(since=T0 + timedelta(minutes=2)) == {"b1", "b2"}
+    assert await ids(until=T0 + timedelta(minutes=2)) == {"a1", "b1"}
+    two_to_four = {"since": T0 + timedelta(minutes=2), "until": T0 + timedelta(minutes=4)}
+    assert await ids(types=["turn"], **two_to_four) == {"b1"}
+    assert await ids(thread_id="proj.a") == {"a1"}  # both: the threads each names
+    assert await ids(thread_id="other.c") == set()
+
+
+async def test_a_phrase_search_keeps_to_the_threads_named(
+    long_term_store: LongTermStore, new_user: NewUser
+) -> None:
+    # A quoted phrase alone needs no ranking functions, so this runs on the local Cosmos server too.
+    user = new_user()
+    await seed_threads(long_term_store, user)
+
+    async def ids(**fields: object) -> set[str]:
+        query = search_query("", mode="text", phrases=["staging"], **fields)
+        return {h.memory.id for h in await long_term_store.search(user, query, None)}
+
+    assert await ids() == {"a1", "b1", "b2", "c1", "f1"}
+    assert await ids(threads=PROJECT) == {"a1", "b1", "b2"}
+    assert await ids(threads=PROJECT, types=["turn"]) == {"a1", "b1"}
+    assert await ids(threads=("proj.b",), since=T0 + timedelta(minutes=3)) == {"b2"}
+    assert await ids(threads=()) == set()
+
+
 # -- learning: find_by_hash and list_active on every backend, similar on search_store ----------
 
 

@@ -88,6 +88,18 @@ def test_narrow_filters_stay_exact_and_broad_ones_are_checked(data: tuple[np.nda
         assert all(r % 10 != 0 and r - 10 >= 100 for r, _ in found)  # turns (i % 10 != 0), created >= 100
 
 
+def test_a_broad_set_of_threads_is_checked_on_the_graph_s_answers(
+    data: tuple[np.ndarray, np.ndarray],
+) -> None:
+    vectors, queries = data
+    approximate = filled(vectors, ann_min_rows=1000)
+    threads = tuple(f"t{i}" for i in range(0, 30, 2))  # half the rows: past EXACT_AT_MOST, the graph answers
+    for query in queries[:10]:
+        found = approximate.search(query, 10, RowFilter(threads=threads))
+        assert len(found) == 10
+        assert all((r - 10) % 2 == 0 for r, _ in found)  # row i is in thread t{i % 30}: even threads only
+
+
 def test_text_hits_get_their_exact_cosine_beside_the_graph_s(data: tuple[np.ndarray, np.ndarray]) -> None:
     vectors, queries = data
     index = filled(vectors, ann_min_rows=1000)

@@ -272,9 +272,17 @@ def search_plan(query: SearchQuery, vector: Sequence[float] | None) -> SearchPla
 def _search_where(
     user_id: str, query: SearchQuery, type_clause: str, types: Sequence[str], *, phrases: bool
 ) -> _Where:
-    """A search of the user's memory's filters: thread, `type_clause` on `types`, current at as_of, time
-    range and, with `phrases`, the quoted phrases (on the content, which only memory items hold)."""
-    w = _Where(user_id, query.thread_id)
+    """A search of the user's memory's filters: thread (or threads), `type_clause` on `types`, current at
+    as_of, time range and, with `phrases`, the quoted phrases (on the content, which only memory items
+    hold). One thread, named either way, is a single-partition query."""
+    thread = query.thread_id
+    if thread is None and query.threads is not None and len(query.threads) == 1:
+        thread = query.threads[0]  # one thread: a single-partition query
+    w = _Where(user_id, thread)
+    if query.threads is not None and thread not in query.threads:
+        # Several threads (or a thread_id outside them: nothing). A memory without a thread is in none:
+        # its partition value (documents.USER_THREAD) is no valid thread id.
+        w.add("ARRAY_CONTAINS(@threads, c.thread_id)", "@threads", list(query.threads))
     w.add(type_clause, "@types", list(types))
     _current(w, query.as_of)
     if query.since is not None:

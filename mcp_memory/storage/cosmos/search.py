@@ -65,7 +65,7 @@ class CosmosSearch:
     async def search(self, user_id: str, query: SearchQuery, vector: QueryVector) -> list[Hit]:
         vector = await resolve_vector(vector)
         plan = sql.search_plan(query, vector)
-        if plan == "none":
+        if plan == "none" or query.threads == ():  # nothing to rank, or limited to no thread
             return []
         rankings: list[list[Found]] = []
         for container, types in self._containers(query.types or MEMORY_TYPES):

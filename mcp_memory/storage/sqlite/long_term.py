@@ -205,6 +205,8 @@ class SqliteLongTermStore:
         return [_memory(r) for r in rows]
 
     async def search(self, user_id: str, query: SearchQuery, vector: QueryVector) -> list[Hit]:
+        if query.threads == ():  # limited to no thread: nothing to rank
+            return []
         bound: datetime | None = None
         then: list[tuple[int, str, np.ndarray | None]] = []
         if query.as_of is not None:
@@ -478,6 +480,9 @@ def _narrowed(clauses: list[str], args: list[Any], query: SearchQuery | ListQuer
     if query.thread_id is not None:
         clauses.append("thread_id = ?")
         args.append(query.thread_id)
+    if isinstance(query, SearchQuery) and query.threads is not None:
+        clauses.append(f"thread_id IN ({','.join('?' * len(query.threads))})")  # SQLite allows IN ()
+        args += query.threads
     if query.types:
         clauses.append(f"type IN ({','.join('?' * len(query.types))})")
         args += query.types
