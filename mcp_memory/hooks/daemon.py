@@ -1,0 +1,152 @@
+"""The resident server the hooks talk to: found by its Unix socket, started on demand, asked over HTTP.
+
+It is `mcp-memory serve --socket PATH` (the same code as any `serve`, with the hooks' routes beside
+/mcp), one per data directory: it serves every client of the user and exits when idle
+(hooks.idle_exit_seconds). The socket lives in the data directory, which is the user's alone; a data
+directory whose path is too long for a socket address gets a socket in a private directory under the
+system's temporary directory instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mcp_memory.hooks.spool import hooks_dir, private_dir
+
+SOCKET_NAME = "server.sock"
+# A server started this recently is still loading (or failed to start: its log says why); no other
+# start is tried until then, so a broken store does not cost a start per event.
+START_BACKOFF_SECONDS = 5.0
+MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+
+
+def socket_path(data_dir: Path) -> Path:
+    path = hooks_dir(data_dir) / SOCKET_NAME
+    if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
+        return path
+    digest = hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"mcp-memory-{os.getuid()}" / f"{digest}.sock"
+
+
+class Unreachable(Exception):
+    """The resident server is not running, or did not answer in time."""
+
+
+def ask(data_dir: Path, route: str, body: dict[str, Any], timeout: float) -> dict[str, Any]:
+    """POST `body` as JSON to the resident server's `route` (e.g. /hooks/recall); its JSON answer. Plain
+    HTTP/1.1 over the socket, one request per connection: http.client's import alone costs a hook 30 ms."""
+    data = json.dumps(body).encode()
+    head = (
+        f"POST {route} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    deadline = time.monotonic() + timeout
+    chunks = []
+    try:
+        with contextlib.closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as sock:
+            sock.settimeout(timeout)
+            sock.connect(os.fspath(socket_path(data_dir)))
+            sock.sendall(head + data)
+            while chunk := sock.recv(65536):
+                chunks.append(chunk)
+                sock.settimeout(max(deadline - time.monotonic(), 0.001))
+    except OSError as e:
+        raise Unreachable(str(e) or type(e).__name__) from e
+    status, payload = _response(b"".join(chunks))
+    if status != 200:
+        raise Unreachable(f"HTTP {status}: {payload[:200]!r}")
+    try:
+        answer = json.loads(payload)
+    except ValueError as e:
+        raise Unreachable("the answer is not JSON") from e
+    return answer if isinstance(answer, dict) else {}
+
+
+def _response(raw: bytes) -> tuple[int, bytes]:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    try:
+        status = int(lines[0].split()[1])
+    except (IndexError, ValueError):
+        return 0, b""
+    if any(line.lower() == b"transfer-encoding: chunked" for line in lines[1:]):
+        body = _unchunked(body)
+    return status, body
+
+
+def _unchunked(body: bytes) -> bytes:
+    out, rest = [], body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        try:
+            size = int(size_line.split(b";")[0], 16)
+        except ValueError:
+            break
+        if size == 0:
+            break
+        out.append(rest[:size])
+        rest = rest[size + 2 :]
+    return b"".join(out)
+
+
+def running(data_dir: Path) -> bool:
+    path = socket_path(data_dir)
+    if not path.exists():
+        return False
+    with contextlib.closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as sock:
+        sock.settimeout(0.2)
+        try:
+            sock.connect(os.fspath(path))
+        except OSError:
+            return False
+    return True
+
+
+def start(data_dir: Path, log_file: Path) -> bool:
+    """Start the resident server in the background unless it runs or another hook is starting it;
+    whether this call started it. The hook does not wait for it."""
+    private_dir(hooks_dir(data_dir))
+    lock_path = hooks_dir(data_dir) / "start.lock"
+    with lock_path.open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return False  # another hook is starting it right now
+        if running(data_dir) or _started_lately(data_dir):
+            return False
+        path = socket_path(data_dir)
+        starting_file(data_dir).touch()  # removed by the server once it listens
+        private_dir(path.parent)
+        with log_file.open("ab") as log:
+            subprocess.Popen(
+                [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=log,
+                start_new_session=True,  # outlives the hook, and the client's signals to it
+                env={**os.environ, "MCP_MEMORY_DATA_DIR": os.fspath(data_dir)},
+                close_fds=True,
+            )
+        return True
+
+
+def starting_file(data_dir: Path) -> Path:
+    return hooks_dir(data_dir) / "starting"
+
+
+def _started_lately(data_dir: Path) -> bool:
+    try:
+        return time.time() - starting_file(data_dir).stat().st_mtime < START_BACKOFF_SECONDS
+    except OSError:
+        return False

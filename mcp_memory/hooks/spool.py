@@ -1,0 +1,86 @@
+"""Events written to disk before anything else, so nothing is lost while the store is busy or down.
+
+A hook writes its event here (one small JSON file, written whole then renamed into place) and returns;
+the resident server stores what the spool holds and deletes each file once stored. A file the server
+cannot store yet stays for the next attempt. Text is redacted (mcp_memory/redaction.py, its fast
+patterns) before it reaches the disk, and the directory is the user's alone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+SUFFIX = ".json"
+STALE_SECONDS = 600  # a file claimed this long ago by a server that died is taken again
+
+
+def hooks_dir(data_dir: Path) -> Path:
+    return data_dir / "hooks"
+
+
+def spool_dir(data_dir: Path) -> Path:
+    return hooks_dir(data_dir) / "spool"
+
+
+def private_dir(path: Path) -> Path:
+    """The directory, made if missing, readable by this user only."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+def write(directory: Path, entry: dict[str, Any]) -> Path:
+    """The entry, as one file in the spool; named by time so the server stores them in order."""
+    private_dir(directory)
+    name = f"{time.time_ns():020d}-{secrets.token_hex(4)}"
+    entry = {"id": name, **entry}
+    temporary = directory / f".{name}.tmp"
+    with temporary.open("w", encoding="utf-8") as handle:
+        os.fchmod(handle.fileno(), 0o600)
+        json.dump(entry, handle, ensure_ascii=False)
+    final = directory / f"{name}{SUFFIX}"
+    os.replace(temporary, final)
+    return final
+
+
+def pending(directory: Path) -> Iterator[tuple[Path, dict[str, Any]]]:
+    """The spooled entries, oldest first (a damaged file is set aside as .bad, never retried)."""
+    try:
+        names = sorted(p for p in os.listdir(directory) if p.endswith(SUFFIX))
+    except OSError:
+        return
+    for name in names:
+        path = directory / name
+        try:
+            entry = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            continue  # stored by another server meanwhile
+        except (OSError, ValueError):
+            _set_aside(path)
+            continue
+        if isinstance(entry, dict):
+            yield path, entry
+        else:
+            _set_aside(path)
+
+
+def done(path: Path) -> None:
+    path.unlink(missing_ok=True)
+
+
+def count(directory: Path) -> int:
+    try:
+        return sum(1 for p in os.listdir(directory) if p.endswith(SUFFIX))
+    except OSError:
+        return 0
+
+
+def _set_aside(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        os.replace(path, path.with_suffix(".bad"))
