@@ -442,6 +442,11 @@ class SecuritySettings(BaseModel):
         default=True,
         description="Flag instruction-like memory text (prompt-injection defence) at write and read.",
     )
+    redact_secrets: bool = Field(
+        default=True,
+        description="Replace credentials (private keys, API tokens, passwords in URLs and assignments) and "
+        "`<private>` spans with a marker before anything is written (docs/security.md).",
+    )
 
 
 class LearningSettings(BaseModel):
@@ -588,7 +593,7 @@ class HooksSettings(BaseModel):
     )
     spaces: dict[str, str] = Field(
         default_factory=dict,
-        description="A project's shared space: {project: space}, e.g. {\"github.com/acme/api\": \"team\"}; its "
+        description='A project\'s shared space: {project: space}, e.g. {"github.com/acme/api": "team"}; its '
         "sessions are stored there and recalled from there (the user must be a writer).",
     )
     idle_exit_seconds: int = Field(

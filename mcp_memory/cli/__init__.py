@@ -5,22 +5,23 @@ stdout belongs to the stdio protocol, so every log line goes to stderr.
 
 from __future__ import annotations
 
-import argparse
-import logging
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
-
-import anyio
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
 from mcp_memory import __version__
-from mcp_memory.cli.audit import add_parser as audit_parser
-from mcp_memory.config import Settings
-from mcp_memory.errors import MemoryServerError
 
-log = logging.getLogger("mcp_memory")
+if TYPE_CHECKING:
+    import argparse
+
+    from pydantic import ValidationError
+
+    from mcp_memory.config import Settings
+
+# Nothing but sys at the top: every hook event (cli/hook.py) starts here, and `mcp-memory --help` must
+# be quick too; what a command needs (argparse, pydantic, anyio, the MCP SDK, the service) is imported
+# when it runs.
 
 DESCRIPTION = """\
 mcp-memory: an MCP server that gives AI assistants working memory (recent messages plus a running
@@ -51,6 +52,12 @@ IMPORT_FORMATS = ("mcp-memory", "memory-jsonl", "chatgpt", "claude")
 
 
 def build_parser() -> argparse.ArgumentParser:
+    import argparse
+    from datetime import datetime
+
+    from mcp_memory.cli import doctor, install
+    from mcp_memory.cli.audit import add_parser as audit_parser
+
     parser = argparse.ArgumentParser(
         prog="mcp-memory",
         description=DESCRIPTION,
@@ -63,6 +70,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind for sse/http (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
+    serve.add_argument(
+        "--socket",
+        type=Path,
+        help="serve streamable HTTP and the hooks' routes on this Unix socket instead, and exit when idle "
+        "(what the hooks start on demand: docs/hooks.md)",
+    )
+    hook = commands.add_parser(
+        "hook", help="handle one lifecycle event of a coding agent (what `mcp-memory install` sets up)"
+    )
+    hook.add_argument("client", choices=["claude-code", "cursor", "vscode", "codex", "gemini"])
+    hook.add_argument("--event", help="the client's event name (default: the payload's hook_event_name)")
     ui = commands.add_parser("ui", help="browse, search, correct and forget memories in a browser page")
     ui.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need tokens)"
@@ -112,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
         "never deleted",
     )
     audit_parser(commands)
+    install.add_parser(commands)
+    doctor.add_parser(commands)
     token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
     token.add_argument("--user", required=True, help="the user whose memories the token reaches")
     token.add_argument("--name", default="", help="a label for logs, e.g. ann-laptop")
@@ -123,12 +143,30 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["hook"]:  # the hot path: a coding agent's lifecycle event (cli/hook.py)
+        from mcp_memory.cli.hook import main as hook_main
+
+        hook_main(arguments[1:])
+        return
+    args = build_parser().parse_args(arguments)
+    if args.command in ("install", "doctor"):  # files of the clients: they work even with bad settings
+        from mcp_memory.cli import doctor, install
+
+        raise SystemExit((install if args.command == "install" else doctor).run(args))
+    import anyio
+    from pydantic import ValidationError
+
+    from mcp_memory.config import Settings
+    from mcp_memory.errors import MemoryServerError
+
     try:
         settings = Settings()
     except ValidationError as e:
         print(f"mcp-memory: invalid settings:\n{_settings_problems(e)}", file=sys.stderr)
         raise SystemExit(2) from None
+    import logging
+
     logging.basicConfig(
         level=settings.log_level,
         stream=sys.stderr,
@@ -161,9 +199,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             anyio.run(run_demo, settings, args.keep)
         else:
             transport = getattr(args, "transport", "stdio")
-            anyio.run(
-                _serve, settings, transport, getattr(args, "host", "127.0.0.1"), getattr(args, "port", 8000)
-            )
+            host, port = getattr(args, "host", "127.0.0.1"), getattr(args, "port", 8000)
+            anyio.run(_serve, settings, transport, host, port, getattr(args, "socket", None))
     except MemoryServerError as e:
         print(f"mcp-memory: {e}", file=sys.stderr)
         raise SystemExit(1) from None
@@ -173,6 +210,8 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _service_command(settings: Settings, args: argparse.Namespace) -> None:
     """The commands that open the memory service themselves (cli/commands.py, cli/audit.py)."""
+    import anyio
+
     from mcp_memory.cli.audit import audit_command
     from mcp_memory.cli.commands import export_command, forget_user_command, import_command
 
@@ -187,15 +226,23 @@ def _service_command(settings: Settings, args: argparse.Namespace) -> None:
         raise SystemExit(anyio.run(audit_command, settings, args))
 
 
-async def _serve(settings: Settings, transport: str, host: str, port: int) -> None:
+async def _serve(
+    settings: Settings, transport: str, host: str, port: int, socket: Path | None = None
+) -> None:
+    from mcp_memory.mcp.hook_routes import HookEndpoints
     from mcp_memory.mcp.server import build_server
-    from mcp_memory.mcp.transports import serve
+    from mcp_memory.mcp.transports import Resident, serve
     from mcp_memory.ui.app import explorer_mount
 
     server = build_server(settings)
     # Open the backends before accepting a connection, so a bad data file or an unreachable backend
     # is a clear startup error; SSE sessions then share this one service instead of reopening it.
     async with server.host.use():
+        if socket is not None:  # the hooks' resident server (mcp_memory/hooks/daemon.py)
+            endpoints = HookEndpoints(server.host)
+            resident = Resident(socket, endpoints, settings.hooks.idle_exit_seconds)
+            await serve(server, "http", "127.0.0.1", 0, mounts=endpoints.routes(), resident=resident)
+            return
         # The explorer at /ui beside the MCP endpoint, over the same service, tokens and scopes.
         mounts = [] if transport == "stdio" else explorer_mount(server.host, settings, host)
         await serve(server, transport, host, port, mounts=mounts)

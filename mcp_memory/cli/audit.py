@@ -11,16 +11,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from mcp_memory import validation as check
-from mcp_memory.audit import AuditRecord
-from mcp_memory.cli.commands import acting_as_operator
-from mcp_memory.config import Settings
-from mcp_memory.errors import BackendUnavailableError
-from mcp_memory.models import space_key
-from mcp_memory.service.assembly import open_service
-from mcp_memory.service.audit_trail import EVERY_LEDGER, Viewer, read_page
+if TYPE_CHECKING:  # the parser is built on every start of the CLI: the service is imported when used
+    from mcp_memory.audit import AuditRecord
+    from mcp_memory.config import Settings
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,6 +41,12 @@ def _trail_filters(parser: argparse.ArgumentParser) -> None:
 
 
 async def audit_command(settings: Settings, args: argparse.Namespace, out: TextIO = sys.stdout) -> int:
+    from mcp_memory import validation as check
+    from mcp_memory.cli.commands import acting_as_operator
+    from mcp_memory.errors import BackendUnavailableError
+    from mcp_memory.service.assembly import open_service
+    from mcp_memory.service.audit_trail import EVERY_LEDGER, Viewer, read_page
+
     async with open_service(settings) as service:
         log = service.audit.log
         if log is None:
@@ -85,6 +86,9 @@ async def audit_command(settings: Settings, args: argparse.Namespace, out: TextI
 
 
 def _ledger(args: argparse.Namespace) -> str | None:
+    from mcp_memory import validation as check
+    from mcp_memory.models import space_key
+
     if args.space:
         return space_key(check.space(args.space))
     if args.user:

@@ -2,7 +2,7 @@
 
 A hook writes its event here (one small JSON file, written whole then renamed into place) and returns;
 the resident server stores what the spool holds and deletes each file once stored. A file the server
-cannot store yet stays for the next attempt. Text is redacted (mcp_memory/redaction.py, its fast
+cannot store yet stays for the next attempt. Text is redacted (mcp_memory/redaction/, its fast
 patterns) before it reaches the disk, and the directory is the user's alone.
 """
 

@@ -124,7 +124,7 @@ class _Reader:
                 continue
             self.exchange.tail.clear()  # the reply is what comes after the last tool call
             name, key = str(block.get("name") or ""), str(block.get("id"))
-            tool_input = block.get("input") if isinstance(block.get("input"), dict) else {}
+            tool_input = _object(block.get("input"))
             self.calls[key] = (name, tool_input)
             todo = _todo(tool_input) if name == "TodoWrite" else ""
             if todo:
@@ -142,7 +142,7 @@ def captured(entries: Iterable[dict[str, Any]], *, complete: bool) -> Iterator[C
             continue
         time = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
         uuid = str(entry.get("uuid") or "")
-        message = entry.get("message") if isinstance(entry.get("message"), dict) else {}
+        message = _object(entry.get("message"))
         if entry.get("type") == "user":
             yield from reader.user(entry, message.get("content"), uuid, time)
         elif entry.get("type") == "assistant":
@@ -159,6 +159,10 @@ def _closed(exchange: _Exchange, *, final: bool) -> Iterator[Captured]:
         first_uuid, _, _ = exchange.tail[0]
         reply = "\n\n".join(text for _, text, _ in exchange.tail)
         yield Captured(f"{first_uuid}:reply", "reply", "assistant", reply, exchange.tail[-1][2])
+
+
+def _object(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _blocks(content: object, *types: str) -> Iterator[dict[str, Any]]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from mcp_memory import redaction
 from mcp_memory import validation as check
 from mcp_memory.errors import InvalidInputError
 from mcp_memory.learning.parsing import FACT_KINDS
@@ -29,11 +31,12 @@ class MemoryEditor:
     revisions: RevisionStore
     writer: MemoryWriter
     max_chars: int
+    redact_secrets: bool = True  # security.redact_secrets: see redaction/
 
     async def remember(
         self, user_id: str, content: str, kind: str = "semantic", thread_id: str | None = None
     ) -> WrittenMemory:
-        content = " ".join(check.content(content, self.max_chars).split())
+        content = self._content(content)
         if kind not in FACT_KINDS:
             raise InvalidInputError(f"type {kind!r} is unknown: use one of {', '.join(FACT_KINDS)}")
         if thread_id is not None:
@@ -49,12 +52,13 @@ class MemoryEditor:
             source_text=content,
             labels={"tool": "remember"},
             origin="user",
+            metadata=self._redacted_kinds(content),
         )
         return WrittenMemory(**MemoryView.of(outcome.memory).model_dump(), action=outcome.action)
 
     async def update(self, user_id: str, memory_id: str, content: str) -> MemoryView:
         memory = await self._editable(user_id, memory_id)
-        content = " ".join(check.content(content, self.max_chars).split())
+        content = self._content(content)
         if memory.superseded_by is not None:
             raise InvalidInputError(
                 f"memory {memory.id} was superseded by {memory.superseded_by} ({memory.supersede_reason}); "
@@ -69,6 +73,7 @@ class MemoryEditor:
             cause="user_edit",
             source_text=content,
             labels={"tool": "update_memory"},
+            metadata=redaction.stamp(memory.metadata, content) if self.redact_secrets else None,
             baseline=await self._baseline(memory),
         )
         return MemoryView.of(edited)
@@ -97,6 +102,20 @@ class MemoryEditor:
             superseded=(revision.superseded_by, revision.supersede_reason),
         )
         return MemoryView.of(restored)
+
+    def _content(self, content: str) -> str:
+        """The text to store: checked, credentials redacted (before whitespace is folded, so that a
+        private key's lines are still lines), on one line."""
+        content = check.content(content, self.max_chars)
+        if self.redact_secrets:
+            content = redaction.redact(content).text
+        return " ".join(content.split())
+
+    def _redacted_kinds(self, content: str) -> dict[str, Any] | None:
+        """The server's redaction entry for a fact's metadata (None: remove a stale one)."""
+        if not self.redact_secrets:
+            return None
+        return {redaction.REDACTED_KEY: redaction.stamp({}, content).get(redaction.REDACTED_KEY)}
 
     async def _editable(self, user_id: str, memory_id: str) -> Memory:
         memory = await self.long_term.get(user_id, check.memory_id(memory_id))

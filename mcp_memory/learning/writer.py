@@ -101,8 +101,10 @@ class MemoryWriter:
         source_text: str | None = None,
         labels: dict[str, str] | None = None,
         origin: str = "extraction",
+        metadata: dict[str, Any] | None = None,
     ) -> WriteOutcome:
-        """Store one fact unless an active one already says it (exactly, or nearly: then update it)."""
+        """Store one fact unless an active one already says it (exactly, or nearly: then update it).
+        `metadata`: entries set in the fact's metadata (a None value removes one)."""
         same = await self.long_term.find_by_hash(user_id, content_hash(text), types=("fact",))
         if same:
             return WriteOutcome("unchanged", same[0])
@@ -113,19 +115,22 @@ class MemoryWriter:
         if near:
             old = near[0].memory
             sources = list(dict.fromkeys([*old.metadata.get("source_turn_ids", []), *source_turn_ids]))
-            metadata = {
-                **old.metadata,
-                "fact_type": kind,
-                "confidence": max(confidence, float(old.metadata.get("confidence", 0.0))),
-                "source_turn_ids": sources,
-            }
+            merged = _with(
+                {
+                    **old.metadata,
+                    "fact_type": kind,
+                    "confidence": max(confidence, float(old.metadata.get("confidence", 0.0))),
+                    "source_turn_ids": sources,
+                },
+                metadata,
+            )
             updated = old.model_copy(
                 update={
                     "content": text,
                     "content_hash": content_hash(text),
                     "embedding": vector,
                     "passage_embeddings": passage_vectors,
-                    "metadata": metadata,
+                    "metadata": merged,
                     "token_count": self.tokens.count(text),
                     "updated_at": utcnow(),
                 }
@@ -142,12 +147,15 @@ class MemoryWriter:
             embedding=vector,
             passage_embeddings=passage_vectors,
             token_count=self.tokens.count(text),
-            metadata={
-                "fact_type": kind,
-                "confidence": round(confidence, 3),
-                "source_turn_ids": list(source_turn_ids),
-                "origin": origin,
-            },
+            metadata=_with(
+                {
+                    "fact_type": kind,
+                    "confidence": round(confidence, 3),
+                    "source_turn_ids": list(source_turn_ids),
+                    "origin": origin,
+                },
+                metadata,
+            ),
             author=author_of(user_id),
         )
         await self.save(memory, "create", cause, source_text=source_text or text, labels=labels)
@@ -253,3 +261,14 @@ class MemoryWriter:
     async def _check_room(self, user_id: str, action: RevisionAction, adding: int) -> None:
         if action in _GROWING:
             await refuse_without_room(self.long_term, user_id, adding, self.max_stored_bytes)
+
+
+def _with(metadata: dict[str, Any], entries: dict[str, Any] | None) -> dict[str, Any]:
+    """`metadata` with `entries` set, an entry of value None removed."""
+    merged = dict(metadata)
+    for key, value in (entries or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged

@@ -8,14 +8,20 @@ served beside them. On streamable HTTP, requests then take their turns (`admissi
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 
+import anyio
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -25,6 +31,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory import __version__
 from mcp_memory.errors import ConfigError
+from mcp_memory.hooks.daemon import starting_file
+from mcp_memory.mcp.hook_routes import Activity, HookEndpoints
 from mcp_memory.mcp.middleware.admission import Admission
 from mcp_memory.mcp.middleware.oauth import ResourceGuard, metadata_routes
 from mcp_memory.mcp.routes import PATH, add_readiness_route, exposition, metrics_route
@@ -40,24 +48,50 @@ MAX_HEAD_BYTES = 256 * 1024  # request line and headers, at most
 METRICS_HOST = "127.0.0.1"  # observability.metrics_port serves without a token: loopback only
 
 
+@dataclass(frozen=True)
+class Resident:
+    """The hooks' resident server: streamable HTTP on a Unix socket, the hooks' routes beside /mcp, and
+    an exit once idle (mcp_memory/hooks/daemon.py starts it)."""
+
+    socket: Path
+    endpoints: HookEndpoints
+    idle_seconds: int
+
+    def started(self) -> None:
+        """Listening: the hooks may start another server once this one is gone (hooks/daemon.py)."""
+        starting_file(self.endpoints.host.settings.data_dir).unlink(missing_ok=True)
+
+
 async def serve(
-    server: MemoryServer, transport: str, host: str, port: int, *, mounts: Sequence[BaseRoute] = ()
+    server: MemoryServer,
+    transport: str,
+    host: str,
+    port: int,
+    *,
+    mounts: Sequence[BaseRoute] = (),
+    resident: Resident | None = None,
 ) -> None:
-    """Serve MCP over `transport`; on SSE/HTTP also `mounts` (the explorer at /ui) beside it."""
+    """Serve MCP over `transport`; on SSE/HTTP also `mounts` (the explorer at /ui) beside it; with
+    `resident`, on its Unix socket instead of host:port."""
     tracing = open_tracing(server.host.settings.observability.otlp_endpoint)
     server.call_metrics.tracing = tracing
     try:
         if transport == "stdio":
             await server.run_stdio_async()
         else:
-            await _serve_network(server, transport, host, port, mounts)
+            await _serve_network(server, transport, host, port, mounts, resident)
     finally:
         if tracing is not None:
             tracing.close()  # sends the spans still batched
 
 
 async def _serve_network(
-    server: MemoryServer, transport: str, host: str, port: int, mounts: Sequence[BaseRoute]
+    server: MemoryServer,
+    transport: str,
+    host: str,
+    port: int,
+    mounts: Sequence[BaseRoute],
+    resident: Resident | None = None,
 ) -> None:
     settings = server.host.settings
     check_exposure(settings, transport, host)  # no memories on a public address without auth
@@ -91,6 +125,9 @@ async def _serve_network(
             metrics=server.host.metrics,
         )
     served = await _guarded(taking_turns, server, verifier, endpoints)
+    if resident is not None:
+        await serve_resident(served, resident)
+        return
     if observability.metrics_port is None or not observability.metrics:
         await serve_http(served, host, port, where)
         return
@@ -184,6 +221,57 @@ async def serve_http(
             await uvicorn.Server(config).serve(sockets=[listener, *also])
     finally:
         listener.close()
+
+
+async def serve_resident(app: ASGIApp, resident: Resident) -> None:
+    """Serve on the resident's Unix socket until idle for its time (or SIGTERM). One per socket: a second
+    one started meanwhile finds the lock held and leaves at once."""
+    path = resident.socket
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with path.with_suffix(".lock").open("a") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            log.info("another resident server serves %s", path)
+            return
+        path.unlink(missing_ok=True)  # a dead server's socket: the lock says nobody serves it
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        mask = os.umask(0o177)  # the socket is the user's alone
+        try:
+            listener.bind(os.fspath(path))
+        finally:
+            os.umask(mask)
+        listener.listen(socket.SOMAXCONN)
+        resident.started()
+        log.info("mcp-memory listening on %s (exits after %d s idle)", path, resident.idle_seconds)
+        config = uvicorn.Config(
+            Activity(app, resident.endpoints),
+            log_level="warning",
+            lifespan="on",
+            h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+        )
+        uvicorn_server = uvicorn.Server(config)
+        try:
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(_exit_when_idle, uvicorn_server, resident)
+                tasks.start_soon(resident.endpoints.drain)  # what was spooled while no server ran
+                with _sigterm_unwinds():
+                    await uvicorn_server.serve(sockets=[listener])
+                tasks.cancel_scope.cancel()
+        finally:
+            listener.close()
+            path.unlink(missing_ok=True)
+
+
+async def _exit_when_idle(server: uvicorn.Server, resident: Resident) -> None:
+    step = min(5.0, resident.idle_seconds / 4)
+    while True:
+        await anyio.sleep(step)
+        idle = time.monotonic() - resident.endpoints.last_request
+        if idle >= resident.idle_seconds and not resident.endpoints.busy():
+            log.info("idle for %d s: the resident server exits", int(idle))
+            server.should_exit = True
+            return
 
 
 def listen_socket(host: str, port: int) -> socket.socket:

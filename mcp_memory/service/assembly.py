@@ -82,6 +82,7 @@ async def open_service(
             revisions=learning.revisions if learning is not None else None,
             on_change=_graph_listener(on_change),
             similarity_floor=_similarity_floor(settings, embedder),
+            redact_secrets=settings.security.redact_secrets,
         )
         if learning is not None:
             await _connect_graph(settings, graph, learning)

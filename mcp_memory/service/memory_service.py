@@ -21,7 +21,7 @@ from typing import Any, TypeGuard
 
 import anyio
 
-from mcp_memory import safety
+from mcp_memory import redaction, safety
 from mcp_memory import validation as check
 from mcp_memory.audit import COMMAND_ACTOR, Auditor, Draft
 from mcp_memory.config import Settings
@@ -130,7 +130,7 @@ class MemoryService:
 
     # ---- turns ---------------------------------------------------------------------------------
 
-    async def add_turn(
+    async def add_turn(  # noqa: PLR0913 - add_turn's arguments, and the id a capture derives
         self,
         user_id: str,
         thread_id: str,
@@ -141,11 +141,16 @@ class MemoryService:
         *,
         created_at: str | datetime | None = None,
         progress: Progress | None = None,
+        turn_id: str | None = None,
     ) -> AddTurnResult:
+        """Store one message of a thread (`turn_id`: the id the caller derived, for a capture that must
+        store each message exactly once: service/capture.py; else a new one)."""
         thread_id = check.thread_id(thread_id)
         role_ = check.role(role)
         content = check.content(content, self.settings.max_content_chars)
         metadata = check.metadata(metadata)
+        if self.settings.security.redact_secrets:  # before anything else sees them: see redaction/
+            content, metadata = await _redacted(content, metadata)
         context_window = check.context_window(context_window)
         said_at = check.created_at(created_at, utcnow())
         if said_at is not None:
@@ -156,7 +161,7 @@ class MemoryService:
         tokens = await self.tokens.count_off_loop(content)
         vectors = await self._turn_vectors(content)
         message = Message(
-            id=f"turn_{uuid.uuid4().hex}",
+            id=turn_id or f"turn_{uuid.uuid4().hex}",
             role=role_,
             content=content,
             metadata=metadata,
@@ -382,7 +387,10 @@ class MemoryService:
 
     async def set_thread_data(self, user_id: str, thread_id: str, data: dict[str, Any]) -> None:
         thread_id = check.thread_id(thread_id)
-        await self.stores.working.set_data(user_id, thread_id, check.metadata(data, "data"))
+        data = check.metadata(data, "data")
+        if self.settings.security.redact_secrets:
+            data = redaction.redact_values(data)
+        await self.stores.working.set_data(user_id, thread_id, data)
         await self._changed(user_id, thread_id)
 
     async def list_threads(self, owners: str | Sequence[str]) -> list[ThreadInfo]:
@@ -575,6 +583,8 @@ class MemoryService:
 
     async def import_memories(self, user_id: str, jsonl: str, dry_run: bool = False) -> ImportResult:
         parsed = portability.parse(jsonl)
+        if self.settings.security.redact_secrets:  # before anything is stored: see redaction/
+            parsed = await anyio.to_thread.run_sync(portability.redacted, parsed)
         # An observation comes with its entity in the graph line, under an id of the importer's own.
         memories = [
             m
@@ -685,7 +695,7 @@ class MemoryService:
             if new:
                 report.threads += 1
                 report.imported += len(new)
-                if conversation.title:
+                if conversation.title:  # redacted there, as each message is in add_turn
                     await self.set_thread_data(
                         user_id, thread, {"title": conversation.title, "source": source}
                     )
@@ -726,6 +736,18 @@ class MemoryService:
     async def _changed(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:
             await self.on_change(user_id, thread_id)
+
+
+# Redacting a turn this long or longer runs on a worker thread (about 1 ms per 3,000 characters), as
+# does the first, which loads detect-secrets (a few hundred ms).
+REDACT_OFF_LOOP_CHARS = 8_192
+
+
+async def _redacted(content: str, metadata: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The turn's text and metadata with credentials and <private> spans replaced (redaction/)."""
+    if len(content) < REDACT_OFF_LOOP_CHARS and redaction.loaded():
+        return redaction.redact_memory(content, metadata)
+    return await anyio.to_thread.run_sync(redaction.redact_memory, content, metadata)
 
 
 def _may_forget(key: str, memory: Memory) -> None:

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from mcp_memory import safety
+from mcp_memory import redaction, safety
 from mcp_memory import validation as check
 from mcp_memory.errors import InvalidInputError
 from mcp_memory.models import AnyRole, Memory, MemoryType, WorkingMemory, author_of, summary_id, utcnow
@@ -225,6 +225,25 @@ def parse(jsonl: str) -> ParsedImport:
         if parsed["graph"]
         else None,
     )
+
+
+def redacted(parsed: ParsedImport) -> ParsedImport:
+    """The import with credentials and <private> spans replaced (redaction/) in what it would store:
+    memories' and revisions' text and metadata, threads' data. The graph's names and observations are
+    redacted by the graph's own checks (service/graph/checks.py)."""
+    memories = []
+    for line in parsed.memories:
+        content, metadata = redaction.redact_memory(line.content, line.metadata)
+        memories.append(line.model_copy(update={"content": content, "metadata": metadata}))
+    revisions = []
+    for revision in parsed.revisions:
+        content, metadata = redaction.redact_memory(revision.content, revision.metadata)
+        source = redaction.redact(revision.source_text).text if revision.source_text else revision.source_text
+        revisions.append(
+            revision.model_copy(update={"content": content, "metadata": metadata, "source_text": source})
+        )
+    threads = [t.model_copy(update={"data": redaction.redact_values(t.data)}) for t in parsed.threads]
+    return parsed.model_copy(update={"memories": memories, "revisions": revisions, "threads": threads})
 
 
 def to_memories(user_id: str, parsed: ParsedImport, max_chars: int) -> list[Memory]:

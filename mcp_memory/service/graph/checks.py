@@ -1,6 +1,8 @@
 """What the graph accepts from a call: lists no longer than graph.max_items_per_call, names of one line
 within graph.max_name_chars, observations within max_content_chars, and the fields each item needs.
-Bad input is refused whole, with a message naming it; nothing is stored."""
+Bad input is refused whole, with a message naming it; nothing is stored. With `redact`, what passes
+comes back with its credentials replaced by markers (redaction/): the same words give the same
+result, so an observation or a name is found again by the words it was written with."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from mcp_memory import redaction
 from mcp_memory.config import GraphSettings
 from mcp_memory.errors import InvalidInputError
 
@@ -19,6 +22,7 @@ _CONTROL_OK_IN_TEXT = frozenset("\n\r\t")
 class Checks:
     settings: GraphSettings
     max_content_chars: int
+    redact: bool = False  # security.redact_secrets
 
     def batch(self, value: Any, name: str, limited: bool = True) -> list[Any]:
         if not isinstance(value, list | tuple):
@@ -47,7 +51,7 @@ class Checks:
             raise InvalidInputError(
                 f"{what} {value[:80]!r} holds a control character; names are one line of text"
             )
-        return value
+        return self.redacted(value)
 
     def observation(self, value: str) -> str:
         if not value.strip():
@@ -58,7 +62,10 @@ class Checks:
             )
         if any(unicodedata.category(c) == "Cc" and c not in _CONTROL_OK_IN_TEXT for c in value):
             raise InvalidInputError(f"observation {value[:80]!r} holds a control character")
-        return value
+        return self.redacted(value)
+
+    def redacted(self, value: str) -> str:
+        return redaction.redact(value).text if self.redact else value
 
     def relation(self, value: Any) -> tuple[str, str, str]:
         return (

@@ -76,6 +76,8 @@ class KnowledgeGraph:
     on_change: GraphListener | None = None
     # search_nodes adds an entity whose observation is at least this close to the query (cosine).
     similarity_floor: float = 0.25
+    # Names and observations have credentials replaced before they are stored (security.redact_secrets).
+    redact_secrets: bool = True
     # Its parts, one a job (the modules of this package).
     _checks: Checks = field(init=False, repr=False)
     _pages: Pager = field(init=False, repr=False)
@@ -83,7 +85,7 @@ class KnowledgeGraph:
     _links: EntityLinks = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self._checks = Checks(self.settings, self.max_content_chars)
+        self._checks = Checks(self.settings, self.max_content_chars, self.redact_secrets)
         self._pages = Pager(self.store, self.tokens)
         self._memories = ObservationMemories(
             self.store, self.long_term, self.embedder, self.tokens, self.revisions
@@ -201,7 +203,11 @@ class KnowledgeGraph:
         wanted = [
             (
                 self._checks.name(field_of(d, "entityName", "deletions"), "entityName"),
-                strings(field_of(d, "observations", "deletions"), "observations"),
+                # As they were stored: redacted the same way.
+                [
+                    self._checks.redacted(o)
+                    for o in strings(field_of(d, "observations", "deletions"), "observations")
+                ],
             )
             for d in self._checks.batch(deletions, "deletions")
         ]
@@ -244,6 +250,7 @@ class KnowledgeGraph:
         wanted = [n for n in self._checks.batch(names, "names") if isinstance(n, str)]
         if len(wanted) != len(names):
             raise InvalidInputError("names must be a list of entity names (strings)")
+        wanted = [self._checks.redacted(n) for n in wanted]  # as they were stored
         return await self._pages.of(owner, await self.store.entities(owner, names=wanted), page or Page())
 
     # ---- moving in and out: the reference's memory.jsonl (files.py) ------------------------------

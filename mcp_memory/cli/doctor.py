@@ -1,0 +1,309 @@
+"""`mcp-memory doctor`: what is installed where, whether it points at a program that exists, when each
+client's hooks last fired, whether the resident server answers, how many events wait in the spool, and
+whether the store opens. Read-only, always exits 0; `--json` for machines.
+
+Standard library (and platformdirs) only: it must run even when the rest is broken, and the CLI imports
+this module to build its parser, so what only the checks need is imported when they run. It reads the
+settings it needs from the environment itself, as mcp_memory/config.py names them (not from .env).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from mcp_memory.cli.install_clients import (
+    CLIENTS,
+    SERVER_NAME,
+    Client,
+    Scope,
+    find_program,
+    hook_program,
+    is_our_hook,
+    is_our_server,
+)
+
+Report = dict[str, Any]
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="check the installed hooks and MCP entries, the resident server and the store"
+    )
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    report = examine(Path.cwd())
+    print(json.dumps(report, indent=2) if args.json else "\n".join(_text(report)))
+    return 0
+
+
+def examine(project: Path) -> Report:
+    from mcp_memory.hooks.spool import spool_dir
+
+    data_dir = _data_dir()
+    return {
+        "program": find_program(),
+        "data_dir": str(data_dir),
+        "clients": {
+            client.name: {
+                "user": _installed(client, "user", Path.home()),
+                "project": _installed(client, "project", project.resolve()),
+                "last_fired": _last_fired(data_dir / "hooks" / "fired" / f"{client.name}.json"),
+            }
+            for client in CLIENTS.values()
+        },
+        "resident_server": _resident_server(data_dir),
+        "spool": _spool(spool_dir(data_dir)),
+        "store": _store(data_dir),
+    }
+
+
+# Settings, read as mcp_memory/config.py reads them -----------------------------------------------
+
+
+def _env(name: str) -> str | None:
+    """A setting's environment variable; pydantic-settings matches their names case-insensitively."""
+    wanted = name.upper()
+    return next((value for key, value in os.environ.items() if key.upper() == wanted and value), None)
+
+
+def _data_dir() -> Path:
+    import platformdirs
+
+    return Path(_env("MCP_MEMORY_DATA_DIR") or platformdirs.user_data_dir("mcp-memory", appauthor=False))
+
+
+# What is installed -------------------------------------------------------------------------------
+
+
+def _installed(client: Client, scope: Scope, root: Path) -> Report:
+    report: Report = {"server": _server(client, scope, root), "hooks": _hooks(client, scope, root)}
+    if client.mcp_format == "toml":
+        report["hooks_feature"] = _codex_feature(client.mcp_file(scope, root))
+    return report
+
+
+def _server(client: Client, scope: Scope, root: Path) -> Report:
+    path = client.mcp_file(scope, root)
+    report: Report = {"file": str(path), "installed": False}
+    if not path.exists():
+        return report
+    config, error = _read(path, client.mcp_format)
+    if error:
+        return {**report, "error": error}
+    servers = config.get(client.servers_key)
+    entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
+    if entry is None:
+        return report
+    if not is_our_server(entry):
+        return {**report, "other": f'a server named "{SERVER_NAME}" that is not mcp-memory\'s'}
+    args = entry.get("args") if isinstance(entry.get("args"), list) else []
+    env = entry.get("env") if isinstance(entry.get("env"), dict) else {}
+    return {
+        **report,
+        "installed": True,
+        "command": [entry["command"], *map(str, args)],
+        "program": _program(entry["command"]),
+        "capture": str(env.get("MCP_MEMORY_HOOKS__CAPTURE", "")).lower() == "true",
+    }
+
+
+def _hooks(client: Client, scope: Scope, root: Path) -> Report:
+    path = client.hooks_file(scope, root)
+    report: Report = {"file": str(path), "events": [], "expected": [e.name for e in client.events]}
+    if not path.exists():
+        return report
+    document, error = _read(path, "json")
+    if error:
+        return {**report, "error": error}
+    hooks = document.get("hooks")
+    found: dict[str, str] = {}  # event -> the command of our hook
+    for event, items in (hooks if isinstance(hooks, dict) else {}).items():
+        for item in items if isinstance(items, list) else []:
+            entries = item.get("hooks") if client.nested_hooks and isinstance(item, dict) else [item]
+            for entry in entries if isinstance(entries, list) else []:
+                if is_our_hook(entry, client.name):
+                    found[event] = entry["command"]
+    programs = sorted({program[0] for program in map(hook_program, found.values()) if program})
+    return {**report, "events": sorted(found), "programs": [_program(p) for p in programs]}
+
+
+def _codex_feature(path: Path) -> bool | None:
+    """Codex's `[features] hooks` (or its older name `codex_hooks`); None when not set."""
+    features = _read(path, "toml")[0].get("features") if path.exists() else None
+    if not isinstance(features, dict):
+        return None
+    flag = features.get("hooks", features.get("codex_hooks"))
+    return flag if isinstance(flag, bool) else None
+
+
+def _read(path: Path, form: str) -> tuple[dict[str, Any], str | None]:
+    """A client's file, read as install reads it; ({}, why) when it cannot be."""
+    from mcp_memory.cli.install import ConfigError, Files
+
+    try:
+        return (Files().toml(path).config if form == "toml" else Files().json(path).data), None
+    except ConfigError as e:
+        return {}, str(e)
+
+
+def _program(command: str) -> Report:
+    """Where a command points, and whether a client started from the desktop (another PATH) finds it."""
+    if os.path.isabs(command):
+        return {"path": command, "exists": Path(command).is_file()}
+    found = shutil.which(command)
+    return {"path": command, "exists": False, "on_this_path": found}
+
+
+# Runtime -----------------------------------------------------------------------------------------
+
+
+def _last_fired(path: Path) -> Report | None:
+    """The hook runner's note of its last event: {"event", "at", "ok", "error"}."""
+    try:
+        fired = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return fired if isinstance(fired, dict) else None
+
+
+def _resident_server(data_dir: Path) -> Report:
+    import socket
+
+    family = getattr(socket, "AF_UNIX", None)
+    if family is None:
+        return {"socket": None, "running": False, "error": "no Unix sockets on this system"}
+    from mcp_memory.hooks.daemon import socket_path  # POSIX only (fcntl), and not needed for the rest
+
+    path = socket_path(data_dir)  # <data dir>/hooks/server.sock, elsewhere when that path is too long
+    report: Report = {"socket": str(path), "running": False}
+    if not path.exists():
+        return report
+    with socket.socket(family, socket.SOCK_STREAM) as connection:
+        connection.settimeout(0.5)
+        try:
+            connection.connect(str(path))
+        except OSError as e:
+            return {**report, "error": f"the socket is there but nothing answers ({e.strerror or e})"}
+    return {**report, "running": True}
+
+
+def _spool(folder: Path) -> Report:
+    from datetime import UTC, datetime
+
+    events = list(folder.glob("*.json")) if folder.is_dir() else []
+    oldest = min((p.stat().st_mtime for p in events), default=None)
+    return {
+        "folder": str(folder),
+        "waiting": len(events),
+        "oldest": datetime.fromtimestamp(oldest, UTC).isoformat(timespec="seconds") if oldest else None,
+    }
+
+
+def _store(data_dir: Path) -> Report:
+    long_term = _env("MCP_MEMORY_LONG_TERM__BACKEND") or (
+        "cosmos" if _env("MCP_MEMORY_LONG_TERM__COSMOS__ENDPOINT") else "sqlite"
+    )
+    working = _env("MCP_MEMORY_WORKING__BACKEND") or (
+        "redis" if _env("MCP_MEMORY_WORKING__REDIS_URL") else "sqlite"
+    )
+    report: Report = {"long_term": long_term, "working": working}
+    if "sqlite" not in (long_term, working):
+        return report
+    import sqlite3
+
+    path = data_dir / (_env("MCP_MEMORY_SQLITE_FILE") or "memory.db")
+    report["sqlite_file"] = str(path)
+    if not path.exists():
+        return {**report, "healthy": None, "detail": "no store yet: the first turn creates it"}
+    try:
+        connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=2)
+        try:
+            rows = [row[0] for row in connection.execute("PRAGMA quick_check(5)")]
+        finally:
+            connection.close()
+    except sqlite3.Error as e:
+        return {**report, "healthy": False, "detail": f"cannot be read: {e}"}
+    return {**report, "healthy": rows == ["ok"], "detail": "; ".join(rows)}
+
+
+# The report in words -----------------------------------------------------------------------------
+
+
+def _text(report: Report) -> list[str]:
+    lines = [
+        "mcp-memory doctor",
+        f"  mcp-memory: {' '.join(report['program'])}",
+        f"  data dir:   {report['data_dir']}",
+    ]
+    for name, client in report["clients"].items():
+        lines += ["", f"{CLIENTS[name].title} ({name})"]
+        for scope in ("user", "project"):
+            lines += _scope_lines(scope, client[scope])
+        fired = client["last_fired"]
+        lines.append(
+            "  hooks last fired: never (no event recorded)"
+            if not fired
+            else f"  hooks last fired: {fired.get('event')} at {fired.get('at')}, "
+            + ("ok" if fired.get("ok") else f"failed: {fired.get('error')}")
+        )
+    server, spool, store = report["resident_server"], report["spool"], report["store"]
+    lines += [
+        "",
+        "resident server: " + ("running" if server["running"] else "not running") + f" ({server['socket']})",
+    ]
+    if server.get("error"):
+        lines.append(f"  {server['error']}")
+    lines.append(
+        f"spooled events waiting: {spool['waiting']}"
+        + (f", oldest {spool['oldest']}" if spool["oldest"] else "")
+    )
+    lines.append(f"store: long-term on {store['long_term']}, working memory on {store['working']}")
+    if "sqlite_file" in store:
+        health = {True: "healthy", False: "NOT healthy", None: "not created yet"}[store["healthy"]]
+        lines.append(f"  {store['sqlite_file']}: {health} ({store['detail']})")
+    return lines
+
+
+def _scope_lines(scope: str, installed: Report) -> list[str]:
+    server, hooks = installed["server"], installed["hooks"]
+    if not (server["installed"] or hooks["events"] or {"error", "other"} & (server.keys() | hooks.keys())):
+        files = dict.fromkeys((server["file"], hooks["file"]))  # Gemini keeps both in one file
+        return [f"  {scope} scope: not installed ({', '.join(files)})"]
+    lines = [f"  {scope} scope"]
+    if server.get("error") or server.get("other"):
+        lines.append(f"    MCP server: {server.get('error') or server.get('other')}")
+    elif server["installed"]:
+        capture = "hooks capture" if server["capture"] else "capture off: the model is asked to call add_turn"
+        lines.append(f"    MCP server: {' '.join(server['command'])} {_exists(server['program'])}, {capture}")
+        lines.append(f"      in {server['file']}")
+    else:
+        lines.append(f"    MCP server: not installed ({server['file']})")
+    if hooks.get("error"):
+        lines.append(f"    hooks: {hooks['error']}")
+    elif hooks["events"]:
+        missing = sorted(set(hooks["expected"]) - set(hooks["events"]))
+        programs = ", ".join(f"{p['path']} {_exists(p)}" for p in hooks["programs"])
+        lines.append(f"    hooks: {len(hooks['events'])} of {len(hooks['expected'])} events, run {programs}")
+        lines.append(f"      in {hooks['file']}" + (f"; missing {', '.join(missing)}" if missing else ""))
+    else:
+        lines.append(f"    hooks: not installed ({hooks['file']})")
+    if installed.get("hooks_feature") is False:
+        lines.append("    [features] hooks = false in config.toml: Codex runs no hooks")
+    return lines
+
+
+def _exists(program: Report) -> str:
+    if program["exists"]:
+        return "(exists)"
+    if program.get("on_this_path"):
+        return (
+            f"(not absolute: found on this shell's PATH at {program['on_this_path']}, a desktop app may not)"
+        )
+    return "(MISSING: run `mcp-memory install` again)"

@@ -1,0 +1,225 @@
+"""`mcp-memory hook <client> [--event NAME]`: one lifecycle event of a coding agent, handled in
+milliseconds, never in the way.
+
+The client runs this once per event with the event as JSON on stdin (how each client's hooks work:
+docs/hooks.md). What it does:
+- capture events (a reply finished, a tool ran, compaction, a subagent, the session's end): the event is
+  written to the spool (mcp_memory/hooks/spool.py) and the resident server is told to store it;
+- session start and each prompt: the resident server is asked what to recall, and the answer is
+  printed in the client's format (mcp_memory/hooks/clients.py), within hooks.budget_tokens.
+
+Standard library only, and only what the event needs (a bare Python start is ~20 ms; the MCP SDK alone
+would cost a second). It always exits 0 and prints nothing but the client's valid output: a missing,
+locked or corrupt store, a full disk or a server that is down costs the user a line in
+<data dir>/hooks/hooks.log, nothing more. What cannot be stored now stays spooled for later.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import traceback
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from mcp_memory.hooks import clients, daemon, spool
+from mcp_memory.hooks.events import HookEvent
+from mcp_memory.hooks.projects import Project, project_of
+from mcp_memory.redaction import redact_fast
+
+RECALL_KINDS = frozenset({"session_start", "prompt"})
+# Claude Code's transcript holds everything: the events that end an exchange (or may rewrite the
+# transcript) store it; its prompts and tool calls are read from the transcript then.
+TRANSCRIPT_EVENTS = frozenset({"reply", "compact", "subagent", "session_end"})
+OTHER_CAPTURE = frozenset({"prompt", "reply", "tool", "compact", "subagent", "session_end"})
+ASK_TIMEOUT = {"session_start": 2.0, "prompt": 1.5}  # seconds the resident server has to answer
+START_WAIT = 2.5  # at session start, how long to wait for a resident server just started
+POKE_TIMEOUT = 0.5
+LOG_LIMIT = 1_000_000  # bytes of hooks.log kept
+
+
+def data_dir() -> Path:
+    configured = os.environ.get("MCP_MEMORY_DATA_DIR")
+    if configured:
+        return Path(configured)  # as config.py reads it
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
+
+
+def run(client: str, event_name: str | None, stdin: bytes, out: Any = None) -> int:
+    """Handle one event; always 0. What the client must read goes to `out` (stdout)."""
+    out = out or sys.stdout
+    root = data_dir()
+    output, error = "", None
+    event: HookEvent | None = None
+    try:
+        payload = json.loads(stdin) if stdin.strip() else {}
+        event = clients.parse(client, payload if isinstance(payload, dict) else {}, event_name)
+        output = clients.render_nothing(event)
+        output = _handle(root, event) or output
+    except Exception as e:  # the boundary: a hook must never fail its client (module docstring)
+        error = f"{type(e).__name__}: {e}"
+        _log(root, f"{client} {event_name or '?'}: {error}\n{traceback.format_exc()}")
+    _fired(root, client, event.event if event else (event_name or "?"), error)
+    if output:
+        out.write(output)
+        out.flush()
+    return 0
+
+
+def _handle(root: Path, event: HookEvent) -> str:
+    if event.kind == "other":
+        return ""
+    project = project_of(event.cwd or os.getcwd())
+    if _excluded(project):
+        return ""
+    if _captures(event):
+        spool.write(spool.spool_dir(root), _entry(event, project))
+        _poke(root)
+    if event.kind not in RECALL_KINDS:
+        return ""
+    context = _recall(root, event, project)
+    return clients.render(event, context) if context else ""
+
+
+def _captures(event: HookEvent) -> bool:
+    if event.client == "claude-code" and event.transcript_path:
+        # A resumed or compacted session: what the transcript holds so far is stored first.
+        return event.kind in TRANSCRIPT_EVENTS or (
+            event.kind == "session_start" and event.source in ("resume", "compact")
+        )
+    if event.kind == "tool":
+        return event.tool is not None and bool(event.tool.paths or event.tool.command)
+    return event.kind in OTHER_CAPTURE
+
+
+def _entry(event: HookEvent, project: Project) -> dict[str, Any]:
+    """What the spool keeps of an event: never the raw payload (it may hold a whole file)."""
+    tool = None
+    if event.tool is not None:
+        tool = asdict(event.tool)
+        tool["command"] = redact_fast(tool["command"]).text if tool["command"] else None
+        tool["excerpt"] = redact_fast(tool["excerpt"]).text
+    return {
+        "client": event.client,
+        "event": event.event,
+        "kind": event.kind,
+        "session_id": event.session_id,
+        "cwd": event.cwd,
+        "transcript_path": event.transcript_path,
+        "prompt": redact_fast(event.prompt).text if event.prompt else None,
+        "reply": redact_fast(event.reply).text if event.reply else None,
+        "tool": tool,
+        "time": event.time,
+        "project": {"id": project.id, "key": project.key},
+        "spooled_at": time.time(),
+    }
+
+
+def _poke(root: Path) -> None:
+    """Tell the resident server the spool has something; start it when it is not running."""
+    try:
+        daemon.ask(root, "/hooks/capture", {}, POKE_TIMEOUT)
+    except daemon.Unreachable:
+        daemon.start(root, _log_file(root))
+
+
+def _recall(root: Path, event: HookEvent, project: Project) -> str:
+    request = {
+        "client": event.client,
+        "kind": event.kind,
+        "session_id": event.session_id,
+        "cwd": event.cwd,
+        "prompt": event.prompt,
+        "source": event.source,
+        "project": {"id": project.id, "key": project.key},
+        "cap_chars": clients.CAP_CHARS.get(event.client, 10_000),
+    }
+    timeout = ASK_TIMEOUT[event.kind]
+    try:
+        answer = daemon.ask(root, "/hooks/recall", request, timeout)
+    except daemon.Unreachable:
+        daemon.start(root, _log_file(root))
+        if event.kind != "session_start":
+            return ""  # a prompt never waits for a server to start; the next one will find it
+        deadline = time.monotonic() + START_WAIT
+        while not daemon.running(root):
+            if time.monotonic() > deadline:
+                return ""
+            time.sleep(0.05)
+        try:
+            answer = daemon.ask(root, "/hooks/recall", request, max(0.1, deadline - time.monotonic()))
+        except daemon.Unreachable:
+            return ""
+    context = answer.get("context")
+    return context if isinstance(context, str) else ""
+
+
+def _excluded(project: Project) -> bool:
+    raw = os.environ.get("MCP_MEMORY_HOOKS__EXCLUDE", "").strip()
+    if not raw:
+        return False
+    try:
+        listed = json.loads(raw)
+    except ValueError:
+        listed = raw.split(",")
+    if not isinstance(listed, list):
+        return False
+    for item in (str(i).strip() for i in listed):
+        if not item:
+            continue
+        if item == project.id:
+            return True
+        prefix = Path(item).expanduser()
+        if prefix.is_absolute() and (project.root == prefix or prefix in project.root.parents):
+            return True
+    return False
+
+
+def _fired(root: Path, client: str, event_name: str, error: str | None) -> None:
+    """When this client's hooks last fired, and how it went (read by `mcp-memory doctor`)."""
+    record = {"event": event_name, "at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "ok": error is None}
+    if error is not None:
+        record["error"] = error[:300]
+    try:
+        directory = spool.private_dir(spool.hooks_dir(root) / "fired")
+        temporary = directory / f".{client}.{os.getpid()}.tmp"
+        temporary.write_text(json.dumps(record), encoding="utf-8")
+        os.replace(temporary, directory / f"{client}.json")
+    except OSError:
+        pass
+
+
+def _log_file(root: Path) -> Path:
+    return spool.hooks_dir(root) / "hooks.log"
+
+
+def _log(root: Path, line: str) -> None:
+    try:
+        path = _log_file(root)
+        spool.private_dir(path.parent)
+        if path.exists() and path.stat().st_size > LOG_LIMIT:
+            os.replace(path, path.with_suffix(".log.1"))
+        with path.open("a", encoding="utf-8") as handle:
+            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line.rstrip()}\n")
+    except OSError:
+        pass
+
+
+def main(argv: list[str]) -> None:
+    """`mcp-memory hook <client> [--event NAME]`, parsed by hand: argparse's help machinery is not
+    needed on this path, and every millisecond counts."""
+    client = argv[0] if argv else ""
+    event_name = None
+    if "--event" in argv:
+        index = argv.index("--event")
+        event_name = argv[index + 1] if index + 1 < len(argv) else None
+    try:
+        stdin = sys.stdin.buffer.read()
+    except (OSError, ValueError):
+        stdin = b""
+    raise SystemExit(run(client, event_name, stdin))

@@ -1,0 +1,114 @@
+"""The hooks' two routes on the resident server (`mcp-memory serve --socket PATH`), beside /mcp:
+
+- POST /hooks/capture: the spool has something (mcp_memory/hooks/spool.py): it is stored after the
+  answer, so the hook that said so is never kept waiting;
+- POST /hooks/recall: what to inject for a session start or a prompt ({"context": "..."}, "" for nothing).
+
+Only on the Unix socket in the user's own data directory: whoever can open it is the user, whose id is
+the server's configured one (as over stdio). The routes rely on the service the server opened.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from starlette.background import BackgroundTask
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from mcp_memory.audit import Actor, acting
+from mcp_memory.errors import InvalidInputError, MemoryServerError
+from mcp_memory.hooks import spool
+from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.service.capture import HookCapture, project_from
+from mcp_memory.service.hook_recall import HookRecall
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class HookEndpoints:
+    host: ServiceHost
+    last_request: float = field(default_factory=time.monotonic)
+    _capture: HookCapture | None = None
+    _recall: HookRecall | None = None
+
+    @property
+    def user_id(self) -> str:
+        return self.host.settings.user_id
+
+    @property
+    def spool_dir(self) -> Path:
+        return spool.spool_dir(self.host.settings.data_dir)
+
+    def capture(self) -> HookCapture:
+        if self._capture is None:
+            self._capture = HookCapture(self.host.service, self.user_id, on_thread=self.recall().thread_added)
+        return self._capture
+
+    def recall(self) -> HookRecall:
+        if self._recall is None:
+            self._recall = HookRecall(self.host.service, self.user_id)
+        return self._recall
+
+    def busy(self) -> bool:
+        return self._capture is not None and self._capture._lock.locked()
+
+    async def drain(self) -> None:
+        with acting(Actor(self.user_id, client="hooks")):
+            try:
+                await self.capture().drain(self.spool_dir)
+            except MemoryServerError as e:  # logged here, retried on the next event
+                log.warning("hooks: the spool could not be stored now: %s", e)
+
+    def routes(self) -> list[BaseRoute]:
+        return [
+            Route("/hooks/capture", self._on_capture, methods=["POST"]),
+            Route("/hooks/recall", self._on_recall, methods=["POST"]),
+        ]
+
+    async def _on_capture(self, _: Request) -> JSONResponse:
+        return JSONResponse({"spooled": spool.count(self.spool_dir)}, background=BackgroundTask(self.drain))
+
+    async def _on_recall(self, request: Request) -> JSONResponse:
+        try:
+            body: Any = await request.json()
+            if not isinstance(body, dict):
+                raise InvalidInputError("the body is not a JSON object")
+            context = await self._context(body)
+        except (ValueError, MemoryServerError) as e:
+            log.warning("hooks: recall failed: %s", e)
+            return JSONResponse({"context": "", "error": str(e)[:300]})
+        return JSONResponse({"context": context})
+
+    async def _context(self, body: dict[str, Any]) -> str:
+        project = project_from(body)
+        settings = self.host.settings.hooks
+        cap = int(body.get("cap_chars") or 10_000)
+        session = str(body.get("session_id") or "")
+        with acting(Actor(self.user_id, client=f"hooks:{body.get('client')}")):
+            if body.get("kind") == "session_start":
+                return await self.recall().session_start(project, session, settings.budget_tokens, cap)
+            if body.get("kind") == "prompt":
+                prompt = str(body.get("prompt") or "")
+                return await self.recall().prompt(project, session, prompt, settings.budget_tokens, cap)
+        return ""
+
+
+class Activity:
+    """ASGI middleware: when the last request came (the resident server exits when idle)."""
+
+    def __init__(self, app: ASGIApp, endpoints: HookEndpoints) -> None:
+        self.app = app
+        self.endpoints = endpoints
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            self.endpoints.last_request = time.monotonic()
+        await self.app(scope, receive, send)

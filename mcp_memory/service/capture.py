@@ -1,0 +1,228 @@
+"""What the coding agents' hooks spooled, stored exactly once as turns of the session's thread.
+
+A session is a thread, `<project key>.<session id>` (hooks/projects.py), in the user's memory (or the
+project's shared space: hooks.spaces): the same memory the MCP tools, the explorer and search see.
+Each stored message gets an id derived from its thread and its key in the source (the transcript
+entry's uuid, the tool call's id, the spooled event's id), so whatever the order and repetition of
+events (Stop after every reply, resumed sessions, a compaction, a spool file stored twice by two
+servers) a message is stored once: a derived id that exists already is skipped.
+
+Turns keep the transcript's times; a time earlier than the thread's latest (a meta message written
+after a compaction with an older timestamp) is moved up to it, since a thread's turns are in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from mcp_memory import validation as check
+from mcp_memory.config import Settings
+from mcp_memory.errors import (
+    BackendUnavailableError,
+    InvalidInputError,
+    LimitExceededError,
+    NotFoundError,
+    PermissionDeniedError,
+)
+from mcp_memory.hooks import spool
+from mcp_memory.hooks.projects import Project
+from mcp_memory.hooks.transcripts import Captured, read_transcript, without_recall
+from mcp_memory.models import SpaceRole, utcnow
+from mcp_memory.security.spaces import Access
+from mcp_memory.service.memory_service import MemoryService
+
+log = logging.getLogger(__name__)
+
+COMPLETE_KINDS = frozenset({"reply", "session_end"})  # the transcript's last exchange is over
+
+
+def project_from(entry: dict[str, Any]) -> Project:
+    """The project a spooled event or a recall request names (the hook worked it out)."""
+    named = entry.get("project")
+    project: dict[str, Any] = named if isinstance(named, dict) else {}
+    key = str(project.get("key") or "")
+    check.thread_id(key + ".x", "project key")  # it becomes part of thread ids
+    return Project(id=str(project.get("id") or key), root=Path(str(entry.get("cwd") or "/")), key=key)
+
+
+def project_owner(settings: Settings, user_id: str, project: Project, need: SpaceRole) -> str:
+    """Whose memory a project's sessions are in: the user's, or the space hooks.spaces names for the
+    project (the user needs `need` there: a writer to capture, a reader to recall)."""
+    space = settings.hooks.spaces.get(project.id)
+    if space is None:
+        return user_id
+    return Access.of(settings, user_id).owner(space, need, doing=f"the hooks of project {project.id}")
+
+
+def derived_id(thread_id: str, key: str) -> str:
+    return "turn_" + hashlib.sha256(f"{thread_id}\x00{key}".encode()).hexdigest()[:32]
+
+
+@dataclass
+class HookCapture:
+    service: MemoryService
+    user_id: str
+    # Ids this process stored or found stored, per thread: re-reading a transcript skips them without
+    # a read of the store.
+    _known: dict[str, set[str]] = field(default_factory=dict)
+    _lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _again: bool = False
+    on_thread: Any = None  # called with a thread id when a new session thread appears
+
+    async def drain(self, directory: Path) -> int:
+        """Store everything the spool holds, oldest first; how many messages were stored. A call while
+        a drain runs makes that drain look again once it is done."""
+        if self._lock.locked():
+            self._again = True
+            return 0
+        stored = 0
+        async with self._lock:
+            self._again = True
+            while self._again:
+                self._again = False
+                entries = await anyio.to_thread.run_sync(lambda: list(spool.pending(directory)))
+                for path, entry in entries:
+                    try:
+                        stored += await self.store(entry)
+                    except (BackendUnavailableError, LimitExceededError, OSError) as e:
+                        # Kept in the spool: stored by a later drain (the next event, or the next start).
+                        log.warning("hooks: spooled event %s kept for later: %s", entry.get("id"), e)
+                        return stored
+                    except (PermissionDeniedError, NotFoundError) as e:
+                        # hooks.spaces names a space the user cannot write: kept until that is mended.
+                        log.warning("hooks: spooled event %s kept: %s", entry.get("id"), e)
+                        continue
+                    except InvalidInputError as e:
+                        log.warning("hooks: spooled event %s cannot be stored: %s", entry.get("id"), e)
+                    spool.done(path)
+        return stored
+
+    async def store(self, entry: dict[str, Any]) -> int:
+        """Store one spooled event's messages; how many were new."""
+        project = project_from(entry)
+        session = str(entry.get("session_id") or "")
+        if not session:
+            raise InvalidInputError("the event names no session")
+        thread_id = check.thread_id(project.thread_id(session))
+        owner = project_owner(self.service.settings, self.user_id, project, "writer")
+        items = await self._items(entry)
+        if not items:
+            return 0
+        metadata = {
+            "source": f"hook:{entry.get('client')}",
+            "project": project.id,
+            "session": session,
+        }
+        if entry.get("cwd"):
+            metadata["cwd"] = str(entry["cwd"])[:500]
+        known = self._known.setdefault(f"{owner}/{thread_id}", set())
+        latest: datetime | None = None
+        new_thread = not known
+        stored = 0
+        for item in items:
+            turn_id = derived_id(thread_id, item.key)
+            if turn_id in known or not item.content.strip():
+                continue
+            try:
+                existing = await self.service.stores.long_term.get(owner, turn_id)
+            except NotFoundError:
+                existing = None
+            if existing is not None:
+                known.add(turn_id)
+                latest = max(latest or existing.created_at, existing.created_at)
+                continue
+            if latest is None:
+                recent = await self.service.stores.long_term.recent(owner, thread_id, limit=1)
+                latest = recent[-1].created_at if recent else None
+            said = _time(item.time)
+            if said is not None and latest is not None and said < latest:
+                said = latest
+            extra = {"captured": item.kind} | ({"paths": list(item.paths[:20])} if item.paths else {})
+            result = await self.service.add_turn(
+                owner,
+                thread_id,
+                item.role,
+                item.content[: self.service.settings.max_content_chars],
+                metadata | extra,
+                created_at=said,
+                turn_id=turn_id,
+            )
+            known.add(turn_id)
+            latest = result.turn.created_at
+            stored += 1
+        if stored and new_thread and self.on_thread is not None:
+            self.on_thread(thread_id)
+        return stored
+
+    async def _items(self, entry: dict[str, Any]) -> Sequence[Captured]:
+        transcript = entry.get("transcript_path")
+        if entry.get("client") == "claude-code" and isinstance(transcript, str) and transcript:
+            complete = entry.get("kind") in COMPLETE_KINDS
+            return await anyio.to_thread.run_sync(lambda: read_transcript(transcript, complete=complete))
+        return _from_payload(entry)
+
+
+def _from_payload(entry: dict[str, Any]) -> list[Captured]:
+    """A client without a transcript we read: the event's own text (already redacted by the hook)."""
+    time = entry.get("time") if isinstance(entry.get("time"), str) else None
+    kind = entry.get("kind")
+    # The same event delivered twice (two clients running one another's hooks, a retried hook) has the
+    # same session, kind, time and text: one key.
+    what = json.dumps([entry.get("prompt"), entry.get("reply"), entry.get("tool")], sort_keys=True)
+    key = f"{kind}:{time or ''}:{hashlib.sha256(what.encode()).hexdigest()[:24]}"
+    if kind == "prompt" and entry.get("prompt"):
+        return [Captured(key, "prompt", "user", without_recall(str(entry["prompt"])), time)]
+    if kind in ("reply", "subagent") and entry.get("reply"):
+        text = without_recall(str(entry["reply"]))
+        if kind == "subagent":
+            return [Captured(key, "subagent", "tool", f"[subagent] {text}", time)]
+        return [Captured(key, "reply", "assistant", text, time)]
+    tool = entry.get("tool")
+    if kind == "tool" and isinstance(tool, dict):
+        text = observation(tool)
+        paths = tuple(str(p) for p in tool.get("paths") or ())
+        return [Captured(key, "observation", "tool", text, time, paths)] if text else []
+    return []
+
+
+def observation(tool: dict[str, Any]) -> str:
+    """A tool run as one line: the files it wrote, or the command with its outcome."""
+    paths = [str(p) for p in tool.get("paths") or ()]
+    excerpt = str(tool.get("excerpt") or "")
+    if tool.get("command"):
+        command = " ".join(str(tool["command"]).split())[:200]
+        if tool.get("failed") or (tool.get("exit_code") not in (None, 0)):
+            code = tool.get("exit_code")
+            return (
+                f"[tool] ran `{command}` → exit {code if code is not None else 'an error'}: {excerpt}".rstrip(
+                    ": "
+                )
+            )
+        return f"[tool] ran `{command}` → ok"
+    if paths:
+        verb = "failed to edit" if tool.get("failed") else "edited"
+        return f"[tool] {verb} {', '.join(paths[:10])}" + (
+            f": {excerpt}" if tool.get("failed") and excerpt else ""
+        )
+    return ""
+
+
+def _time(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        moment = check.timestamp(value, "time")
+    except InvalidInputError:
+        return None
+    if moment is None:
+        return None
+    return min(moment, utcnow())
