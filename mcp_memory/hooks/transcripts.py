@@ -156,9 +156,16 @@ def _closed(exchange: _Exchange, *, final: bool) -> Iterator[Captured]:
         yield exchange.prompt
     yield from exchange.items
     if final and exchange.tail:
-        first_uuid, _, _ = exchange.tail[0]
         reply = "\n\n".join(text for _, text, _ in exchange.tail)
-        yield Captured(f"{first_uuid}:reply", "reply", "assistant", reply, exchange.tail[-1][2])
+        yield Captured(
+            reply_key(exchange.prompt, exchange.tail[0][0]), "reply", "assistant", reply, exchange.tail[-1][2]
+        )
+
+
+def reply_key(prompt: Captured | None, first_uuid: str) -> str:
+    """An exchange's reply is keyed by its prompt: the same key whether the reply is read from the
+    transcript or taken from the Stop event (when the transcript did not have it yet)."""
+    return f"{prompt.key if prompt is not None else first_uuid}:reply"
 
 
 def _object(value: object) -> dict[str, Any]:

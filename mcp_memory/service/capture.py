@@ -35,7 +35,7 @@ from mcp_memory.errors import (
 )
 from mcp_memory.hooks import spool
 from mcp_memory.hooks.projects import Project
-from mcp_memory.hooks.transcripts import Captured, read_transcript, without_recall
+from mcp_memory.hooks.transcripts import Captured, read_transcript, reply_key, without_recall
 from mcp_memory.models import SpaceRole, utcnow
 from mcp_memory.security.spaces import Access
 from mcp_memory.service.memory_service import MemoryService
@@ -167,8 +167,24 @@ class HookCapture:
         transcript = entry.get("transcript_path")
         if entry.get("client") == "claude-code" and isinstance(transcript, str) and transcript:
             complete = entry.get("kind") in COMPLETE_KINDS
-            return await anyio.to_thread.run_sync(lambda: read_transcript(transcript, complete=complete))
+            items = await anyio.to_thread.run_sync(lambda: read_transcript(transcript, complete=complete))
+            return _with_stop_reply(items, entry)
         return _from_payload(entry)
+
+
+def _with_stop_reply(items: list[Captured], entry: dict[str, Any]) -> list[Captured]:
+    """The Stop event's reply, when the transcript does not hold it yet (written after the hook ran):
+    under the key the transcript's own would have, so it is stored once either way."""
+    reply = entry.get("reply")
+    prompts = [i for i, item in enumerate(items) if item.kind == "prompt"]
+    if entry.get("kind") != "reply" or not isinstance(reply, str) or not reply.strip() or not prompts:
+        return items
+    last = prompts[-1]
+    if any(item.kind == "reply" for item in items[last:]):
+        return items
+    time = entry.get("time") if isinstance(entry.get("time"), str) else None
+    key = reply_key(items[last], "")
+    return [*items, Captured(key, "reply", "assistant", without_recall(reply), time)]
 
 
 def _from_payload(entry: dict[str, Any]) -> list[Captured]:

@@ -136,3 +136,21 @@ async def test_a_project_pointed_at_a_space_is_captured_and_recalled_there(
         # Someone who is not a member gets nothing stored and nothing recalled.
         with pytest.raises(NotFoundError):
             await HookCapture(service, "mallory").store(spooled(tmp_path / "s1.jsonl", tmp_path))
+
+
+async def test_a_reply_not_yet_in_the_transcript_comes_from_the_stop_event_once(
+    service: MemoryService, tmp_path: Path
+) -> None:
+    t = Transcript(tmp_path / "s1.jsonl")
+    t.user("What port does the billing service listen on?")
+    entry = spooled(tmp_path / "s1.jsonl", tmp_path) | {"reply": "It listens on 8443, behind the proxy."}
+    capture = HookCapture(service, "tester")
+    with acting(Actor("tester", client="hooks")):
+        assert await capture.store(entry) == 2  # the prompt, and the reply the Stop event carried
+        t.say("It listens on 8443, behind the proxy.")  # the transcript catches up
+        assert await HookCapture(service, "tester").store(entry) == 0
+    memory = await service.get_working_memory("tester", project_of(tmp_path).thread_id("s1"))
+    assert [m.content for m in memory.messages] == [
+        "What port does the billing service listen on?",
+        "It listens on 8443, behind the proxy.",
+    ]
