@@ -204,7 +204,9 @@ def _log(root: Path, line: str) -> None:
         spool.private_dir(path.parent)
         if path.exists() and path.stat().st_size > LOG_LIMIT:
             os.replace(path, path.with_suffix(".log.1"))
-        with path.open("a", encoding="utf-8") as handle:
+        with open(
+            os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8"
+        ) as handle:
             handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line.rstrip()}\n")
     except OSError:
         pass

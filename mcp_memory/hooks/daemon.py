@@ -128,7 +128,7 @@ def start(data_dir: Path, log_file: Path) -> bool:
         path = socket_path(data_dir)
         starting_file(data_dir).touch()  # removed by the server once it listens
         private_dir(path.parent)
-        with log_file.open("ab") as log:
+        with open(os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
             subprocess.Popen(
                 [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)],
                 stdin=subprocess.DEVNULL,

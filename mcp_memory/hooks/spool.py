@@ -30,8 +30,12 @@ def spool_dir(data_dir: Path) -> Path:
 
 
 def private_dir(path: Path) -> Path:
-    """The directory, made if missing, readable by this user only."""
+    """The directory, made if missing, readable by this user only (and so is the hooks directory above
+    it: the spool, the log, the socket live there)."""
     path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for directory in (path.parent, path) if path.parent.name == "hooks" else (path,):
+        if directory.stat().st_mode & 0o077:
+            directory.chmod(0o700)
     return path
 
 

@@ -5,8 +5,6 @@ talk gets nothing, and a broken store never fails the client and loses nothing."
 from __future__ import annotations
 
 import json
-import os
-import signal
 import sqlite3
 import subprocess
 import time
@@ -17,6 +15,7 @@ from typing import Any
 import pytest
 
 from mcp_memory.hooks.daemon import START_BACKOFF_SECONDS
+from tests.services.resident import stop_resident
 from tests.services.server_process import mcp_memory_command, server_env
 from tests.unit.test_hook_transcripts import Transcript
 
@@ -79,17 +78,7 @@ class Hooks:
         return path.read_text() if path.exists() else "(no hooks.log)"
 
     def stop(self) -> None:
-        """Stop the resident server(s) this test started (found by the data dir in their environment)."""
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit():
-                continue
-            try:
-                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-                environ = Path(f"/proc/{pid}/environ").read_bytes()
-            except OSError:
-                continue
-            if b"--socket" in cmdline and f"MCP_MEMORY_DATA_DIR={self.data_dir}".encode() in environ:
-                os.kill(int(pid), signal.SIGTERM)
+        stop_resident(self.data_dir)
 
 
 @pytest.fixture

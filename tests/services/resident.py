@@ -1,0 +1,45 @@
+"""The hooks' resident servers a test started (`mcp-memory serve --socket`, started on demand by a hook):
+found by the data dir in their environment, and stopped, so no test leaves one running."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+
+def resident_pids(data_dir: Path) -> list[int]:
+    found = []
+    marker = f"MCP_MEMORY_DATA_DIR={data_dir}".encode()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            environ = Path(f"/proc/{pid}/environ").read_bytes()
+        except OSError:
+            continue
+        if b"--socket" in cmdline and marker in environ.split(b"\0"):
+            found.append(int(pid))
+    return found
+
+
+def stop_resident(data_dir: Path, grace: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds, every resident server of this data dir."""
+    pids = resident_pids(data_dir)
+    for pid in pids:
+        os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.1)
+        pids = [pid for pid in pids if Path(f"/proc/{pid}").exists() and not _zombie(pid)]
+    for pid in pids:
+        os.kill(pid, signal.SIGKILL)
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+    except (OSError, IndexError):
+        return True

@@ -1,0 +1,86 @@
+"""The hook command's boundary: whatever arrives and whatever is broken, exit 0, print nothing but the
+client's valid output, log one line, and store nothing of an excluded project. (With the resident server:
+tests/integration/test_hooks_resident.py; with the real Claude Code: tests/e2e/test_claude_code_hooks.py.)"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mcp_memory.cli import hook
+from tests.services.resident import stop_resident
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    monkeypatch.setenv("MCP_MEMORY_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("MCP_MEMORY_HOOKS__EXCLUDE", raising=False)
+    yield tmp_path / "data"
+    stop_resident(tmp_path / "data")  # a capture event starts one
+
+
+def fire(client: str, event: str | None, stdin: bytes) -> str:
+    out = io.StringIO()
+    assert hook.run(client, event, stdin, out) == 0
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("stdin", [b"", b"not json", b"[1, 2]", b'{"session_id": 5}', b"\xff\xfe"])
+def test_anything_on_stdin_exits_0_and_prints_nothing_invalid(data_dir: Path, stdin: bytes) -> None:
+    for client, event in (("claude-code", "PostToolUse"), ("gemini", "AfterTool"), ("cursor", "stop")):
+        printed = fire(client, event, stdin)
+        assert printed == "" or json.loads(printed) is not None
+    fired = json.loads((data_dir / "hooks" / "fired" / "claude-code.json").read_text())
+    assert fired["event"] == "PostToolUse"
+
+
+def test_an_unknown_client_is_logged_not_raised(data_dir: Path) -> None:
+    assert fire("emacs", "Start", b"{}") == ""
+    assert "emacs" in (data_dir / "hooks" / "hooks.log").read_text()
+
+
+def test_an_excluded_project_is_neither_captured_nor_recalled(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = tmp_path / "work" / "secret-project"
+    secret.mkdir(parents=True)
+    monkeypatch.setenv("MCP_MEMORY_HOOKS__EXCLUDE", json.dumps([str(tmp_path / "work")]))
+    payload = {"session_id": "s", "cwd": str(secret), "prompt": "our launch codes", "prompt_response": "ok"}
+    for event in ("BeforeAgent", "AfterAgent", "SessionStart"):
+        assert json.loads(fire("gemini", event, json.dumps(payload).encode())) == {}
+    assert not (data_dir / "hooks" / "spool").exists()
+
+
+def test_a_data_dir_that_cannot_be_written_costs_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    monkeypatch.setenv("MCP_MEMORY_DATA_DIR", str(blocked))
+    payload = {"session_id": "s", "cwd": str(tmp_path), "prompt": "hello there, what did we decide?"}
+    started = time.monotonic()
+    assert fire("claude-code", "UserPromptSubmit", json.dumps(payload).encode()) == ""
+    assert fire("cursor", "beforeSubmitPrompt", json.dumps(payload).encode()) in ("", '{"continue": true}')
+    assert time.monotonic() - started < 3.0
+
+
+def test_the_console_command_needs_no_heavy_import() -> None:
+    """A hook is a process per event: the MCP SDK, pydantic and the service stay out of it."""
+    probe = (
+        "import sys, io; sys.stdin = io.TextIOWrapper(io.BytesIO(b'{}'));"
+        "from mcp_memory.cli import main\n"
+        "try:\n    main(['hook', 'claude-code', '--event', 'PostToolUse'])\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in ('mcp', 'pydantic', 'anyio', 'numpy', 'mcp_memory.service', 'detect_secrets')"
+        " if m in sys.modules]\n"
+        "print(heavy)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip().endswith("[]"), done.stdout
