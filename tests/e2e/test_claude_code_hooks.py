@@ -278,6 +278,10 @@ def test_a_decision_reaches_a_later_session_of_the_same_project_and_not_another(
     assert "PostgreSQL 16" in injected and "Dana" in injected, injected
     request = second.conversation[0]
     assert request.contains("PostgreSQL 16") and request.contains("Dana")
+    # Session 2 is captured too, but never what the memory injected into it.
+    wait_until_stored(memory, "Answered from memory.")
+    assert stored(memory, "which database"), "session 2's prompt was not captured"
+    assert not stored(memory, "memory-recall") and not stored(memory, "What this project was doing")
 
     third = run_claude(QUESTION, cwd=beta, home=memory.home, api=api, env=memory.env)
     assert_ran_cleanly(third, "Answered from memory.")
