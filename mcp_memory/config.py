@@ -580,11 +580,12 @@ class HooksSettings(BaseModel):
         "entry it writes): the server's instructions stop asking the model to call add_turn.",
     )
     budget_tokens: int = Field(
-        default=1000,
+        default=700,
         ge=50,
         le=1500,
-        description="Tokens of recalled memory injected per hook event (SessionStart, each prompt); always "
-        "inside the client's own cap (bench/hooks.py measures the default).",
+        description="Tokens of recalled memory injected per hook event (SessionStart, each prompt): a new "
+        "session's first prompt gets both, within 1,500; always inside the client's own cap (bench/hooks.py "
+        "measured the default).",
     )
     exclude: list[str] = Field(
         default_factory=list,

@@ -28,7 +28,6 @@ from typing import Any
 from mcp_memory.hooks import clients, daemon, spool
 from mcp_memory.hooks.events import HookEvent
 from mcp_memory.hooks.projects import Project, project_of
-from mcp_memory.redaction import redact_fast
 
 RECALL_KINDS = frozenset({"session_start", "prompt"})
 # Claude Code's transcript holds everything: the events that end an exchange (or may rewrite the
@@ -98,7 +97,10 @@ def _captures(event: HookEvent) -> bool:
 
 
 def _entry(event: HookEvent, project: Project) -> dict[str, Any]:
-    """What the spool keeps of an event: never the raw payload (it may hold a whole file)."""
+    """What the spool keeps of an event: never the raw payload (it may hold a whole file), and its text
+    redacted before it reaches the disk (the patterns only: detect-secrets runs when it is stored)."""
+    from mcp_memory.redaction import redact_fast  # compiling its patterns: only when there is text
+
     tool = None
     if event.tool is not None:
         tool = asdict(event.tool)

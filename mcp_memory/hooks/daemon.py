@@ -15,9 +15,7 @@ import hashlib
 import json
 import os
 import socket
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -35,6 +33,8 @@ def socket_path(data_dir: Path) -> Path:
     path = hooks_dir(data_dir) / SOCKET_NAME
     if len(os.fsencode(path)) <= MAX_SOCKET_PATH:
         return path
+    import tempfile  # rarely needed: not on every hook's start
+
     digest = hashlib.sha256(os.fsencode(data_dir)).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"mcp-memory-{os.getuid()}" / f"{digest}.sock"
 
@@ -125,6 +125,8 @@ def start(data_dir: Path, log_file: Path) -> bool:
             return False  # another hook is starting it right now
         if running(data_dir) or _started_lately(data_dir):
             return False
+        import subprocess  # only the hook that starts the server pays for it
+
         path = socket_path(data_dir)
         starting_file(data_dir).touch()  # removed by the server once it listens
         private_dir(path.parent)

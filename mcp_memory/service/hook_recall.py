@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -78,9 +77,17 @@ class HookRecall:
         sessions = [await self._session(owner, t) for t in threads]
         sessions = [s for s in sessions if s.turns or s.summary]
         title = "What this project was doing"
-        overhead = self.service.tokens.count(wrapped(project, title, ""))
-        body = brief(sessions, budget - overhead, self.service.tokens.count, utcnow())
-        return _capped(wrapped(project, title, body), cap_chars) if body else ""
+        count = self.service.tokens.count
+        room = budget - count(wrapped(project, title, ""))
+        while room > 0:
+            body = brief(sessions, room, count, utcnow())
+            if not body:
+                return ""
+            text = wrapped(project, title, body)
+            if count(text) <= budget:  # tokens are not quite additive across the joins: counted whole
+                return _capped(text, cap_chars)
+            room -= count(text) - budget
+        return ""
 
     async def _session(self, owner: str, thread_id: str) -> SessionTurns:
         store = self.service.stores.long_term
@@ -131,17 +138,20 @@ class HookRecall:
         if not kept:
             return ""
         title = "Memories of this project relevant to the prompt"
-        overhead = self.service.tokens.count(wrapped(project, title, "")) + 12 * len(kept)
-        fitted = within_budget(
-            kept, max(budget - overhead, 1), self.service.tokens.count, QueryTerms.of(prompt).matched
-        )
-        if not fitted:
-            return ""
-        lines = [_line(hit, project, own) for hit in fitted]
-        return _capped(wrapped(project, title, "\n".join(lines)), cap_chars)
+        count = self.service.tokens.count
+        terms = QueryTerms.of(prompt).matched
+        # What each line adds around its memory's text (when, where, who, its id), counted, not guessed.
+        frame = count(wrapped(project, title, "\n".join(_line(h, project, own, text="") for h in kept)))
+        fitted = within_budget(kept, max(budget - frame, 1), count, terms)
+        while fitted:
+            text = wrapped(project, title, "\n".join(_line(hit, project, own) for hit in fitted))
+            if count(text) <= budget:
+                return _capped(text, cap_chars)
+            fitted = fitted[:-1]  # the budget holds: the least relevant line goes
+        return ""
 
 
-def _line(hit: SearchHit, project: Project, own: str) -> str:
+def _line(hit: SearchHit, project: Project, own: str, text: str | None = None) -> str:
     when = _when(hit.created_at)
     who = {"user": "the user", "assistant": "the agent", "tool": "the agent's work"}.get(
         hit.role or "", hit.type
@@ -151,7 +161,7 @@ def _line(hit: SearchHit, project: Project, own: str) -> str:
         where = (
             " (this session)" if hit.thread_id == own else f" (session {hit.thread_id.split('.', 1)[1][:8]})"
         )
-    text = " ".join(hit.content.split())
+    text = " ".join(hit.content.split()) if text is None else text
     return f"- {when}{where}, {who}: {text} [{hit.id}]"
 
 
@@ -167,7 +177,3 @@ def _capped(text: str, cap_chars: int) -> str:
     cut = text[: max(cap_chars - len(closing), 0)]
     cut = cut[: cut.rfind("\n")] if "\n" in cut else cut
     return cut + closing
-
-
-def prompts_only(turns: Sequence[tuple[str, str, datetime]]) -> list[str]:
-    return [content for role, content, _ in turns if role == "user"]

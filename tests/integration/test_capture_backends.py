@@ -106,6 +106,11 @@ async def test_recall_for_a_prompt_reaches_this_project_only(searchable: Setting
         here = await recall.prompt(project_of(tmp_path / "a"), "s2", question, 800, 10_000)
         there = await recall.prompt(project_of(tmp_path / "b"), "s2", question, 800, 10_000)
         assert "PostgreSQL 16" in here and "<memory-recall" in here
+        assert service.tokens.count(here) <= 800
+        tight = await recall.prompt(project_of(tmp_path / "a"), "s2", question, 60, 10_000)
+        assert service.tokens.count(tight) <= 60  # the budget holds, whatever the lines around the text
+        brief = await recall.session_start(project_of(tmp_path / "a"), "s2", 60, 10_000)
+        assert brief == "" or service.tokens.count(brief) <= 60
         assert there == ""
         assert await recall.prompt(project_of(tmp_path / "a"), "s2", "thanks!", 800, 10_000) == ""
     # The MCP tools find what the hooks stored.
