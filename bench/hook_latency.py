@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -83,11 +84,11 @@ async def fill(data_dir: Path, repos: list[Path], texts: list[str], count: int) 
     return time.monotonic() - started
 
 
-def fire(env: dict[str, str], event: str, payload: dict[str, object]) -> float:
+def fire(env: dict[str, str], event: str, payload: Mapping[str, object]) -> float:
     started = time.perf_counter()
     subprocess.run(
         [str(Path(sys.executable).parent / "mcp-memory"), "hook", "claude-code", "--event", event],
-        input=json.dumps(payload | {"hook_event_name": event}),
+        input=json.dumps({**payload, "hook_event_name": event}),
         capture_output=True,
         text=True,
         env=env,
