@@ -9,7 +9,7 @@ import re
 import threading
 from collections.abc import Mapping
 
-from mcp_memory.redaction.patterns import MARKED, bare_secret, marker
+from mcp_memory.redaction.patterns import MARKED, bare_secret, marker, placeholder
 
 # The format plugins scan the whole text at once (their patterns start with a literal prefix, so `re`
 # skips to it), some only when the text holds what they need; these four, slow over a long text and
@@ -122,6 +122,7 @@ class _Detector:
         h = self.h
         return not (
             MARKED in value
+            or placeholder(value)  # YOUR_API_KEY, process.env.API_KEY, ${TOKEN}: names, not secrets
             or h.is_sequential_string(value)
             or h.is_potential_uuid(value)
             or h.is_templated_secret(value)

@@ -41,12 +41,23 @@ _ASSIGNED = re.compile(
 )
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _PLACEHOLDER_WORDS = frozenset({"none", "null", "nil", "true", "false", "undefined", "required", "optional"})
+# A value of letters, "_" and "-" only that names what belongs there: YOUR_API_KEY, my_api_key,
+# your-secret-key-here, xoxb-your-slack-token. Real credentials carry digits; a passphrase of words
+# (correct-horse-battery-staple) names none of these.
+_NAMES_A_SECRET = re.compile(
+    r"(?:^|[_-])(?:your|my|here|example|placeholder|changeme|change|replace|insert|dummy|sample|fake|"
+    r"redacted|xxx+|api|key|token|secret|password|passwd|pass|pwd)(?:$|[_-])",
+    re.IGNORECASE,
+)
+_LETTERS_ONLY = re.compile(r"[A-Za-z_-]+")
 
 
 def placeholder(value: str) -> bool:
     """A value that stands for a secret rather than being one: ${X}, {{x}}, <password>, ****, None."""
+    value = value.rstrip(";,")
     return (
         not value
+        or bool(_LETTERS_ONLY.fullmatch(value) and _NAMES_A_SECRET.search(value))
         or value[0] in "$%{<!&*[@(:"
         or value.lower() in _PLACEHOLDER_WORDS
         or set(value) <= set("*xX.-_#")
@@ -56,12 +67,18 @@ def placeholder(value: str) -> bool:
     )
 
 
+def _variable(word: str) -> bool:
+    """A name in code (password, user_password), not a value: no digit in it."""
+    return word.isidentifier() and not any(c.isdigit() for c in word)
+
+
 def bare_secret(value: str) -> bool:
     """An unquoted value, as in .env and YAML: a word of letters only is prose ("password: required"),
     a path is a path (PWD=/home/ann); anything with a digit or a symbol is taken for a secret."""
     return not (
         placeholder(value)
         or value.isalpha()
+        or _variable(value.rstrip(":;,)"))  # `if user.password_hash == password:`
         or any(c.isspace() for c in value)
         or value[0] in "/~."
         or value.startswith("http")
@@ -174,7 +191,7 @@ def _rules() -> tuple[_Rule, ...]:
                 "gloas-",
             ),
         ),
-        _Rule("slack_token", c(r"xox[abposre]-[A-Za-z0-9-]{10,}"), ("xox",)),
+        _Rule("slack_token", c(r"xox[abposre]-[A-Za-z0-9-]{10,}"), ("xox",), digit=True),
         _Rule(
             "slack_webhook",
             c(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]+"),

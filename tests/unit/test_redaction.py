@@ -240,6 +240,12 @@ SURVIVORS = [
     "The risk-assessment-2024-report-final-v2, task-queue-worker-pool-09 and sk-learn-examples-for-everyone are ready.",
     "Version 3.11.4, build 20240612, colour #1a2b3c, path /usr/local/lib/python3.11/site-packages.",
     "AKIA is a prefix of AWS access keys; the Authorization header carries a bearer token.",
+    # Placeholders and references in the code of a technical conversation (BEAM's own): names, not secrets.
+    "const apiKey = 'YOUR_API_KEY';\nconst options = { apiKey: 'MY_API_KEY' };",
+    "OPENWEATHER_API_KEY=your_openweather_api_key_here\nconst apiKey = process.env.OPENWEATHER_API_KEY;",
+    "app.config['SECRET_KEY'] = 'your_secret_key_here'  # Replace with your own",
+    "const web = new WebClient('xoxb-your-slack-token');",
+    "if user and user.password_hash == password:\n    login(user)",
 ]
 
 
