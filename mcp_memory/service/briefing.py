@@ -4,7 +4,9 @@ sessions, newest first, within a token budget.
 Facts first: what was decided, the limits set and what was left open come before the rest, each as the
 sentence that said it (people, numbers and dates are in those sentences). Then each session: when, what
 the person asked for (the first sentence of its first and last prompts), the files it touched, what
-failed, its running summary when it has one. Only stored words are quoted; nothing here is phrased as
+failed, a last prompt no reply came after, its running summary when it has one (else the client's own
+compaction summary, whose sentences count among the facts). Facts are read as the summary writer reads
+them (facts.py). Only stored words are quoted; nothing here is phrased as
 an instruction. Items are chosen by importance until the budget is spent, then shown in order.
 """
 
@@ -15,18 +17,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from mcp_memory.service.facts import COMMITMENTS, fact_kinds
+
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])|\n+")
-_COMMITMENT = re.compile(
-    r"\b(?:decided|decision|agreed|we(?:'ll| will) use|going with|chose|opted|instead of|settled on|"
-    r"switch(?:ed)? to|must(?:n't)?|never|only|at (?:most|least)|no more than|deadline|budget|limit(?:ed)? to|"
-    r"required|cannot|can't|todo|fixme|next step|still (?:need|fail\w*|broken|open|to do)|blocked|"
-    r"follow[- ]up|not yet|pending|left to do|needs? to)\b",
-    re.IGNORECASE,
-)
-_FACTLIKE = re.compile(r"\d|(?<=\s)[A-Z][a-z]+\b")  # a number, or a capitalised word past the first
 _EDIT = re.compile(r"^\[tool\] (?:wrote|edited) (.+)$")
 _FAILED = re.compile(r"^\[tool\] (?:ran `(.+?)` → exit (\S+?):|failed to \w+ (\S+))")
 _TODO = re.compile(r"^\[todo\] (.+)$", re.DOTALL)
+_COMPACTION = "[compaction summary]"
 # Capitalised only because they start a sentence: not names.
 _STARTERS = frozenset(
     "the a an we i it this that these those there here let's lets please can could would should will what "
@@ -76,8 +73,14 @@ def _session_items(age: int, session: SessionTurns, now: datetime) -> list[_Item
     """A session's items, ranked newest session first and within one: what was asked, the facts it
     settled, what was touched and failed, what is still to do, its summary, its last reply."""
     prompts = [c for role, c, _ in session.turns if role == "user"]
-    tools = [c for role, c, _ in session.turns if role == "tool"]
+    # Observations are "tool" turns as the hooks store them; a "system" turn that says "[tool] ..." too.
+    tools = [c for role, c, _ in session.turns if role == "tool" or c.startswith("[tool] ")]
+    compactions = [c[len(_COMPACTION) :].strip() for _, c, _ in session.turns if c.startswith(_COMPACTION)]
     said = [(role, c) for role, c, _ in session.turns if role in ("user", "assistant")]
+    # The client's compaction summary stands for the turns it replaced: its facts count, and it is the
+    # session's summary when none was stored.
+    said = [("assistant", c) for c in compactions] + said
+    summary = session.summary or (compactions[-1] if compactions else None)
     short = session.thread_id.split(".", 1)[-1][:8]
     header = f"Session {short}, {_when(session.ended_at, now)}"
     if prompts:
@@ -100,12 +103,25 @@ def _session_items(age: int, session: SessionTurns, now: datetime) -> list[_Item
     todos = [m.group(1) for t in tools if (m := _TODO.match(t))]
     if todos:
         items.append(_Item((age, 2, 2), (1, age, 4), "  todo: " + _clip(todos[-1], 300)))
-    if session.summary:
-        items.append(_Item((age, 3, 0), (1, age, 5), "  summary: " + _clip(session.summary, 600)))
+    if open_prompt := _unanswered(session.turns):
+        items.append(_Item((age, 1, FACTS_PER_SESSION), (1, age, 1), f'  left open: "{open_prompt}"'))
+    if summary:
+        items.append(_Item((age, 3, 0), (1, age, 5), "  summary: " + _clip(summary, 600)))
     replies = [c for role, c in said if role == "assistant"]
     if replies:
         items.append(_Item((age, 4, 0), (1, age, 6), f'  last reply: "{_first_sentence(replies[-1])}"'))
     return items
+
+
+def _unanswered(turns: Sequence[tuple[str, str, datetime]]) -> str | None:
+    """The first sentence of the session's last prompt when no reply came after it (the session ended
+    with the request still open), else None."""
+    for role, content, _ in reversed(turns):
+        if role == "assistant":
+            return None
+        if role == "user":
+            return _first_sentence(content)
+    return None
 
 
 def _facts(said: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
@@ -115,10 +131,11 @@ def _facts(said: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
     for index, (role, content) in enumerate(said):
         for sentence in _sentences(content):
             first = sentence.split(" ", 1)[0]
-            factlike = bool(_FACTLIKE.search(sentence[1:])) or (
+            kinds = fact_kinds(sentence)  # as the summary writer reads it (facts.py)
+            factlike = bool(kinds & {"name", "number", "date"}) or (
                 first.istitle() and first.lower() not in _STARTERS
             )
-            if _COMMITMENT.search(sentence):
+            if kinds & COMMITMENTS:
                 weight = 0 if factlike else 1
             elif factlike and role == "user":
                 weight = 2

@@ -5,7 +5,10 @@ budget as a knapsack of informative words. Each sentence (of the previous summar
 being folded in) is a candidate that covers its content words; a word is worth more when it is a
 name, a number or a date, and less when it is everywhere in the conversation ("great", "love").
 Sentences are chosen greedily by the worth of the words they add that the summary does not hold yet,
-per token they cost, so repeats add nothing and short dense facts beat long chatty ones.
+per token they cost, so repeats add nothing and short dense facts beat long chatty ones. A later turn
+builds first on what was settled: the sentences that set a limit, make a decision, leave a task open or
+name a day (facts.py) go first, each in its shortest reading that still says it, so a tight budget
+keeps one line per fact rather than two long ones; the rest of the budget goes as before.
 
 Before choosing, each sentence is compressed (interjections and filler words dropped) and its relative
 dates are pinned to the calendar ("yesterday" said on 8 May 2023 becomes "yesterday (7 May 2023)"), so
@@ -34,16 +37,13 @@ from mcp_memory.llm.tokens import ELLIPSIS, CountTokens, fit_tokens, sentences
 from mcp_memory.models import Message
 from mcp_memory.search.terms import STOPWORDS, date_words
 from mcp_memory.search.when import time_range
+from mcp_memory.service.facts import COMMITMENTS, MONTHS, WEEKDAYS, FactKind, fact_kinds, names
 from mcp_memory.service.notes import LABEL, is_fragment, last_question, leads, readings, speaker_of
 
 _SPEAKER = re.compile(r"^(user|assistant|tool|system):\s+(.*)$", re.DOTALL)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
 _NUMBER = re.compile(r"\d")
 _DIGITS = re.compile(r"\d+")
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december".split()
-)
-_WEEKDAYS = frozenset("monday tuesday wednesday thursday friday saturday sunday".split())
 # Said to keep a conversation going, not to inform: never worth a token of the summary by themselves.
 _CHATTER = frozenset(
     """
@@ -53,13 +53,17 @@ glad happy sounds sound love lovely good wonderful fantastic incredible super cu
 feel feels feeling felt think thought know guess mean bet hope wish appreciate agree
 noted bye goodbye welcome sorry please congrats congratulations cheers
 perfect fine works right exactly interesting fun excited exciting beautiful proud inspiring agreed
+helpful
 """.split()
 )
 # Leading words that carry no information ("Wow, ", "Hey Mel! ", "Yeah, so "); "Thanks for ..." stays
 # whole, as the chatter it is, rather than become "For helping out".
 _OPENER = re.compile(
-    r"^(?:(?:also|and|oh|wow|hey|hi|hello|yeah|yes|yep|well|so|haha|hahaha|lol|omg|aww|ah|hmm|um|uh|okay|ok"
-    r"|thanks(?! for\b)|thank you(?! for\b)|sure|totally|absolutely|definitely|indeed|awesome|great|cool|nice)"
+    r"^(?:(?:also|and|oh|wow|hey|hi|hello|yeah|yes|yep|well|so|alright|all right|haha|hahaha|lol|omg|aww|ah|hmm|um|uh|okay|ok"
+    r"|thanks(?: a lot| so much)?(?! for\b)|thank you(?: so much| very much)?(?! for\b)|sure|totally|absolutely|definitely|indeed|awesome|great|cool|nice"
+    r"|(?:good )?(?:morning|afternoon|evening)(?=[,!.…])"  # a greeting, not "Morning run"
+    r"|(?:one (?:more |last )?thing(?: though)?|by the way|btw|anyway|that said|on second thought"
+    r"|after (?:thinking|some thought)(?: about it)?(?: more)?|to be honest)(?=[,:]))"  # a turn of talk
     r"(?-i:\s+[A-Z][a-z]+)?[\s,!.…-]+)+",  # "Hey Mel!": a capitalised name, whatever the flag
     re.IGNORECASE,
 )
@@ -83,6 +87,10 @@ _COMMITMENT = re.compile(
     re.IGNORECASE,
 )
 _COMMITMENT_FACTOR = 1.5
+# Go first, each as the shortest reading that states it: a limit, a decision, an open task, a date.
+# Names and numbers need no round of their own: their words are worth the most (_word_worth). With
+# them in the first round too, the chat benchmark loses answers (docs/benchmarks.md).
+_FIRST: frozenset[FactKind] = COMMITMENTS | {"date"}
 _COMMITMENT_WEIGHT = 4.0  # the word that says it: "vegetarian", "budget", "prefer", "allergic"
 _COMMITMENT_WORD = re.compile(
     r"decid\w*|budget\w*|prefer\w*|deadline\w*|allerg\w*|vegetarian|vegan|favou?rite|hates?|dislikes?"
@@ -91,9 +99,11 @@ _COMMITMENT_WORD = re.compile(
 # A day of the month beside its month ("March 14", "14 March"): part of a date, weighed as one.
 _DAY = re.compile(
     r"\b(?:(\d{1,2})(?:st|nd|rd|th)? (?:of )?(?:%s)|(?:%s) (\d{1,2})(?:st|nd|rd|th)?)\b"
-    % (("|".join(_MONTHS),) * 2),
+    % (("|".join(MONTHS),) * 2),
     re.IGNORECASE,
 )
+# A date _pin_dates added, in this fold or an earlier one: "(7 May 2023)", "(week of 7 May 2023)".
+_PINNED = re.compile(r" \((?:week of )?(?:\d{1,2} )?(?:[A-Z][a-z]+ )?\d{4}\)")
 _MAX_SENTENCE_WORDS = 60
 _NAME_WEIGHT = 9.0  # a capitalised word not starting the sentence: a person, place, title
 _NUMBER_WEIGHT = 9.0  # amounts, ages, counts, years
@@ -117,6 +127,7 @@ class _Candidate:
     names: frozenset[str] = field(default_factory=frozenset)
     pinned: frozenset[str] = field(default_factory=frozenset)  # words of the dates _pin_dates added
     answer: bool = False  # a short answer to a question ("Vacation rentals."): its words are a choice
+    facts: frozenset[FactKind] = field(default_factory=frozenset)  # the _FIRST kinds it states (facts.py)
 
 
 class ExtractiveSummarizer:
@@ -167,22 +178,30 @@ class ExtractiveSummarizer:
         def gain(c: _Candidate) -> float:
             return _gain(c, worth, covered, _extra_cost(c, held))
 
-        heap = [(-gain(c), c.order, c) for c in candidates]
-        heapq.heapify(heap)
-        while heap:
-            _, order, candidate = heapq.heappop(heap)
-            fresh = gain(candidate)
-            if heap and fresh < -heap[0][0]:  # another may be worth more now: look again later
-                heapq.heappush(heap, (-fresh, order, candidate))
-                continue
-            if fresh < _MIN_GAIN_PER_TOKEN:
-                break
-            extra = _extra_cost(candidate, held)
-            if used + extra > max_tokens:
-                continue
-            held[candidate.sentence] = candidate
-            covered.update(candidate.words)
-            used += extra
+        # Facts first (_FIRST), each sentence that states one as its shortest reading that does; then
+        # every reading, longer ones too, for what is left. The summary grows with the facts that left
+        # the window, not with the talk around them.
+        first: dict[int, _Candidate] = {}
+        for c in candidates:
+            if c.facts and (c.sentence not in first or c.cost < first[c.sentence].cost):
+                first[c.sentence] = c
+        for pool in (list(first.values()), candidates):
+            heap = [(-gain(c), c.order, c) for c in pool]
+            heapq.heapify(heap)
+            while heap:
+                _, order, candidate = heapq.heappop(heap)
+                fresh = gain(candidate)
+                if heap and fresh < -heap[0][0]:  # another may be worth more now: look again later
+                    heapq.heappush(heap, (-fresh, order, candidate))
+                    continue
+                if fresh < _MIN_GAIN_PER_TOKEN:
+                    break
+                extra = _extra_cost(candidate, held)
+                if used + extra > max_tokens:
+                    continue
+                held[candidate.sentence] = candidate
+                covered.update(candidate.words)
+                used += extra
         return list(held.values())  # in the order first chosen
 
     def _refill(
@@ -257,7 +276,8 @@ class _Collector:
             speaker = speaker_of(role, label)
         opening = self.count(f"{speaker}: ") if speaker else 0
         for i, sentence in enumerate(sentences(text)):
-            compact = _compress(sentence)
+            opened = _OPENER.sub("", sentence).strip()
+            compact = _compress(sentence, opened)
             pinned: frozenset[str] = frozenset()
             if said_at is not None:
                 compact, when = _pin_dates(compact, said_at)
@@ -267,15 +287,17 @@ class _Collector:
             if said[-1].casefold() in self.seen:
                 continue
             self.seen.add(said[-1].casefold())
-            factor = bonus
+            # A greeting or an interjection and nothing else: only ever the summary of nothing better.
+            factor = bonus if opened.strip(" ,!.…-") else 0.0
             if role == "assistant" and compact.rstrip().endswith("?"):
                 factor *= _QUESTION_FACTOR
             answer = i == 0 and asked is not None and is_fragment(compact)  # says what was chosen
-            if _COMMITMENT.search(compact) or answer:
+            stated = fact_kinds(_PINNED.sub("", compact), among=_FIRST)  # a pinned date is no reason
+            if _COMMITMENT.search(compact) or stated & COMMITMENTS or answer:
                 factor *= _COMMITMENT_FACTOR
-            names = _names(compact)
+            names_said = names(compact)
             whole = _content_words(said[-1]) - pinned  # a pinned date rides along: no reason to choose it
-            if len(whole) < 3 and not any(_NUMBER.search(w) for w in whole) and not names and not answer:
+            if len(whole) < 3 and not any(_NUMBER.search(w) for w in whole) and not names_said and not answer:
                 factor *= _SHORT_FACTOR
             sentence_id = self.sentence
             self.sentence += 1
@@ -286,6 +308,7 @@ class _Collector:
                 # The speaker's name opens the line once but is charged to each of its sentences: the
                 # estimate errs long, and _refill spends what the exact count leaves.
                 cost = self.count(lead) + 1 + opening  # + the separator
+                facts = fact_kinds(_PINNED.sub("", lead), among=stated) if stated else stated
                 self.candidates.append(
                     _Candidate(
                         len(self.candidates),
@@ -295,9 +318,10 @@ class _Collector:
                         words,
                         cost,
                         factor,
-                        names,
+                        names_said,
                         pinned,
                         answer,
+                        facts,
                     )
                 )
 
@@ -369,7 +393,7 @@ def _word_worth(candidates: list[_Candidate]) -> dict[str, float]:
             worth[word] = 0.0
             continue
         weight = 1.0
-        if word in _MONTHS or word in _WEEKDAYS or word in pinned or word in days:  # a date's day, year
+        if word in MONTHS or word in WEEKDAYS or word in pinned or word in days:  # a date's day, year
             weight = _DATE_WEIGHT
         elif _NUMBER.search(word):
             # "$10,000" is the words "10" and "000": the thousands are no second fact.
@@ -391,16 +415,9 @@ def _content_words(text: str) -> frozenset[str]:
     return frozenset(words)
 
 
-def _names(text: str) -> frozenset[str]:
-    """Capitalised words past a sentence's first word (names, places, titles), lower-cased."""
-    words = _WORD.findall(text)
-    return frozenset(w.casefold() for w in words[1:] if w[:1].isupper() and w != "I")
-
-
-def _compress(sentence: str) -> str:
-    """The sentence without its openers and filler words, still readable."""
-    text = _OPENER.sub("", sentence).strip()
-    text = _FILLER.sub("", text).strip()
+def _compress(sentence: str, opened: str) -> str:
+    """The sentence without its openers (`opened`: already cut) and filler words, still readable."""
+    text = _FILLER.sub("", opened).strip()
     if not text:
         return sentence
     return text[0].upper() + text[1:]

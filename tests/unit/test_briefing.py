@@ -71,3 +71,48 @@ def test_a_session_with_only_a_compaction_summary_is_briefed_from_it(counter: To
         compacted.turns,
     )
     assert "Kafka" in brief([compacted], 200, counter.count, NOW)
+
+
+def test_a_compaction_summary_in_the_turns_stands_for_what_it_replaced(counter: TokenCounter) -> None:
+    compacted = session(
+        "compact2",
+        1,
+        (
+            "system",
+            "[compaction summary] The team chose Kafka over RabbitMQ for events. Retention is 7 days.",
+        ),
+        ("user", "Now wire the consumer into the billing service."),
+        ("assistant", "Done: the consumer is wired and its tests pass."),
+    )
+    text = brief([compacted], 300, counter.count, NOW)
+    assert "chose Kafka over RabbitMQ" in text
+    assert "summary: The team chose Kafka" in text  # no stored summary: the client's stands in
+
+
+def test_a_prompt_left_without_a_reply_is_left_open(counter: TokenCounter) -> None:
+    cut_off = session(
+        "cutoff",
+        0,
+        ("user", "Add a retry to the webhook sender."),
+        ("assistant", "Added, with backoff."),
+        ("user", "Now make the retry count configurable per endpoint. Keep the default at three."),
+    )
+    assert 'left open: "Now make the retry count configurable per endpoint."' in brief(
+        [cut_off], 200, counter.count, NOW
+    )
+    answered = session("answered", 0, ("user", "Add a retry to the webhook sender."), ("assistant", "Added."))
+    assert "left open" not in brief([answered], 200, counter.count, NOW)
+
+
+def test_observations_as_system_turns_are_read_and_paths_deduplicated(counter: TokenCounter) -> None:
+    worked = session(
+        "worked",
+        1,
+        ("user", "Fix the flaky export test."),
+        ("system", "[tool] edited src/export.py"),
+        ("system", "[tool] edited src/export.py"),
+        ("system", "[tool] ran `pytest -q tests/test_export.py` → exit 1: AssertionError: 3 != 4"),
+    )
+    text = brief([worked], 200, counter.count, NOW)
+    assert text.count("src/export.py") == 1
+    assert "`pytest -q tests/test_export.py` (exit 1)" in text

@@ -106,3 +106,51 @@ async def test_the_writer_adds_no_word_a_query_could_match() -> None:
     added = set(keywords(summary, limit=10_000)) - said
     # Only the names of speakers other than the user, and the day a relative date meant: no "user", no "said".
     assert added <= {"assistant", "tool", "1", "march", "2025"}, added
+
+
+OFFSITE = conversation(
+    (
+        "user",
+        "Hi! Can you help me plan the team offsite? I have a rough idea but nothing is written down yet.",
+    ),
+    ("assistant", "Of course, happy to help. Tell me what you have in mind and we can turn it into a plan."),
+    (
+        "user",
+        "It's for the whole mobile team, so around 14 people, and we'd like two days away from the office.",
+    ),
+    (
+        "assistant",
+        "Two days is a good length: enough time for planning sessions and some time to relax together.",
+    ),
+    ("user", "I spoke with Dana from finance this morning and she will approve the spending."),
+    ("assistant", "Great, getting finance on board early makes the rest much easier."),
+    ("user", "Each person can spend at most 250 euros on travel, that's the company rule."),
+    ("assistant", "Okay, with that limit trains will probably work better than flights for most people."),
+    ("user", "The offsite starts on October 3, right after the release."),
+    ("assistant", "That timing makes sense, people will be ready for a break after shipping."),
+    ("user", "We decided to book the mountain lodge instead of the city hotel."),
+    ("assistant", "The lodge sounds like a lovely choice, it should help everyone disconnect."),
+    ("user", "Awesome, thanks a lot, this already feels much more manageable!"),
+    ("assistant", "You're welcome! Let me know when you want to work on the agenda."),
+)
+
+
+async def test_a_planning_thread_keeps_its_five_facts_on_a_tight_budget() -> None:
+    # A fifth of what left the window, as a summary's share of its thread: a person, a number, a date, a
+    # constraint and a decision all stay (the writer before kept the date only from a third on).
+    budget = count("\n".join(m.content for m in OFFSITE)) // 5
+    summary = await ExtractiveSummarizer(count).summarize("", OFFSITE, max_tokens=budget)
+    assert count(summary) <= budget
+    for fact in ("Dana", "at most 250 euros", "October 3", "Decided to book mountain lodge"):
+        assert fact in summary, (fact, summary)
+    for talk in ("welcome", "manageable", "lovely"):
+        assert talk not in summary
+
+
+async def test_a_greeting_or_an_aside_is_not_a_line() -> None:
+    said = conversation(
+        ("user", "Good morning! One thing though, the API key rotates every 90 days."),
+        ("assistant", "Morning! Noted."),
+    )
+    summary = await ExtractiveSummarizer(count).summarize("", said, max_tokens=100)
+    assert summary == "API key rotates every 90 days."
