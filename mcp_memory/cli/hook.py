@@ -20,8 +20,6 @@ import json
 import os
 import sys
 import time
-import traceback
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +60,8 @@ def run(client: str, event_name: str | None, stdin: bytes, out: Any = None) -> i
         output = _handle(root, event) or output
     except Exception as e:  # the boundary: a hook must never fail its client (module docstring)
         error = f"{type(e).__name__}: {e}"
+        import traceback  # only when something failed
+
         _log(root, f"{client} {event_name or '?'}: {error}\n{traceback.format_exc()}")
     _fired(root, client, event.event if event else (event_name or "?"), error)
     if output:
@@ -103,7 +103,7 @@ def _entry(event: HookEvent, project: Project) -> dict[str, Any]:
 
     tool = None
     if event.tool is not None:
-        tool = asdict(event.tool)
+        tool = event.tool._asdict()
         tool["command"] = redact_fast(tool["command"]).text if tool["command"] else None
         tool["excerpt"] = redact_fast(tool["excerpt"]).text
     return {

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 # What an event means to the memory:
 # - session_start: a session begins or resumes: inject what this project was doing;
@@ -29,8 +28,10 @@ CLIENTS = ("claude-code", "cursor", "vscode", "codex", "gemini")
 Client = Literal["claude-code", "cursor", "vscode", "codex", "gemini"]
 
 
-@dataclass(frozen=True)
-class ToolRun:
+# NamedTuples, not dataclasses: `dataclasses` imports `inspect`, 10 ms of every hook's start.
+
+
+class ToolRun(NamedTuple):
     """A tool call, as a compact observation: never the file's content or the whole output."""
 
     name: str  # the client's tool name: Bash, Write, Edit, run_shell_command, ...
@@ -41,8 +42,7 @@ class ToolRun:
     excerpt: str = ""  # the first lines of an error (at most a few hundred characters)
 
 
-@dataclass(frozen=True)
-class HookEvent:
+class HookEvent(NamedTuple):
     client: str  # one of CLIENTS
     event: str  # the client's own event name, as sent (SessionStart, beforeSubmitPrompt, AfterAgent...)
     kind: EventKind
@@ -54,4 +54,4 @@ class HookEvent:
     tool: ToolRun | None = None  # kind tool
     source: str | None = None  # session_start: startup, resume, clear, compact (Claude Code's words)
     time: str | None = None  # ISO 8601, when the payload says
-    raw: dict[str, Any] = field(default_factory=dict, repr=False)  # the payload as received
+    raw: dict[str, Any] | None = None  # the payload as received

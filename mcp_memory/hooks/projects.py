@@ -16,16 +16,15 @@ import contextlib
 import hashlib
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 _SCP_LIKE = re.compile(r"^(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)$")  # git@github.com:acme/api.git
 _NOT_NAME = re.compile(r"[^A-Za-z0-9_-]+")
 SESSION_CHARS = re.compile(r"[^A-Za-z0-9._:-]+")
 
 
-@dataclass(frozen=True)
-class Project:
+class Project(NamedTuple):  # not a dataclass: see events.py
     id: str  # github.com/acme/api, or the directory's absolute path
     root: Path  # the checkout's top directory (or the working directory)
     key: str  # api-1a2b3c4d: what thread ids carry

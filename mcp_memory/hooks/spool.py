@@ -11,7 +11,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import secrets
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +41,7 @@ def private_dir(path: Path) -> Path:
 def write(directory: Path, entry: dict[str, Any]) -> Path:
     """The entry, as one file in the spool; named by time so the server stores them in order."""
     private_dir(directory)
-    name = f"{time.time_ns():020d}-{secrets.token_hex(4)}"
+    name = f"{time.time_ns():020d}-{os.urandom(4).hex()}"
     entry = {"id": name, **entry}
     temporary = directory / f".{name}.tmp"
     with temporary.open("w", encoding="utf-8") as handle:

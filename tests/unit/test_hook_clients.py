@@ -7,7 +7,6 @@ import os
 import random
 import subprocess
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +47,7 @@ def test_every_documented_payload_parses_to_its_kind_and_fields(client: str, cas
         assert event.tool is None
     elif expected_tool != "absent":
         assert event.tool is not None
-        tool = asdict(event.tool) | {"paths": list(event.tool.paths)}
+        tool = event.tool._asdict() | {"paths": list(event.tool.paths)}
         assert {field: tool[field] for field in expected_tool} == expected_tool
     assert event.client == client
     assert event.raw == case["payload"]
