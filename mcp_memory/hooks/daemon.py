@@ -60,6 +60,8 @@ def ask(data_dir: Path, route: str, body: dict[str, Any], timeout: float) -> dic
             sock.sendall(head + data)
             while chunk := sock.recv(65536):
                 chunks.append(chunk)
+                if _complete(b"".join(chunks)):
+                    break  # not until the server closes: it may first run the work it answered for
                 sock.settimeout(max(deadline - time.monotonic(), 0.001))
     except OSError as e:
         raise Unreachable(str(e) or type(e).__name__) from e
@@ -71,6 +73,21 @@ def ask(data_dir: Path, route: str, body: dict[str, Any], timeout: float) -> dic
     except ValueError as e:
         raise Unreachable("the answer is not JSON") from e
     return answer if isinstance(answer, dict) else {}
+
+
+def _complete(raw: bytes) -> bool:
+    """The whole response is in: its head, and as many body bytes as Content-Length says."""
+    head, found, body = raw.partition(b"\r\n\r\n")
+    if not found:
+        return False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            try:
+                return len(body) >= int(value.strip())
+            except ValueError:
+                return False
+    return False
 
 
 def _response(raw: bytes) -> tuple[int, bytes]:
