@@ -125,7 +125,7 @@ def _entry(event: HookEvent, project: Project) -> dict[str, Any]:
 def _poke(root: Path) -> None:
     """Tell the resident server the spool has something; start it when it is not running."""
     try:
-        daemon.ask(root, "/hooks/capture", {}, POKE_TIMEOUT)
+        daemon.notify(root, "/hooks/capture", POKE_TIMEOUT)
     except daemon.Unreachable:
         daemon.start(root, _log_file(root))
 

@@ -75,6 +75,19 @@ def ask(data_dir: Path, route: str, body: dict[str, Any], timeout: float) -> dic
     return answer if isinstance(answer, dict) else {}
 
 
+def notify(data_dir: Path, route: str, timeout: float) -> None:
+    """POST an empty body to `route` without waiting for the answer: the server acts on the request
+    (and looks at the spool every few seconds anyway, should this one be lost)."""
+    head = f"POST {route} HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    try:
+        with contextlib.closing(socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)) as sock:
+            sock.settimeout(timeout)
+            sock.connect(os.fspath(socket_path(data_dir)))
+            sock.sendall(head.encode())
+    except OSError as e:
+        raise Unreachable(str(e) or type(e).__name__) from e
+
+
 def _complete(raw: bytes) -> bool:
     """The whole response is in: its head, and as many body bytes as Content-Length says."""
     head, found, body = raw.partition(b"\r\n\r\n")

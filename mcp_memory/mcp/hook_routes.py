@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import anyio
 from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -30,6 +31,8 @@ from mcp_memory.service.capture import HookCapture, project_from
 from mcp_memory.service.hook_recall import HookRecall
 
 log = logging.getLogger(__name__)
+
+SPOOL_LOOK_SECONDS = 2.0
 
 
 @dataclass
@@ -66,6 +69,14 @@ class HookEndpoints:
                 await self.capture().drain(self.spool_dir)
             except MemoryServerError as e:  # logged here, retried on the next event
                 log.warning("hooks: the spool could not be stored now: %s", e)
+
+    async def watch_spool(self) -> None:
+        """Store the spool now and then every SPOOL_LOOK_SECONDS: a hook only notes that it spooled
+        something and does not wait, so a note can be lost (the server busy, or just starting)."""
+        while True:
+            if spool.count(self.spool_dir) and not self.busy():
+                await self.drain()
+            await anyio.sleep(SPOOL_LOOK_SECONDS)
 
     def routes(self) -> list[BaseRoute]:
         return [

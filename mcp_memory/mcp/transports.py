@@ -254,7 +254,8 @@ async def serve_resident(app: ASGIApp, resident: Resident) -> None:
         try:
             async with anyio.create_task_group() as tasks:
                 tasks.start_soon(_exit_when_idle, uvicorn_server, resident)
-                tasks.start_soon(resident.endpoints.drain)  # what was spooled while no server ran
+                # What was spooled while no server ran, then whatever a hook's note did not announce.
+                tasks.start_soon(resident.endpoints.watch_spool)
                 with _sigterm_unwinds():
                     await uvicorn_server.serve(sockets=[listener])
                 tasks.cancel_scope.cancel()
