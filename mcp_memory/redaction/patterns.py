@@ -6,8 +6,9 @@ secret-sounding names (`password=...`), and <private> spans."""
 
 from __future__ import annotations
 
+import functools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 PRIVATE_MARKER = "[private]"  # what a <private> span leaves
 MARKED = "[redacted:"  # in a value: part of it was redacted already
@@ -32,13 +33,19 @@ SECRET_NAME = (
     r"|(?:access|auth|refresh|api|bearer|session)[_-]?token)"
 )
 PASSWORD_NAME = re.compile(r"pass|pwd|contrase", re.IGNORECASE)
-_ASSIGNED = re.compile(
-    # The lookahead, on the names' first letters, lets `re` pass over most positions at once.
-    r"(?=[pcsarb])(?P<name>" + SECRET_NAME + r")[A-Za-z0-9_-]{0,24}"
-    r"""["'\]]{0,2}\s*(?:={1,3}|!==?|:=?|=>)\s*"""
-    r"""(?:(?P<q>["'`])(?P<quoted>[^\s"'`]{3,300})(?P=q)|(?P<bare>[^\s"'`,;&)\]}>]{4,300}))""",
-    re.IGNORECASE,
-)
+
+
+@functools.cache
+def _assigned() -> re.Pattern[str]:
+    return re.compile(
+        # The lookahead, on the names' first letters, lets `re` pass over most positions at once.
+        r"(?=[pcsarb])(?P<name>" + SECRET_NAME + r")[A-Za-z0-9_-]{0,24}"
+        r"""["'\]]{0,2}\s*(?:={1,3}|!==?|:=?|=>)\s*"""
+        r"""(?:(?P<q>["'`])(?P<quoted>[^\s"'`]{3,300})(?P=q)|(?P<bare>[^\s"'`,;&)\]}>]{4,300}))""",
+        re.IGNORECASE,
+    )
+
+
 _DOTTED_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _PLACEHOLDER_WORDS = frozenset({"none", "null", "nil", "true", "false", "undefined", "required", "optional"})
 # A value of letters, "_" and "-" only that names what belongs there: YOUR_API_KEY, my_api_key,
@@ -85,10 +92,11 @@ def bare_secret(value: str) -> bool:
     )
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(NamedTuple):
     kind: str
-    pattern: re.Pattern[str]
+    # The pattern's source and flags, compiled on first use (`re` keeps it): a hook that never meets a
+    # rule's needle does not pay for compiling it.
+    source: tuple[str, int]
     # The rule runs only on a text holding one of these (lowercase; the text is compared lowercased):
     # a substring test costs microseconds where a regular expression over 50,000 characters costs one.
     needles: tuple[str, ...]
@@ -101,7 +109,9 @@ class _Rule:
 def _rules() -> tuple[_Rule, ...]:
     # Each pattern starts with its literal prefix where it has one, so that `re` can skip to it. The
     # group "s", when a pattern has one, is what is replaced; otherwise the whole match.
-    c = re.compile
+    def c(pattern: str, flags: int = 0) -> tuple[str, int]:
+        return pattern, flags
+
     return (
         _Rule(
             "private_key",
@@ -235,7 +245,7 @@ def _apply(rule: _Rule, text: str, found: set[str]) -> str:
         found.add(rule.kind)
         return whole[: start - m.start()] + marker(rule.kind) + whole[end - m.start() :]
 
-    return rule.pattern.sub(replace, text)
+    return re.compile(*rule.source).sub(replace, text)
 
 
 def _replace_assigned(text: str, found: set[str]) -> str:
@@ -256,7 +266,7 @@ def _replace_assigned(text: str, found: set[str]) -> str:
     for index, line in enumerate(lines):
         lower = line.lower()
         if any(needle in lower for needle in _ASSIGNED_NEEDLES):
-            lines[index] = _ASSIGNED.sub(replace, line)
+            lines[index] = _assigned().sub(replace, line)
     return "\n".join(lines)
 
 
