@@ -12,6 +12,7 @@ import os
 import re
 import shutil
 import sys
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -40,7 +41,7 @@ def _events(recall: tuple[str, ...], capture: tuple[str, ...]) -> tuple[HookedEv
     return tuple(HookedEvent(name, True) for name in recall) + tuple(HookedEvent(name) for name in capture)
 
 
-class Client:
+class Client(ABC):
     """A coding agent's files. `root` is the home directory (user scope) or the project (project scope)."""
 
     name: ClassVar[str]
@@ -53,11 +54,11 @@ class Client:
     nested_hooks: ClassVar[bool] = True
     hooks_skeleton: ClassVar[JsonObject] = {}  # what a hooks file we create starts with, besides "hooks"
 
-    def mcp_file(self, scope: Scope, root: Path) -> Path:
-        raise NotImplementedError
+    @abstractmethod
+    def mcp_file(self, scope: Scope, root: Path) -> Path: ...
 
-    def hooks_file(self, scope: Scope, root: Path) -> Path:
-        raise NotImplementedError
+    @abstractmethod
+    def hooks_file(self, scope: Scope, root: Path) -> Path: ...
 
     def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
         return {"command": program[0], "args": [*program[1:], "serve"], "env": env}
