@@ -41,7 +41,7 @@ COMMAND_CHARS = 200
 ERROR_CHARS = 300
 ERROR_LINES = 3
 SUBAGENT_CHARS = 800
-TODO_CHARS = 500
+TASK_LIST_CHARS = 500
 
 
 @dataclass(frozen=True)
@@ -259,4 +259,4 @@ def _todo(tool_input: dict[str, Any]) -> str:
             by_status.setdefault(str(item.get("status") or "pending"), []).append(str(item["content"]))
     parts = [f"{status}: {'; '.join(items)}" for status, items in by_status.items()]
     text = "[todo] " + " / ".join(parts)
-    return text[:TODO_CHARS] if parts else ""
+    return text[:TASK_LIST_CHARS] if parts else ""

@@ -22,7 +22,7 @@ from mcp_memory.service.facts import COMMITMENTS, fact_kinds
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'`(])|\n+")
 _EDIT = re.compile(r"^\[tool\] (?:wrote|edited) (.+)$")
 _FAILED = re.compile(r"^\[tool\] (?:ran `(.+?)` → exit (\S+?):|failed to \w+ (\S+))")
-_TODO = re.compile(r"^\[todo\] (.+)$", re.DOTALL)
+_TASK_LIST = re.compile(r"^\[todo\] (.+)$", re.DOTALL)
 _COMPACTION = "[compaction summary]"
 # Capitalised only because they start a sentence: not names.
 _STARTERS = frozenset(
@@ -100,7 +100,7 @@ def _session_items(age: int, session: SessionTurns, now: datetime) -> list[_Item
     ]
     if failed:
         items.append(_Item((age, 2, 1), (1, age, 3), "  failed: " + "; ".join(dict.fromkeys(failed[-3:]))))
-    todos = [m.group(1) for t in tools if (m := _TODO.match(t))]
+    todos = [m.group(1) for t in tools if (m := _TASK_LIST.match(t))]
     if todos:
         items.append(_Item((age, 2, 2), (1, age, 4), "  todo: " + _clip(todos[-1], 300)))
     if open_prompt := _unanswered(session.turns):

@@ -15,7 +15,7 @@ at meaning, so the same sentence is read the same way in any conversation:
   "budget", "limit", "required", "cannot";
 - `decision`: "decided", "agreed", "we'll use", "going with", "chose", "instead of", "settled on",
   "switched to", "prefer";
-- `task`: "TODO", "next step", "still need", "blocked", "follow up", "remind", "not yet", "pending".
+- `task`: a to-do marker, "next step", "still need", "blocked", "follow up", "remind", "not yet", "pending".
 """
 
 from __future__ import annotations
