@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from mcp.server.mcpserver import MCPServer
-from mcp_types import SubscribeRequestParams, UnsubscribeRequestParams
+from mcp_types import SubscribeRequestParams, Tool, UnsubscribeRequestParams
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
@@ -19,6 +19,7 @@ from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.middleware.call_metrics import CallMetrics
 from mcp_memory.mcp.middleware.client_log import install_client_log
 from mcp_memory.mcp.middleware.scopes import ToolScopes
+from mcp_memory.mcp.schemas import listed
 from mcp_memory.mcp.subscriptions import ReplicaBus
 from mcp_memory.service.memory_service import MemoryService
 
@@ -96,6 +97,10 @@ class MemoryServer(MCPServer[MemoryService]):
         )
         # logging/setLevel for 2025-protocol clients, the same way; its middleware joins the chain.
         self.client_log = install_client_log(self._lowlevel_server, host.embedding_queue)
+
+    async def list_tools(self) -> list[Tool]:
+        """The tools as clients list them: schemas without what a model never uses (mcp/schemas.py)."""
+        return [listed(tool) for tool in await super().list_tools()]
 
     @property
     def config(self) -> Settings:

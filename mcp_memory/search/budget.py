@@ -85,3 +85,84 @@ def snippet(content: str, query_terms: Sequence[str], max_tokens: int, count: Ca
         else:
             high = mid - 1
     return window(low) if low else ""
+
+
+# A long memory's hit shows its best passage narrowed to this many tokens: the sentences that hold the
+# most of the query's words (bench/tool_tokens.py measured what this keeps of the evidence).
+FOCUS_TOKENS = 80
+_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")  # between sentences: after . ! ? and a space, or a line break
+
+
+def focus(
+    content: str,
+    span: tuple[int, int],
+    query_terms: Sequence[str],
+    count: Callable[[str], int],
+    max_tokens: int = FOCUS_TOKENS,
+) -> tuple[int, int]:
+    """The part of `content[span]` a client is shown: the run of whole sentences holding the most of
+    the query's terms (the earliest such run) within `max_tokens`, or, when one sentence is longer,
+    the words around its first match. Offsets into `content`, so the part is `content[start:end]`."""
+    start, end = span
+    if count(content[start:end]) <= max_tokens:
+        return span
+    wanted = set(query_terms)
+    sentences = _sentences(content, start, end)
+    found = [wanted.intersection(terms(content[s:e])) for s, e in sentences]
+    # The best run: the most terms held, then one that starts at a match, then the earliest.
+    best: tuple[int, bool, int, int] | None = None  # (terms held, starts at a match, first, last)
+    for first in range(len(sentences)):
+        held: set[str] = set()
+        last = first
+        while (
+            last < len(sentences) and count(content[sentences[first][0] : sentences[last][1]]) <= max_tokens
+        ):
+            held |= found[last]
+            last += 1
+        if last > first and (best is None or (len(held), bool(found[first])) > best[:2]):
+            best = (len(held), bool(found[first]), first, last - 1)
+    if best is not None and (best[0] > 0 or not any(found)):
+        return _trimmed(content, sentences[best[2]][0], sentences[best[3]][1])
+    # The best sentence alone is longer than max_tokens: the words around its first match.
+    at = next((i for i, held in enumerate(found) if held), 0)
+    return _words_around(content, sentences[at] if sentences else span, wanted, count, max_tokens)
+
+
+def _sentences(content: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans, at = [], start
+    for gap in _BREAK.finditer(content, start, end):
+        if content[at : gap.start()].strip():
+            spans.append((at, gap.start()))
+        at = gap.end()
+    if content[at:end].strip():
+        spans.append((at, end))
+    return spans
+
+
+def _trimmed(content: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and content[start].isspace():
+        start += 1
+    while end > start and content[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _words_around(
+    content: str, span: tuple[int, int], wanted: set[str], count: Callable[[str], int], max_tokens: int
+) -> tuple[int, int]:
+    words = [(span[0] + m.start(), span[0] + m.end()) for m in _WORD.finditer(content[span[0] : span[1]])]
+    if not words:
+        return span
+    center = next((i for i, (s, e) in enumerate(words) if wanted.intersection(terms(content[s:e]))), 0)
+
+    def window(radius: int) -> tuple[int, int]:  # more after the match than before, as snippet() does
+        return words[max(0, center - radius // 3)][0], words[min(len(words), center + radius) - 1][1]
+
+    low, high = 1, len(words)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if count(content[slice(*window(mid))]) <= max_tokens:
+            low = mid
+        else:
+            high = mid - 1
+    return window(low)

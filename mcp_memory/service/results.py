@@ -5,18 +5,19 @@ The store ranks; this turns its hits into the tool's results. The score a hit ca
 probability that it is relevant (search/relevance.py), so `min_score` means the same for every query;
 `matched_by` says whether its words, its meaning or both found it, from the same signals, so it reads
 the same on every backend; `max_tokens` keeps the best hits that fit (search/budget.py), counted with
-the server's tokenizer.
+the server's tokenizer. `shown` is what a client reads of it (search_memory).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 
 from mcp_memory.models import Hit
-from mcp_memory.search.budget import fit_budget
+from mcp_memory.search.budget import FOCUS_TOKENS, fit_budget, focus
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, relevance, term_overlap
-from mcp_memory.views import SearchHit
+from mcp_memory.views import PassageView, SearchHit, SearchHitView, SearchResult, SearchResultView
 
 
 def signals_of(terms: Sequence[str], hits: Sequence[Hit], by_meaning: bool) -> list[HitSignals]:
@@ -81,9 +82,53 @@ def within_budget(
     its match (of the query's `terms`: QueryTerms.matched)."""
     spans = [None if hit.passage is None else (hit.passage.start, hit.passage.end) for hit in hits]
     fitted = fit_budget([hit.content for hit in hits], max_tokens, count, terms, spans)
-    return [
-        hits[f.index].model_copy(
-            update={"content": f.content, "token_count": f.token_count, "snippet": f.snippet}
+    return [hits[f.index].model_copy(update={"content": f.content, "snippet": f.snippet}) for f in fitted]
+
+
+def shown(
+    found: SearchResult, query: SearchQuery, count: Callable[[str], int], *, full_content: bool
+) -> SearchResultView:
+    """What search_memory answers a client: a memory longer than FOCUS_TOKENS as the part that
+    matched (its best passage narrowed to the sentences that hold the query's words: search/budget.py
+    `focus`), unless `full_content`; a shorter one (or a snippet fitted to max_tokens) as its content.
+    The thread is left out when the query named it, times are to the second."""
+    return SearchResultView(
+        results=[
+            _hit_shown(hit, query.terms.matched, count, full_content, query.thread_id is None)
+            for hit in found.results
+        ],
+        mode=found.mode,
+        time_filter=found.time_filter,
+    )
+
+
+def _hit_shown(
+    hit: SearchHit, query_terms: Sequence[str], count: Callable[[str], int], full_content: bool, thread: bool
+) -> SearchHitView:
+    content: str | None = hit.content
+    passage = None
+    if full_content:
+        if hit.passage is not None:
+            passage = PassageView(start=hit.passage.start, end=hit.passage.end)
+    elif not hit.snippet and hit.token_count > FOCUS_TOKENS:
+        span = (0, len(hit.content)) if hit.passage is None else (hit.passage.start, hit.passage.end)
+        start, end = focus(
+            hit.content, span, query_terms, lambda text: count(json.dumps(text, ensure_ascii=False))
         )
-        for f in fitted
-    ]
+        content, passage = None, PassageView(text=hit.content[start:end], start=start, end=end)
+    return SearchHitView(
+        id=hit.id,
+        type=hit.type,
+        thread_id=hit.thread_id if thread else None,
+        role=hit.role,
+        content=content,
+        passage=passage,
+        created_at=hit.created_at.replace(microsecond=0),
+        score=round(hit.score, 3),
+        matched_by=hit.matched_by,
+        token_count=hit.token_count,
+        snippet=hit.snippet,
+        flags=hit.flags,
+        space=hit.space,
+        author=hit.author if hit.space is not None else None,  # in personal memory: always the caller
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -32,6 +33,13 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
     assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
     assert result.structured_content is not None
     return result.structured_content
+
+
+async def stored(client: Client, memory_id: str) -> dict[str, Any]:
+    """A memory as stored, read back whole through memory://memories/{id} (add_turn does not echo it)."""
+    [content] = (await client.read_resource(f"memory://memories/{memory_id}")).contents
+    found: dict[str, Any] = json.loads(content.text)  # type: ignore[union-attr]
+    return found
 
 
 async def call_error(client: Client, tool: str, **arguments: Any) -> str:

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from mcp import Client
 
-from tests.services.mcp_client import call, call_error
+from tests.services.mcp_client import call, call_error, stored
 
 pytestmark = pytest.mark.anyio
 
@@ -22,7 +22,7 @@ async def test_a_past_time_is_the_turns_time_everywhere(client: Client) -> None:
         created_at="2024-03-05T09:15:00Z",
     )  # fmt: skip
     said = datetime(2024, 3, 5, 9, 15, tzinfo=UTC)
-    assert at(out["turn"]["created_at"]) == said
+    assert at((await stored(client, out["id"]))["created_at"]) == said
     wm = await call(client, "get_working_memory", thread_id="trip")
     assert [at(m["created_at"]) for m in wm["messages"]] == [said]
     found = await call(client, "search_memory", query="Lisbon flat")
@@ -36,8 +36,8 @@ async def test_a_time_without_a_zone_is_utc_and_an_offset_is_converted(client: C
     offset = await call(
         client, "add_turn", thread_id="t", role="user", content="b", created_at="2024-03-05T11:15:00+01:00"
     )
-    assert at(naive["turn"]["created_at"]) == datetime(2024, 3, 5, 9, 15, tzinfo=UTC)
-    assert at(offset["turn"]["created_at"]) == datetime(2024, 3, 5, 10, 15, tzinfo=UTC)
+    assert at((await stored(client, naive["id"]))["created_at"]) == datetime(2024, 3, 5, 9, 15, tzinfo=UTC)
+    assert at((await stored(client, offset["id"]))["created_at"]) == datetime(2024, 3, 5, 10, 15, tzinfo=UTC)
 
 
 async def test_a_future_time_is_refused_and_changes_nothing(client: Client) -> None:
@@ -58,9 +58,10 @@ async def test_a_time_within_the_clock_skew_allowance_is_taken_as_now(client: Cl
     out = await call(
         client, "add_turn", thread_id="t", role="user", content="skewed", created_at=ahead.isoformat()
     )
-    assert at(out["turn"]["created_at"]) < ahead
+    skewed = at((await stored(client, out["id"]))["created_at"])
+    assert skewed < ahead
     later = await call(client, "add_turn", thread_id="t", role="user", content="right after")
-    assert at(later["turn"]["created_at"]) >= at(out["turn"]["created_at"])
+    assert at((await stored(client, later["id"]))["created_at"]) >= skewed
 
 
 @pytest.mark.parametrize("value", ["last Tuesday", "2024-13-45", ""])
@@ -84,7 +85,7 @@ async def test_a_time_before_the_threads_latest_turn_is_refused(client: Client) 
     assert "created_at" in message and "latest turn" in message
     wm = await call(client, "get_working_memory", thread_id="t")
     assert [m["content"] for m in wm["messages"]] == ["ten", "also ten"]
-    assert wm["messages"][-1]["id"] == same["turn"]["id"]
+    assert wm["messages"][-1]["id"] == same["id"]
     # Another thread has its own order.
     await call(
         client, "add_turn", thread_id="other", role="user", content="nine", created_at="2024-03-05T09:00:00Z"

@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.search.budget import MIN_SNIPPET_TOKENS, fit_budget, snippet
-from tests.services.mcp_client import call, call_error
+from tests.services.mcp_client import call, call_error, stored
 
 pytestmark = pytest.mark.anyio
 
@@ -43,7 +43,9 @@ async def test_every_hit_carries_its_token_count(client: Client, tokenizer: Toke
     found = await call(client, "search_memory", query="passport")
     assert found["results"]
     for hit in found["results"]:
-        assert hit["token_count"] == tokenizer.count(hit["content"]) and hit["snippet"] is False
+        whole = (await stored(client, hit["id"]))["content"]
+        assert hit["token_count"] == tokenizer.count(whole) and "snippet" not in hit
+        assert hit.get("content", whole) == whole  # whole, or (a long memory) the part that matched
 
 
 @pytest.mark.parametrize("budget", [20, 60, 150, 400])
@@ -51,8 +53,8 @@ async def test_results_never_exceed_the_budget(client: Client, tokenizer: TokenC
     await filled(client)
     everything = await call(client, "search_memory", query="passport drawer", limit=8)
     found = await call(client, "search_memory", query="passport drawer", limit=8, max_tokens=budget)
-    assert sum(hit["token_count"] for hit in found["results"]) <= budget
-    assert all(hit["token_count"] == tokenizer.count(hit["content"]) for hit in found["results"])
+    shown = [hit["content"] if "content" in hit else hit["passage"]["text"] for hit in found["results"]]
+    assert sum(tokenizer.count(text) for text in shown) <= budget
     order = [hit["id"] for hit in everything["results"]]
     assert [hit["id"] for hit in found["results"]] == [
         i for i in order if i in {h["id"] for h in found["results"]}
@@ -62,7 +64,7 @@ async def test_results_never_exceed_the_budget(client: Client, tokenizer: TokenC
 async def test_a_long_memory_comes_back_as_a_snippet_of_the_match(client: Client) -> None:
     await filled(client)
     found = await call(client, "search_memory", query="blue drawer", limit=3, max_tokens=90)
-    [long] = [hit for hit in found["results"] if hit["snippet"]]
+    [long] = [hit for hit in found["results"] if hit.get("snippet")]
     assert "blue drawer" in long["content"] and long["content"].startswith("…")
     whole = await client.read_resource(f"memory://memories/{long['id']}")
     assert json.loads(whole.contents[0].text)["content"] == NEEDLE  # type: ignore[union-attr]

@@ -86,7 +86,9 @@ class ClientLog:
         note = current_call()
         error = note.error if note is not None else None
         tool = str((ctx.params or {}).get("name"))[:100]  # a name the client sent; capped all the same
-        messages = self._messages(tool, result, error, (time.perf_counter() - started) * 1000)
+        arguments = (ctx.params or {}).get("arguments")
+        thread_id = arguments.get("thread_id") if isinstance(arguments, dict) else None
+        messages = self._messages(tool, result, error, (time.perf_counter() - started) * 1000, thread_id)
         for message_level, data in messages:
             if LEVELS.index(message_level) >= LEVELS.index(level):
                 notification = LoggingMessageNotification(
@@ -99,7 +101,12 @@ class ClientLog:
         return result
 
     def _messages(
-        self, tool: str, result: HandlerResult, error: MemoryServerError | None, ms: float
+        self,
+        tool: str,
+        result: HandlerResult,
+        error: MemoryServerError | None,
+        ms: float,
+        thread_id: Any = None,
     ) -> list[tuple[LoggingLevel, dict[str, Any]]]:
         failed = is_tool_error(result)
         found: list[tuple[LoggingLevel, dict[str, Any]]] = [
@@ -123,16 +130,16 @@ class ClientLog:
         if tool == "summarize_thread" and structured.get("summarized_count"):
             found.append(("info", {"event": "summarized", **_pick(structured, _SUMMARY_COUNTS)}))
         elif tool == "add_turn" and structured.get("summarized") is True:
-            usage = structured.get("working_memory") or {}
-            turn = structured.get("turn") or {}
+            counts = structured.get("thread") or {}  # add_turn's brief answer (views.py TurnAdded)
             found.append(
                 (
                     "info",
                     {
                         "event": "summarized",
-                        "thread_id": turn.get("thread_id"),
+                        "thread_id": thread_id if isinstance(thread_id, str) else None,
                         "trigger": "threshold",
-                        **_pick(usage, ("message_count", "token_count", "threshold_tokens")),
+                        "message_count": counts.get("messages"),
+                        "token_count": counts.get("tokens"),
                     },
                 )
             )

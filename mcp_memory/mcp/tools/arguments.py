@@ -6,26 +6,20 @@ from typing import Annotated
 
 from pydantic import Field
 
-ThreadId = Annotated[
-    str, Field(description="Conversation id: 1-128 characters of letters, digits and . _ : -")
-]
+ThreadId = Annotated[str, Field(description="Conversation id (letters, digits, . _ : -; up to 128).")]
 WriteSpace = Annotated[
     str | None,
-    Field(
-        description="A shared space to write in (you need the writer role there); omit for your own memory."
-    ),
+    Field(description="A shared space to write in (writer role); omit for your own memory."),
 ]
 ReadSpace = Annotated[
     str | None,
-    Field(
-        description="Only this shared space; omit for your own memory plus every space you are a member of."
-    ),
+    Field(description="Only this shared space; omit for yours plus every space you are in."),
 ]
 ThreadSpace = Annotated[
     str | None,
-    Field(description="The shared space the thread is in; omit for a thread of your own memory."),
+    Field(description="The shared space the thread is in; omit for your own."),
 ]
 MemoryTypes = Annotated[
     list[str] | None,
-    Field(description="Only these memory types: turn, summary, fact, user_summary, observation."),
+    Field(description="Only these types: turn, summary, fact, user_summary, observation."),
 ]

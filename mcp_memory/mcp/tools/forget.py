@@ -24,23 +24,22 @@ family = Family("forget")
 async def forget(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("forget")],
-    memory_id: Annotated[str | None, Field(description="Delete this one memory (e.g. a turn id).")] = None,
-    thread_id: Annotated[str | None, Field(description="Delete this whole thread.")] = None,
+    memory_id: Annotated[str | None, Field(description="This one memory.")] = None,
+    thread_id: Annotated[str | None, Field(description="This whole thread.")] = None,
     everything: Annotated[
-        bool, Field(description="Delete all of this user's memories (with space: the whole space).")
+        bool, Field(description="All your memories (with space: the whole space).")
     ] = False,
     dry_run: Annotated[bool, Field(description="Only count what would be deleted.")] = False,
     space: Annotated[
         str | None,
         Field(
-            description="Forget in this shared space: a writer forgets what they wrote (with thread_id or "
-            "everything=true: their own part, the rest stays and is counted in left_by_others), an owner "
-            "anything there or (everything=true) the whole space. Omit for your own memory."
+            description="In this shared space: a writer forgets their own part (the rest is counted in "
+            "left_by_others), an owner anything. Omit for your own memory."
         ),
     ] = None,
 ) -> ForgetResult:
-    """Delete one memory, one thread or everything, from working and long-term memory. Give exactly one
-    scope. Returns what was deleted, per store."""
+    """Delete one memory, one thread or everything, from working and long-term memory: give exactly one
+    scope. Returns what was deleted."""
     return await service_of(ctx).forget(owner, memory_id, thread_id, everything, dry_run)
 
 

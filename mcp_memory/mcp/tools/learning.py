@@ -42,15 +42,8 @@ NO_MODEL = (
     "offer MCP sampling, so there is no model to read the conversation. Explicit memories (remember) "
     "and everything else still work."
 )
-MemoryId = Annotated[
-    str, Field(description="The id of a long-term memory, e.g. fact_... from remember or search.")
-]
-Space = Annotated[
-    str | None,
-    Field(
-        description="A shared space you are a member of (changing needs the writer role); omit for your own."
-    ),
-]
+MemoryId = Annotated[str, Field(description="A memory id, e.g. fact_... from remember or search.")]
+Space = Annotated[str | None, Field(description="A shared space (changing: writer role); omit for your own.")]
 
 
 def learning_of(ctx: Context[Any, Any]) -> Learning:
@@ -130,17 +123,16 @@ async def remember(
     ],
     type: Annotated[
         str,
-        Field(description="semantic (a fact), preference, procedural (how-to) or episodic (an event)."),
+        Field(description="semantic (fact), preference, procedural (how-to) or episodic (event)."),
     ] = "semantic",
-    thread_id: Annotated[str | None, Field(description="The conversation it belongs to, if any.")] = None,
+    thread_id: Annotated[str | None, Field(description="The conversation it came from.")] = None,
     space: Space = None,
 ) -> WrittenMemory:
-    """Store a long-term memory the user asked you to keep (in a shared space: for its members). An
-    identical one is not duplicated; a nearly identical one is updated to this wording."""
+    """Store a fact the user asked you to keep; a near-identical one is updated, not duplicated."""
     async with audited(ctx, owner, "add") as record:
         written = await learning_of(ctx).editor.remember(owner, content, type, thread_id)
         record.note([written.id])
-    return written
+    return written.model_copy(update={"content": None})  # the text you sent
 
 
 @family.tool(ToolAnnotations(title="Update a memory", read_only_hint=False, destructive_hint=True))
@@ -151,10 +143,10 @@ async def update_memory(
     content: Annotated[str, Field(description="The corrected content.")],
     space: Space = None,
 ) -> MemoryView:
-    """Correct a fact or the user profile. The previous content stays in memory_history and can be
-    restored with rollback_memory."""
+    """Correct a fact or the user profile (the old content stays in memory_history)."""
     async with audited(ctx, owner, "update", ids=[memory_id]):
-        return await learning_of(ctx).editor.update(owner, memory_id, content)
+        updated = await learning_of(ctx).editor.update(owner, memory_id, content)
+    return updated.model_copy(update={"content": None})  # the text you sent
 
 
 @family.tool(ToolAnnotations(title="Memory history", read_only_hint=True, idempotent_hint=True))
@@ -167,6 +159,8 @@ async def memory_history(
     """Every revision of a memory, oldest first: its content after each change and what caused it."""
     history = await learning_of(ctx).editor.history(owner, memory_id)
     await service_of(ctx).audit.read(owner, [memory_id])  # a space's memory read, in its trail
+    if history.revisions and history.revisions[-1].content == history.memory.content:
+        history.memory.content = None  # said once, by the last revision
     return history
 
 
@@ -175,11 +169,10 @@ async def rollback_memory(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("rollback_memory")],
     memory_id: MemoryId,
-    revision_id: Annotated[str, Field(description="The revision to restore (an id from memory_history).")],
+    revision_id: Annotated[str, Field(description="A revision id from memory_history.")],
     space: Space = None,
 ) -> MemoryView:
-    """Restore a memory's content (and superseded state) as of an earlier revision; the rollback is
-    itself a new revision."""
+    """Restore a memory as of an earlier revision (itself a new revision)."""
     async with audited(ctx, owner, "rollback", ids=[memory_id]):
         return await learning_of(ctx).editor.rollback(owner, memory_id, revision_id)
 
@@ -195,11 +188,11 @@ async def extract_memories(
     owner: Annotated[Owner, writer("extract_memories")],
     space: Annotated[
         str | None,
-        Field(description="The shared space the thread is in (writer role); omit for your own."),
+        Field(description="The thread's shared space (writer role); omit for your own."),
     ] = None,
 ) -> ExtractionReport:
-    """Learn facts from the thread's turns not yet learned from, now (it also happens by itself every
-    few turns). Uses the configured LLM, or your own model through MCP sampling."""
+    """Learn facts from the thread's new turns now (also automatic every few turns), with the
+    configured LLM or your model through sampling."""
     found = learning_of(ctx)
     batch = await found.prepare_extraction(owner, check.thread_id(thread_id))
     if batch is None:
@@ -218,11 +211,11 @@ async def reconcile_memories(
     owner: Annotated[Owner, writer("reconcile_memories")],
     space: Annotated[
         str | None,
-        Field(description="Reconcile this shared space's facts (writer role); omit for your own."),
+        Field(description="This shared space's facts (writer role); omit for your own."),
     ] = None,
 ) -> ReconcileReport:
-    """Review the user's recent facts for duplicates (merged) and contradictions (the newer wins);
-    losers are superseded, never deleted, and stay in memory_history. Also refreshes the profile."""
+    """Merge duplicate facts and resolve contradictions (the newer wins; the loser is superseded, not
+    deleted), and refresh the profile."""
     found = learning_of(ctx)
     batch = await found.prepare_reconcile(owner)
     if batch is None:

@@ -25,8 +25,8 @@ async def export_memories(
         str | None, Field(description="Export this shared space instead of your own memory.")
     ] = None,
 ) -> ExportResult:
-    """Everything stored for this user (memories with their history and provenance, thread settings)
-    as JSON Lines, to keep or to import elsewhere with import_memories."""
+    """Everything stored for you (memories with history and provenance) as JSON Lines, for
+    import_memories."""
     exported = await service_of(ctx).export_memories(owner)
     await service_of(ctx).audit.read(owner, [], counts=exported.counts)  # a space's whole export
     return exported
@@ -40,6 +40,6 @@ async def import_memories(
     dry_run: Annotated[bool, Field(description="Only check the file and count what it holds.")] = False,
     space: WriteSpace = None,
 ) -> ImportResult:
-    """Add the memories of an export to this user's memory (ids are kept, so importing twice stores
-    them once). Everything is checked before anything is written."""
+    """Add an export's memories to yours (ids are kept: importing twice stores once); all is checked
+    before anything is written."""
     return await service_of(ctx).import_memories(owner, jsonl, dry_run)

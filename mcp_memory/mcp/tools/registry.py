@@ -1,6 +1,6 @@
 """How a tool module declares its tools: `family.tool(...)` marks a module-level function as a tool
 (with its annotations) without registering it; `register(server, specs)` adds the chosen ones to a
-server under the one error boundary (mcp/errors.py)."""
+server under the one error boundary (mcp/errors.py), each answering compactly (output.py)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp_types import ToolAnnotations
 
 from mcp_memory.mcp.errors import reference_errors, tool_errors
+from mcp_memory.mcp.tools.output import briefly
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -53,7 +54,7 @@ class Family:
 
 def register(server: MCPServer[Any], specs: Iterable[ToolSpec]) -> None:
     for spec in specs:
-        guarded = reference_errors(spec.fn) if spec.reference else tool_errors(spec.fn)
+        guarded = reference_errors(spec.fn) if spec.reference else tool_errors(briefly(spec.fn))
         server.add_tool(
             guarded,
             name=spec.name,

@@ -13,8 +13,8 @@ from mcp_memory.mcp.tools.arguments import MemoryTypes, ReadSpace
 from mcp_memory.mcp.tools.dependencies import Readable, audit_read, service_of
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.search.query import SearchQuery
-from mcp_memory.service import browse
-from mcp_memory.views import MemoryPage, SearchResult
+from mcp_memory.service import browse, results
+from mcp_memory.views import MemoryPage, SearchResultView
 
 family = Family("search")
 
@@ -24,41 +24,32 @@ async def search_memory(
     query: Annotated[str, Field(description='What to look for; "quoted phrases" must match exactly.')],
     ctx: Context[Any, Any],
     owners: Readable,
-    thread_id: Annotated[
-        str | None, Field(description="Only this thread; omit to search all threads.")
-    ] = None,
+    thread_id: Annotated[str | None, Field(description="Only this thread.")] = None,
     types: MemoryTypes = None,
-    limit: Annotated[int, Field(description="How many results, 1-100.")] = 10,
-    mode: Annotated[
-        str, Field(description="hybrid (default: keywords + meaning), vector or text.")
-    ] = "hybrid",
-    since: Annotated[str | None, Field(description="Only memories at or after this ISO 8601 time.")] = None,
-    until: Annotated[str | None, Field(description="Only memories at or before this ISO 8601 time.")] = None,
+    limit: Annotated[int, Field(description="1-100.")] = 10,
+    mode: Annotated[str, Field(description="hybrid (keywords + meaning), vector or text.")] = "hybrid",
+    since: Annotated[str | None, Field(description="ISO 8601: only memories from then on.")] = None,
+    until: Annotated[str | None, Field(description="ISO 8601: only memories until then.")] = None,
     min_score: Annotated[
         float | None,
-        Field(
-            description="Only hits at least this likely to be relevant (0-1; each hit's score is that "
-            "calibrated probability, on the same scale for every query)."
-        ),
+        Field(description="0-1: only hits at least this likely to be relevant (their score)."),
     ] = None,
     max_tokens: Annotated[
         int | None,
-        Field(
-            description="Return only the best hits whose contents fit this many tokens; a long memory "
-            "comes back as a snippet (snippet: true) to read whole at memory://memories/{id}."
-        ),
+        Field(description="Only the best hits that fit this many tokens."),
     ] = None,
     as_of: Annotated[
         str | None,
-        Field(
-            description="Search memory as it stood at this ISO 8601 time: nothing made later, and facts "
-            "superseded since as they were then."
-        ),
+        Field(description="ISO 8601: memory as it stood then."),
     ] = None,
     space: ReadSpace = None,
-) -> SearchResult:
-    """Search long-term memory (past turns, summaries, facts) by keywords and meaning, best first: your
-    own and that of the shared spaces you are a member of (each hit says its space and author)."""
+    full_content: Annotated[
+        bool, Field(description="Return long memories whole, not just the passage that matched.")
+    ] = False,
+) -> SearchResultView:
+    """Search past turns, summaries and facts (yours and your shared spaces') by keywords and meaning,
+    best first. A long memory's hit holds the passage that matched: read it whole at
+    memory://memories/{id}."""
     service = service_of(ctx)
     asked = SearchQuery.of(
         owners,
@@ -76,7 +67,7 @@ async def search_memory(
     )
     found = await service.search(asked)
     await audit_read(ctx, found.results)
-    return found
+    return results.shown(found, asked, service.tokens.count, full_content=full_content)
 
 
 @family.tool(ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True))
@@ -87,36 +78,21 @@ async def list_memories(
     thread_id: Annotated[str | None, Field(description="Only this thread's memories.")] = None,
     kind: Annotated[
         str | None,
-        Field(description="Only facts of this kind: semantic, preference, procedural, episodic."),
+        Field(description="Facts of this kind: semantic, preference, procedural, episodic."),
     ] = None,
-    since: Annotated[
-        str | None, Field(description="Only memories created at or after this ISO 8601 time.")
-    ] = None,
-    until: Annotated[
-        str | None, Field(description="Only memories created at or before this ISO 8601 time.")
-    ] = None,
-    include_superseded: Annotated[
-        bool, Field(description="Also memories a newer one replaced (shown with superseded_by).")
-    ] = False,
-    order: Annotated[str, Field(description="newest (default) or oldest first.")] = "newest",
-    limit: Annotated[int, Field(description=f"Memories per page, 1-{browse.MAX_LIMIT}.")] = 20,
-    cursor: Annotated[
-        str | None, Field(description="The next_cursor of the previous page, with the same order.")
-    ] = None,
+    since: Annotated[str | None, Field(description="ISO 8601: only memories made from then on.")] = None,
+    until: Annotated[str | None, Field(description="ISO 8601: only memories made until then.")] = None,
+    include_superseded: Annotated[bool, Field(description="Also memories a newer one replaced.")] = False,
+    order: Annotated[str, Field(description="newest or oldest first.")] = "newest",
+    limit: Annotated[int, Field(description=f"Per page, 1-{browse.MAX_LIMIT}.")] = 20,
+    cursor: Annotated[str | None, Field(description="The previous page's next_cursor.")] = None,
     as_of: Annotated[
         str | None,
-        Field(
-            description="ISO 8601 time: memory as it stood then (later memories left out, facts "
-            "superseded since shown as they were)."
-        ),
+        Field(description="ISO 8601: memory as it stood then."),
     ] = None,
-    space: Annotated[
-        str | None,
-        Field(description="Only this shared space; omit for your own memory plus every space you are in."),
-    ] = None,
+    space: ReadSpace = None,
 ) -> MemoryPage:
-    """Browse long-term memories without a query, newest first by default, one page at a time; pass
-    next_cursor back as cursor for the next page (null: no more)."""
+    """Browse long-term memories without a query, a page at a time; pass next_cursor back as cursor."""
     page = await browse.list_memories(
         service_of(ctx).stores.long_term,
         owners,

@@ -13,7 +13,7 @@ from mcp_memory.mcp.tools.arguments import ThreadId, ThreadSpace, WriteSpace
 from mcp_memory.mcp.tools.dependencies import Member, audit_thread_read, progress_of, service_of, writer
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
-from mcp_memory.views import AddTurnResult, SummarizeResult, ThreadDataView, WorkingMemoryView
+from mcp_memory.views import SummarizeResult, ThreadDataView, TurnAdded, WorkingMemoryView
 
 family = Family("threads")
 
@@ -21,33 +21,25 @@ family = Family("threads")
 @family.tool(ToolAnnotations(title="Add a turn", read_only_hint=False, destructive_hint=False))
 async def add_turn(
     thread_id: ThreadId,
-    role: Annotated[
-        str, Field(description="Who spoke: user, assistant, tool or system (agent = assistant).")
-    ],
+    role: Annotated[str, Field(description="user, assistant, tool or system.")],
     content: Annotated[str, Field(description="The message text, verbatim.")],
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("add_turn")],
     metadata: Annotated[
         dict[str, Any] | None,
-        Field(description="Optional JSON, e.g. {tool_name, tool_call_id} for tool turns."),
+        Field(description="Optional JSON, e.g. {tool_name} for a tool turn."),
     ] = None,
-    context_window: Annotated[
-        int | None, Field(description="Your model's context window in tokens; sets the thread's budget.")
-    ] = None,
+    context_window: Annotated[int | None, Field(description="Your model's context window in tokens.")] = None,
     created_at: Annotated[
         str | None,
-        Field(
-            description="When the turn was said, ISO 8601 (no zone = UTC), to import or replay a "
-            "conversation; omit for now. Not in the future (5 minutes of clock skew allowed), "
-            "not before the thread's latest turn."
-        ),
+        Field(description="ISO 8601 time it was said, to import a past conversation; omit for now."),
     ] = None,
     space: WriteSpace = None,
-) -> AddTurnResult:
-    """Record one message of the conversation in working and long-term memory. Summarizes the oldest
-    messages automatically when the thread passes its token threshold (summarized=true). A past
-    created_at replays an earlier conversation; a future one is refused and nothing is stored."""
-    return await service_of(ctx).add_turn(
+) -> TurnAdded:
+    """Record one message of the conversation in working and long-term memory; older messages are
+    folded into the thread's summary when it passes its token threshold. Returns the turn's id and the
+    thread's counts."""
+    added = await service_of(ctx).add_turn(
         owner,
         thread_id,
         role,
@@ -57,6 +49,7 @@ async def add_turn(
         created_at=created_at,
         progress=progress_of(ctx),
     )
+    return TurnAdded.of(added)
 
 
 @family.tool(ToolAnnotations(title="Get working memory", read_only_hint=True, idempotent_hint=True))
@@ -67,7 +60,7 @@ async def get_working_memory(
     recent: Annotated[int | None, Field(description="Return only the newest N messages.")] = None,
     space: ThreadSpace = None,
 ) -> WorkingMemoryView:
-    """The thread's running summary and recent messages, with its token usage and threshold."""
+    """The thread's running summary and recent messages, with its token usage."""
     return await audit_thread_read(
         ctx, owner, await service_of(ctx).get_working_memory(owner, thread_id, recent)
     )
@@ -80,15 +73,14 @@ async def get_working_memory(
 )
 async def set_thread_data(
     thread_id: ThreadId,
-    data: Annotated[dict[str, Any], Field(description="Free JSON for this conversation (replaces the old).")],
+    data: Annotated[dict[str, Any], Field(description="JSON to keep (replaces the old).")],
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("set_thread_data")],
     space: ThreadSpace = None,
 ) -> ThreadDataView:
-    """Keep small session state with the thread (e.g. {"trip": "Hawaii", "step": 3}); it comes back in
-    get_working_memory as `data` and expires with the thread's working memory."""
+    """Keep small session state with the thread; get_working_memory returns it as `data`."""
     await service_of(ctx).set_thread_data(owner, thread_id, data)
-    return ThreadDataView(thread_id=thread_id, data=data)
+    return ThreadDataView(keys=list(data))
 
 
 @family.tool(ToolAnnotations(title="Summarize a thread", read_only_hint=False, destructive_hint=False))
@@ -98,9 +90,9 @@ async def summarize_thread(
     owner: Annotated[Owner, writer("summarize_thread")],
     keep_recent: Annotated[
         int | None,
-        Field(description="Keep this many newest messages verbatim (default: by token budget)."),
+        Field(description="Newest messages to keep verbatim (default: by token budget)."),
     ] = None,
     space: ThreadSpace = None,
 ) -> SummarizeResult:
-    """Fold the thread's older messages into its running summary now. Every turn stays in long term."""
+    """Fold the thread's older messages into its summary now (every turn stays in long-term memory)."""
     return await service_of(ctx).summarize_thread(owner, thread_id, keep_recent, progress=progress_of(ctx))
