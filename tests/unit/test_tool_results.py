@@ -74,7 +74,7 @@ async def test_a_long_memory_s_hit_is_the_passage_that_matched(
 ) -> None:
     added = await call(client, "add_turn", thread_id="ops", role="assistant", content=LONG_TURN)
     await call(client, "add_turn", thread_id="ops", role="user", content="Short note about lunch.")
-    text, found = await answer(client, "search_memory", query="why did the migration fail", thread_id="ops")
+    _, found = await answer(client, "search_memory", query="why did the migration fail", thread_id="ops")
     [hit] = [h for h in found["results"] if h["id"] == added["id"]]
     assert "content" not in hit and "thread_id" not in hit  # the caller named the thread
     passage = hit["passage"]
