@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Literal
@@ -21,6 +23,10 @@ from mcp_memory.models import GROUP_MEMBER, SPACE_NAME_PATTERN, THREAD_ID_PATTER
 # A character's longest JSON spelling, \uXXXX (outside the BMP, a pair of them: 12 bytes for one).
 JSON_BYTES_PER_CHAR = 6
 
+# The reference memory server's (@modelcontextprotocol/server-memory) one setting, the file of its graph.
+# A client entry written for it and kept when only the command became `mcp-memory serve` still sets it.
+REFERENCE_FILE_VARIABLE = "MEMORY_FILE_PATH"
+
 
 def _default_user() -> str:
     try:
@@ -31,6 +37,13 @@ def _default_user() -> str:
 
 def _default_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
+
+
+def reference_memory_file(environ: Mapping[str, str] | None = None) -> Path | None:
+    """The file MEMORY_FILE_PATH names (the reference memory server's setting, not one of ours), None
+    when it is unset or empty. `environ`: this process's environment unless given."""
+    value = (os.environ if environ is None else environ).get(REFERENCE_FILE_VARIABLE)
+    return Path(value) if value else None
 
 
 class WorkingSettings(BaseModel):
@@ -630,7 +643,8 @@ class Settings(BaseSettings):
         default="standard",
         description="Which tools clients see (each costs tokens in every conversation): core (8 daily "
         "tools), standard (15: also revisions, export/import, extraction), all (25: also forget_user and "
-        "the knowledge graph's nine). README: Tool profiles.",
+        "the knowledge graph's nine). Left unset with MEMORY_FILE_PATH set (the reference memory server's "
+        "setting): standard plus the knowledge graph's nine. README: Tool profiles.",
     )
 
     working: WorkingSettings = Field(default_factory=WorkingSettings)

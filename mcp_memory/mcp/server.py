@@ -3,10 +3,13 @@
 The tools (mcp/tools/, one module per family), resources (mcp/resources/) and the recall prompt
 (mcp/prompts.py) are module-level functions; this module only puts them together with the request
 middleware (mcp/middleware/) and the change notifications. Tool names, parameters and result fields are
-a public contract; which tools a client sees is the `tools` profile (MCP_MEMORY_TOOLS).
+a public contract; which tools a client sees is the `tools` profile (MCP_MEMORY_TOOLS), plus the knowledge
+graph's when MEMORY_FILE_PATH is set and the profile is not (mcp/tools/__init__.py `listed_tools`).
 """
 
 from __future__ import annotations
+
+import logging
 
 from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 
@@ -23,13 +26,15 @@ from mcp_memory.mcp.middleware.scopes import ScopeGuard
 from mcp_memory.mcp.prompts import register_prompts
 from mcp_memory.mcp.resources import register_resources
 from mcp_memory.mcp.subscriptions import ReplicaBus
-from mcp_memory.mcp.tools import register_tools
+from mcp_memory.mcp.tools import graph_for_reference, register_tools
 from mcp_memory.mcp.uris import graph_change_uri, thread_uri
 from mcp_memory.models import GRAPH_CHANGE, space_of
 from mcp_memory.security.principals import current_principal
 from mcp_memory.security.spaces import SPACES_FILE
 
 __all__ = ["MemoryServer", "build_server", "thread_uri"]
+
+log = logging.getLogger(__name__)
 
 
 def build_server(settings: Settings) -> MemoryServer:
@@ -52,7 +57,13 @@ def build_server(settings: Settings) -> MemoryServer:
     host = ServiceHost(settings, on_change=publish_change, bus=bus)
     server = MemoryServer(settings, host, bus)
     install_chain(server)
-    register_tools(server, settings.tools, graph_tools=settings.graph.tools)
+    register_tools(server, settings)
+    if graph_for_reference(settings):
+        log.info(
+            "tools: the %s profile plus the knowledge graph's nine, because MEMORY_FILE_PATH is set (the "
+            "reference memory server's setting) and MCP_MEMORY_TOOLS is not",
+            settings.tools,
+        )
     register_resources(server, graph_resources=settings.graph.tools)
     register_prompts(server)
     register_completions(server)

@@ -6,16 +6,14 @@ The server (mcp/host.py) and the CLI's export, import and forget-user commands o
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
-from pathlib import Path
 
 import anyio
 from threadpoolctl import threadpool_limits
 
 from mcp_memory.audit import SERVICE_ACTOR, Auditor
-from mcp_memory.config import Settings, load_tokens
+from mcp_memory.config import Settings, load_tokens, reference_memory_file
 from mcp_memory.learning import Learning, open_learning
 from mcp_memory.llm import open_chat_model, open_embedder
 from mcp_memory.llm.embedder import Embedder
@@ -166,6 +164,6 @@ async def _connect_graph(settings: Settings, graph: KnowledgeGraph, learning: Le
     """Learning feeds the graph; a reference server's file (MEMORY_FILE_PATH) is adopted once."""
     learning.writer.on_written = graph.link_memory  # facts link to the entities they name
     learning.extractor.on_graph = graph.learn  # entities and relations extracted with the facts
-    reference_file = os.environ.get("MEMORY_FILE_PATH")  # the reference memory server's setting
-    if reference_file:
-        await graph.adopt_reference_file(settings.user_id, Path(reference_file), learning.counters)
+    reference_file = reference_memory_file()  # MEMORY_FILE_PATH, the reference memory server's setting
+    if reference_file is not None:
+        await graph.adopt_reference_file(settings.user_id, reference_file, learning.counters)

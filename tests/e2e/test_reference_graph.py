@@ -1,12 +1,15 @@
 """The knowledge graph against the real reference server (@modelcontextprotocol/server-memory from npm):
 the same tools, schemas and annotations; the same sequence of calls gives the same results, text and
-structured content alike; and its memory.jsonl imports into `mcp-memory` and exports back byte for byte.
+structured content alike; its memory.jsonl imports into `mcp-memory` and exports back byte for byte; and
+a client entry written for it works with only the command changed (README "Knowledge graph").
 
 Both servers run as real processes over stdio, launched the way Claude Desktop launches them.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import warnings
 from pathlib import Path
@@ -14,9 +17,11 @@ from typing import Any
 
 import anyio
 import mcp_types
+import platformdirs
 import pytest
 from mcp import Client
 
+from mcp_memory.mcp.tools import STANDARD
 from tests.services.reference_memory import reference_server
 from tests.services.server_process import StdioServer, mcp_memory_command, server_env
 
@@ -189,6 +194,19 @@ async def run(client: Client) -> list[dict[str, Any]]:
     return [shown(await client.call_tool(tool, arguments)) for tool, arguments in SEQUENCE]
 
 
+def assert_same_results(expected: list[dict[str, Any]], got: list[dict[str, Any]]) -> None:
+    """SEQUENCE's results, ours against the reference's, call by call."""
+    for (tool, arguments), want, have in zip(SEQUENCE, expected, got, strict=True):
+        if tool == "search_nodes":
+            # Ours finds what the reference finds, first and in its order; entities whose observations the
+            # hybrid search also finds may follow, with their relations.
+            theirs, mine = want["structured"], have["structured"]
+            assert mine["entities"][: len(theirs["entities"])] == theirs["entities"], arguments
+            assert all(r in mine["relations"] for r in theirs["relations"]), arguments
+            continue
+        assert have == want, f"{tool}({arguments})"
+
+
 async def test_the_nine_tools_and_the_resource_are_the_reference_s(
     reference: StdioServer, ours: StdioServer
 ) -> None:
@@ -226,15 +244,7 @@ async def test_the_same_calls_give_the_reference_s_results(reference: StdioServe
     async with ours.connect() as client:
         got = await run(client)
         resource = (await client.read_resource("memory://knowledge-graph")).contents[0]
-    for (tool, arguments), want, have in zip(SEQUENCE, expected, got, strict=True):
-        if tool == "search_nodes":
-            # Ours finds what the reference finds, first and in its order; entities whose observations the
-            # hybrid search also finds may follow, with their relations.
-            theirs, mine = want["structured"], have["structured"]
-            assert mine["entities"][: len(theirs["entities"])] == theirs["entities"], arguments
-            assert all(r in mine["relations"] for r in theirs["relations"]), arguments
-            continue
-        assert have == want, f"{tool}({arguments})"
+    assert_same_results(expected, got)
     assert resource.text == expected_resource.text  # type: ignore[union-attr]
     assert expected[6]["is_error"] and expected[6]["text"] == ["Entity with name Ghost not found"]
 
@@ -323,3 +333,59 @@ async def test_its_memory_file_comes_along_when_only_the_command_changes(
     async with switched.connect() as client:  # not imported again: London stays deleted
         names = [e["name"] for e in (await client.call_tool("read_graph", {})).structured_content["entities"]]  # type: ignore[index]
     assert "London" not in names and "Ada Lovelace" in names
+
+
+def reference_client_env(home: Path, memory_file: Path) -> dict[str, str]:
+    """What a client entry written for the reference server gives `mcp-memory serve` once only its command
+    changed: MEMORY_FILE_PATH over the inherited environment, no MCP_MEMORY_* variable at all (so the
+    default profile, the local embedder, the OS user). HOME and XDG_DATA_HOME point at `home`, so the
+    default data dir (platformdirs' user data dir) is the test's own."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("MCP_MEMORY_")}
+    return env | {
+        "HOME": str(home),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "MEMORY_FILE_PATH": str(memory_file),
+    }
+
+
+def default_data_dir(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Where `mcp-memory` keeps its data with that environment (config.py's default data dir)."""
+    with monkeypatch.context() as patched:
+        patched.setenv("HOME", str(home))
+        patched.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))
+        data_dir = Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
+    if not data_dir.is_relative_to(home):
+        pytest.skip(f"this platform's user data dir ({data_dir}) does not follow HOME / XDG_DATA_HOME")
+    return data_dir
+
+
+async def test_the_readme_s_drop_in_lists_the_graph_and_gives_the_reference_s_results(
+    reference: StdioServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """README "Knowledge graph": change only the command to `mcp-memory serve`, keep MEMORY_FILE_PATH.
+    With nothing else set, the default profile's tools and the graph's nine are listed, the reference's
+    own sequence of calls gives its results, and the memory.jsonl it wrote is adopted on the first start."""
+    async with reference.connect() as client:
+        expected = await run(client)
+    theirs_graph = expected[-1]  # SEQUENCE ends with read_graph
+
+    home = tmp_path / "home"
+    data_dir = default_data_dir(home, monkeypatch)  # before a start could write outside tmp_path
+    ours = StdioServer(tmp_path / "ours", reference_client_env(home, tmp_path / "ours" / "memory.jsonl"))
+    async with ours.connect() as client:
+        listed = {tool.name for tool in (await client.list_tools()).tools}
+        got = await run(client)
+    assert listed >= {*GRAPH_TOOLS, *STANDARD} and "forget_user" not in listed
+    assert listed == STANDARD | set(GRAPH_TOOLS)
+    assert "because MEMORY_FILE_PATH is set" in ours.stderr()
+    assert (data_dir / "memory.db").is_file()  # its own store, in the default data dir under HOME
+    assert_same_results(expected, got)
+
+    # The file the reference wrote, kept where the entry's MEMORY_FILE_PATH says: adopted on the first start.
+    kept = tmp_path / "switched" / "memory.jsonl"
+    kept.parent.mkdir(parents=True)
+    shutil.copyfile(tmp_path / "reference" / "memory.jsonl", kept)
+    switched = StdioServer(tmp_path / "switched", reference_client_env(tmp_path / "switched-home", kept))
+    async with switched.connect() as client:
+        assert shown(await client.call_tool("read_graph", {})) == theirs_graph
+    assert f"imported the reference memory server's file {kept}" in switched.stderr()

@@ -54,7 +54,7 @@ async def test_at_most_a_hundred_values_with_the_total(client: Client) -> None:
 
 
 async def test_memory_ids_complete_by_prefix(client: Client) -> None:
-    turn = (await call(client, "add_turn", thread_id="m", role="user", content="remember me"))
+    turn = await call(client, "add_turn", thread_id="m", role="user", content="remember me")
     fact = await call(client, "remember", content="The user likes green tea")
     turns = (await complete(client, MEMORY, "memory_id", "turn_")).completion
     assert turns.values == [turn["id"]] and (turns.total, turns.has_more) == (1, False)

@@ -52,7 +52,7 @@ async def test_summary_resource_is_plain_text(client: Client) -> None:
 
 
 async def test_memory_resource_by_turn_id(client: Client) -> None:
-    turn = (await call(client, "add_turn", thread_id="m", role="user", content="remember me"))
+    turn = await call(client, "add_turn", thread_id="m", role="user", content="remember me")
     memory = json.loads(await _text(client, f"memory://memories/{turn['id']}"))
     assert memory["id"] == turn["id"] and memory["content"] == "remember me" and memory["type"] == "turn"
     assert "embedding" not in memory and len(memory["content_hash"]) == 64

@@ -1,8 +1,11 @@
 """Tool profiles (MCP_MEMORY_TOOLS): which tools a client sees, what each profile costs it in tokens,
-and that a tool left out of a profile cannot be called either."""
+that a tool left out of a profile cannot be called either, and that a reference memory server's client
+entry (MEMORY_FILE_PATH, no profile) gets the knowledge graph's tools beside the default profile's."""
 
 from __future__ import annotations
 
+import logging
+import os
 from pathlib import Path
 
 import pytest
@@ -11,7 +14,15 @@ from mcp import Client
 from mcp_memory.cli.tool_profiles import cost_of
 from mcp_memory.config import Settings
 from mcp_memory.mcp.server import build_server
-from mcp_memory.mcp.tools import ALL_TOOLS, CORE, PROFILES
+from mcp_memory.mcp.tools import (
+    ALL_TOOLS,
+    CORE,
+    GRAPH_TOOLS,
+    PROFILES,
+    STANDARD,
+    graph_for_reference,
+    listed_tools,
+)
 
 pytestmark = pytest.mark.anyio
 NAMED_IN_THE_DESIGN = {"add_turn", "search_memory", "get_working_memory", "summarize_thread", "forget"}
@@ -60,3 +71,82 @@ async def test_graph_tools_false_removes_the_graph_from_every_profile(settings: 
     async with Client(build_server(hidden), raise_exceptions=False) as client:
         listed = {tool.name for tool in (await client.list_tools()).tools}
     assert "read_graph" not in listed and "forget_user" in listed
+
+
+def _environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, **variables: str | None) -> None:
+    """This process's environment without MCP_MEMORY_* and MEMORY_FILE_PATH, plus `variables`; no .env."""
+    for name in list(os.environ):
+        if name.startswith("MCP_MEMORY_") or name == "MEMORY_FILE_PATH":
+            monkeypatch.delenv(name)
+    for name, value in variables.items():
+        if value is not None:
+            monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.mark.parametrize("graph_tools", [True, False])
+@pytest.mark.parametrize("profile", [None, "standard", "core", "all"])
+@pytest.mark.parametrize("memory_file", [None, "/home/me/memory.jsonl"])
+def test_memory_file_path_adds_the_graph_to_the_default_profile_only(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    memory_file: str | None,
+    profile: str | None,
+    graph_tools: bool,
+) -> None:
+    """A client entry written for the reference server (MEMORY_FILE_PATH, no MCP_MEMORY_TOOLS) lists the
+    default profile and the graph's nine; an explicit profile, even `standard`, is listed exactly, and
+    graph.tools=false hides the graph whatever the rest says."""
+    _environment(
+        monkeypatch,
+        tmp_path,
+        MEMORY_FILE_PATH=memory_file,
+        MCP_MEMORY_TOOLS=profile,
+        MCP_MEMORY_GRAPH__TOOLS=None if graph_tools else "false",
+    )
+    settings = Settings()
+    expected = set(PROFILES[settings.tools])
+    added = memory_file is not None and profile is None and graph_tools
+    if added:
+        expected |= GRAPH_TOOLS
+    if not graph_tools:
+        expected -= GRAPH_TOOLS
+    listed = [spec.name for spec in listed_tools(settings)]
+    assert set(listed) == expected
+    assert listed == [spec.name for spec in ALL_TOOLS if spec.name in expected]  # the clients' order
+    assert graph_for_reference(settings) is added
+    if profile is None and memory_file is not None and graph_tools:
+        assert set(listed) == STANDARD | GRAPH_TOOLS and "forget_user" not in listed
+
+
+def test_an_empty_memory_file_path_is_unset(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _environment(monkeypatch, tmp_path, MEMORY_FILE_PATH="")
+    assert {spec.name for spec in listed_tools(Settings())} == STANDARD
+
+
+def test_a_profile_in_the_env_file_or_an_argument_is_explicit_too(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _environment(monkeypatch, tmp_path)
+    environ = {"MEMORY_FILE_PATH": "memory.jsonl"}
+    assert {spec.name for spec in listed_tools(Settings(), environ)} == STANDARD | GRAPH_TOOLS
+    assert {spec.name for spec in listed_tools(Settings(tools="standard"), environ)} == STANDARD
+    (tmp_path / ".env").write_text("MCP_MEMORY_TOOLS=core\n")
+    assert {spec.name for spec in listed_tools(Settings(), environ)} == CORE
+
+
+async def test_the_server_lists_them_and_says_why(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _environment(monkeypatch, tmp_path, MEMORY_FILE_PATH=str(tmp_path / "memory.jsonl"))
+    with caplog.at_level(logging.INFO, logger="mcp_memory.mcp.server"):
+        server = build_server(Settings(user_id="tester", data_dir=tmp_path / "data"))
+    listed = {tool.name for tool in await server.list_tools()}
+    assert listed == STANDARD | GRAPH_TOOLS
+    assert "because MEMORY_FILE_PATH is set" in caplog.text
+
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="mcp_memory.mcp.server"):
+        server = build_server(Settings(user_id="tester", data_dir=tmp_path / "data", tools="standard"))
+    assert {tool.name for tool in await server.list_tools()} == STANDARD
+    assert "MEMORY_FILE_PATH" not in caplog.text

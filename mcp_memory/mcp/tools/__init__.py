@@ -13,16 +13,19 @@
 
 A tool takes its arguments, the request's `Context` and, resolved before it runs by the SDK's
 `Resolve`, the owner whose memory it works on (dependencies.py). It raises product errors; the one
-boundary in mcp/errors.py reports them. `PROFILES` says which tools a server lists
+boundary in mcp/errors.py reports them. `PROFILES` says which tools a profile holds
 (`MCP_MEMORY_TOOLS`, README "Tool profiles"): each costs a client tokens in every conversation.
+`listed_tools(settings)` is the one place that decides which tools a server lists.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 
+from mcp_memory.config import Settings, reference_memory_file
 from mcp_memory.mcp.tools import forget, graph, learning, portability, search, threads
 from mcp_memory.mcp.tools.registry import ToolSpec, register
 
@@ -69,13 +72,32 @@ PROFILES: dict[Profile, frozenset[str]] = {
 }
 
 
-def tools_of(profile: Profile, *, graph_tools: bool = True) -> list[ToolSpec]:
-    """The tools a server with this profile lists, in order (graph_tools=False: never the graph's)."""
-    chosen = PROFILES[profile]
-    return [
-        spec for spec in ALL_TOOLS if spec.name in chosen and (graph_tools or spec.name not in GRAPH_TOOLS)
-    ]
+def graph_for_reference(settings: Settings, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether the knowledge graph's nine tools join the profile's because MEMORY_FILE_PATH is set.
+
+    That variable is the reference memory server's setting: a client entry written for that server, with
+    only the command changed to `mcp-memory serve` (README "Knowledge graph"), must keep its nine tools.
+    A profile chosen explicitly (MCP_MEMORY_TOOLS in the environment or .env, or an argument), whatever
+    its value, is listed exactly; graph.tools=false hides the graph's tools still. `environ`: this
+    process's environment unless given.
+    """
+    return (
+        settings.graph.tools
+        and "tools" not in settings.model_fields_set
+        and reference_memory_file(environ) is not None
+    )
 
 
-def register_tools(server: MCPServer[Any], profile: Profile, *, graph_tools: bool = True) -> None:
-    register(server, tools_of(profile, graph_tools=graph_tools))
+def listed_tools(settings: Settings, environ: Mapping[str, str] | None = None) -> list[ToolSpec]:
+    """The tools a server with these settings lists, in order: the `tools` profile's, plus the knowledge
+    graph's when graph_for_reference(), never the graph's with graph.tools=false."""
+    chosen = PROFILES[settings.tools]
+    if graph_for_reference(settings, environ):
+        chosen |= GRAPH_TOOLS
+    if not settings.graph.tools:
+        chosen -= GRAPH_TOOLS
+    return [spec for spec in ALL_TOOLS if spec.name in chosen]
+
+
+def register_tools(server: MCPServer[Any], settings: Settings) -> None:
+    register(server, listed_tools(settings))
