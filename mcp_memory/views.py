@@ -469,7 +469,12 @@ class ListedMemory(BaseModel):
     type: MemoryType
     thread_id: str | None
     role: Role | None
-    content: str
+    content: str | None = Field(
+        default=None, description="The memory's text; a long one only with full_content (else `passage`)."
+    )
+    passage: PassageView | None = Field(
+        default=None, description="A long memory's opening, with its offsets in the whole."
+    )
     created_at: datetime
     updated_at: datetime | None = None
     kind: str | None = Field(

@@ -17,7 +17,15 @@ from mcp_memory.models import Hit
 from mcp_memory.search.budget import FOCUS_TOKENS, fit_budget, focus
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, relevance, term_overlap
-from mcp_memory.views import PassageView, SearchHit, SearchHitView, SearchResult, SearchResultView
+from mcp_memory.views import (
+    ListedMemory,
+    MemoryPage,
+    PassageView,
+    SearchHit,
+    SearchHitView,
+    SearchResult,
+    SearchResultView,
+)
 
 
 def signals_of(terms: Sequence[str], hits: Sequence[Hit], by_meaning: bool) -> list[HitSignals]:
@@ -102,6 +110,27 @@ def shown(
     )
 
 
+def listed_shown(page: MemoryPage, count: Callable[[str], int], *, full_content: bool) -> MemoryPage:
+    """What list_memories answers a client: a memory longer than FOCUS_TOKENS as its opening (whole
+    sentences within FOCUS_TOKENS, offsets into the whole), unless `full_content`."""
+    if full_content:
+        return page
+    return page.model_copy(update={"memories": [_listed(memory, count) for memory in page.memories]})
+
+
+def _listed(memory: ListedMemory, count: Callable[[str], int]) -> ListedMemory:
+    if memory.content is None or memory.token_count <= FOCUS_TOKENS:
+        return memory
+    start, end = focus(memory.content, (0, len(memory.content)), (), _json_tokens(count))
+    opening = PassageView(text=memory.content[start:end], start=start, end=end)
+    return memory.model_copy(update={"content": None, "passage": opening})
+
+
+def _json_tokens(count: Callable[[str], int]) -> Callable[[str], int]:
+    """Tokens of a text as the client reads it: inside a JSON string, escapes and all."""
+    return lambda text: count(json.dumps(text, ensure_ascii=False))
+
+
 def _hit_shown(
     hit: SearchHit, query_terms: Sequence[str], count: Callable[[str], int], full_content: bool, thread: bool
 ) -> SearchHitView:
@@ -112,9 +141,7 @@ def _hit_shown(
             passage = PassageView(start=hit.passage.start, end=hit.passage.end)
     elif not hit.snippet and hit.token_count > FOCUS_TOKENS:
         span = (0, len(hit.content)) if hit.passage is None else (hit.passage.start, hit.passage.end)
-        start, end = focus(
-            hit.content, span, query_terms, lambda text: count(json.dumps(text, ensure_ascii=False))
-        )
+        start, end = focus(hit.content, span, query_terms, _json_tokens(count))
         content, passage = None, PassageView(text=hit.content[start:end], start=start, end=end)
     return SearchHitView(
         id=hit.id,

@@ -49,7 +49,7 @@ async def test_list_memories_is_a_read_only_tool_with_described_arguments(connec
     assert tool.output_schema is not None and tool.description
     properties = tool.input_schema["properties"]
     expected = {"types", "thread_id", "kind", "since", "until", "include_superseded", "order", "limit"}
-    assert expected | {"cursor", "as_of", "space"} == set(properties)
+    assert expected | {"cursor", "as_of", "space", "full_content"} == set(properties)
     assert all(properties[name].get("description") for name in properties)
     assert not tool.input_schema.get("required")
 

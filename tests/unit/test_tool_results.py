@@ -132,3 +132,18 @@ def test_focus_keeps_the_sentences_that_hold_the_query_s_words(tokenizer: TokenC
     assert "migration" in long_sentence[start:end] and tokenizer.count(long_sentence[start:end]) <= 30
     # Short enough: unchanged.
     assert focus("Short.", (0, 6), ["short"], tokenizer.count) == (0, 6)
+
+
+async def test_list_memories_shows_a_long_memory_by_its_opening(
+    client: Client, tokenizer: TokenCounter
+) -> None:
+    added = await call(client, "add_turn", thread_id="ops", role="assistant", content=LONG_TURN)
+    await call(client, "add_turn", thread_id="ops", role="user", content="Short note about lunch.")
+    page = await call(client, "list_memories", thread_id="ops", order="oldest")
+    long, short = page["memories"]
+    assert long["id"] == added["id"] and "content" not in long
+    assert long["passage"]["start"] == 0 and LONG_TURN.startswith(long["passage"]["text"])
+    assert tokenizer.count(long["passage"]["text"]) <= 80 and long["token_count"] == added["token_count"]
+    assert short["content"] == "Short note about lunch." and "passage" not in short
+    whole = await call(client, "list_memories", thread_id="ops", order="oldest", full_content=True)
+    assert whole["memories"][0]["content"] == LONG_TURN

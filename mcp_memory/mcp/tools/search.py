@@ -91,8 +91,12 @@ async def list_memories(
         Field(description="ISO 8601: memory as it stood then."),
     ] = None,
     space: ReadSpace = None,
+    full_content: Annotated[
+        bool, Field(description="Return long memories whole, not just their opening.")
+    ] = False,
 ) -> MemoryPage:
-    """Browse long-term memories without a query, a page at a time; pass next_cursor back as cursor."""
+    """Browse long-term memories without a query, a page at a time (a long one as its opening); pass
+    next_cursor back as cursor."""
     page = await browse.list_memories(
         service_of(ctx).stores.long_term,
         owners,
@@ -108,4 +112,4 @@ async def list_memories(
         as_of=as_of,
     )
     await audit_read(ctx, page.memories)
-    return page
+    return results.listed_shown(page, service_of(ctx).tokens.count, full_content=full_content)
