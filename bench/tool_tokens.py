@@ -240,6 +240,11 @@ def words(text: str) -> set[str]:
     return {w for w in WORD.findall(text.lower()) if len(w) > 3}
 
 
+def words_all(text: str) -> set[str]:
+    """Every word and number of a result's text, its JSON escapes read as spaces."""
+    return set(WORD.findall(ESCAPE.sub(" ", text).lower()))
+
+
 def strings_of(value: Any) -> Iterable[str]:
     if isinstance(value, str):
         yield value
@@ -298,6 +303,35 @@ class Ask:
     label: str  # BEAM ability or LoCoMo category
     text: str
     evidence: list[Any]
+    facts: tuple[str, ...] = ()  # what an answer must state: BEAM's rubric "should state: X", LoCoMo's answer
+
+
+RUBRIC_FACT = re.compile(r"should (?:state|mention)\s*:\s*(.+)", re.IGNORECASE)
+# Their rubrics test how an answer is written (code blocks, saying there is a contradiction), not facts.
+NO_FACTS = {"contradiction_resolution", "instruction_following", "preference_following", "abstention"}
+
+
+def rubric_facts(folder: Path) -> dict[str, tuple[str, ...]]:
+    """Per BEAM question: the facts its rubric says an answer must state (short ones: at most 8 words)."""
+    probing = json.loads((folder / "probing_questions.json").read_text())
+    found: dict[str, tuple[str, ...]] = {}
+    for ability, questions in probing.items():
+        for q in questions:
+            if ability in NO_FACTS:
+                continue
+            rubric = q.get("rubric") or []
+            items = rubric if isinstance(rubric, list) else [rubric]
+            facts = [m.group(1).strip(" .'\"") for item in items if (m := RUBRIC_FACT.search(str(item)))]
+            found[q["question"]] = tuple(f for f in facts if f and len(f.split()) <= 8)
+    return found
+
+
+def fact_visible(fact: str, shown: set[str]) -> bool:
+    """Every number and at least two thirds of the other words (len > 3) of the fact are shown."""
+    tokens = set(WORD.findall(fact.lower()))
+    numbers = {t for t in tokens if any(c.isdigit() for c in t)}
+    others = {t for t in tokens - numbers if len(t) > 3}
+    return numbers <= shown and (not others or 3 * len(others & shown) >= 2 * len(others))
 
 
 @dataclass(frozen=True)
@@ -316,6 +350,7 @@ def beam_threads(
     threads = []
     for folder in conversation_folders(root, names):
         conversation: Conversation = load_conversation(folder)
+        facts = rubric_facts(folder)
         if limit is not None:
             conversation = first_messages(conversation, limit)
         kept = [m for m in conversation.messages if not long_only or len(passages(m.content)) > 1]
@@ -324,7 +359,10 @@ def beam_threads(
                 "BEAM long only" if long_only else "BEAM",
                 f"beam-{conversation.name}{'-long' if long_only else ''}",
                 [Turn(m.id, m.role, m.content, m.said_at) for m in kept],
-                [Ask(q.ability, q.text, list(q.evidence)) for q in conversation.questions],
+                [
+                    Ask(q.ability, q.text, list(q.evidence), facts.get(q.text, ()))
+                    for q in conversation.questions
+                ],
             )
         )
     return threads
@@ -366,7 +404,9 @@ def locomo_threads(path: Path, samples: int | None, limit: int | None) -> list[T
                 continue
             evidence = [e for e in qa["evidence"] if limit is None or e in present]
             if evidence:
-                questions.append(Ask(CATEGORIES[qa["category"]], qa["question"], evidence))
+                answer = str(qa.get("answer", "")).strip()
+                facts = (answer,) if answer and len(answer.split()) <= 8 else ()
+                questions.append(Ask(CATEGORIES[qa["category"]], qa["question"], evidence, facts))
         threads.append(Thread("LoCoMo", f"locomo-{sample['sample_id']}", turns, questions))
     return threads
 
@@ -464,6 +504,9 @@ async def ask_thread(client: Client, tally: Tally, thread: Thread, ids: dict[str
                     [is_long, tally.tokens(compact(hit))] for is_long, hit in zip(long, hits, strict=True)
                 ],
                 **evidence_rows(ranked, hits, text, question.evidence, contents),
+                # the answer's facts found in the result text (None: the question names none)
+                "facts": len(question.facts),
+                "facts_visible": sum(fact_visible(f, words_all(text)) for f in question.facts),
             }
         )
 
@@ -717,6 +760,11 @@ def recall_rows(tally: Tally) -> list[dict[str, Any]]:
                     "visible_text_share": sum(q["visible_in_text"] for q in chosen) / found
                     if found
                     else None,
+                    # of the answers' facts (questions that name some), the share in the result's text
+                    "fact_questions": sum(1 for q in chosen if q["facts"]),
+                    "facts_visible": sum(q["facts_visible"] for q in chosen) / facts
+                    if (facts := sum(q["facts"] for q in chosen))
+                    else None,
                 }
             )
     return rows
@@ -780,17 +828,21 @@ def print_report(results: dict[str, Any]) -> None:
         print(
             "\nRetrieval from the same searches: R@10 of the evidence; visible@10: the evidence ranked in the "
             "top 10 AND at least half its words (len > 3) in that hit's returned strings (text: anywhere "
-            "in the result text); visible share: of the evidence ranked\n"
+            "in the result text); visible share: of the evidence ranked; answer facts shown: of the facts "
+            "an answer must state (BEAM: the rubric's short 'should state: X'; LoCoMo: a short answer), the "
+            "share whose numbers and two thirds of whose words are in the result text\n"
         )
         print(
             "| data | questions | n | R@10 | visible@10 | visible@10 (result text) | evidence ranked "
-            "| visible share | visible share (result text) |\n|---|---|---:|---:|---:|---:|---:|---:|---:|"
+            "| visible share | visible share (result text) | questions with facts | answer facts shown |"
+            "\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
         )
         for row in results["recall"]:
             print(
                 f"| {row['dataset']} | {row['questions']} | {row['n']} | {row['R@10']:.3f} "
                 f"| {row['visible@10']:.3f} | {row['visible_text@10']:.3f} | {row['ranked_evidence']} "
-                f"| {fmt(row['visible_share'], 3)} | {fmt(row['visible_text_share'], 3)} |"
+                f"| {fmt(row['visible_share'], 3)} | {fmt(row['visible_text_share'], 3)} "
+                f"| {row['fact_questions']} | {fmt(row['facts_visible'], 3)} |"
             )
     print(
         "\nTool definitions (tools/list), tokens: (a) each tool but its outputSchema, compact JSON "
