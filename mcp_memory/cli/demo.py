@@ -69,12 +69,11 @@ async def run_demo(settings: Settings, keep: bool) -> None:
                         {"thread_id": thread, "role": role, "content": text, "context_window": 256},
                     )
                 )
-                wm = out["working_memory"]
+                counts = out["thread"]  # the thread's working memory after this turn
                 mark = "  <- summarized" if out["summarized"] else ""
                 print(
-                    f"{role:>9}: {wm['token_count']:>3}/{wm['threshold_tokens']} tokens, "
-                    f"{wm['message_count']:>2} messages, {wm['percent_until_summarization']:>5}% until "
-                    f"summarization{mark}"
+                    f"{role:>9}: {counts['tokens']:>3} tokens, {counts['messages']:>2} messages in "
+                    f"working memory{mark}"
                 )
 
             _show("get_working_memory")
@@ -93,7 +92,10 @@ async def run_demo(settings: Settings, keep: bool) -> None:
                     await client.call_tool("search_memory", {"query": query, "limit": 3, "mode": mode})
                 )
                 for hit in found["results"]:
-                    print(f"  {hit['score']:.4f} [{hit['type']}] {_indented(hit['content'])}")
+                    # Fields at their default are left out (type "turn"); a long memory comes back as
+                    # the passage that matched.
+                    text = hit["content"] if "content" in hit else hit["passage"]["text"]
+                    print(f"  {hit['score']:.4f} [{hit.get('type', 'turn')}] {_indented(text)}")
 
             _show("resource memory://threads")
             listing = await client.read_resource("memory://threads")

@@ -84,10 +84,11 @@ def add_turns(
 
 
 def remember(server: TokenServer, content: str) -> dict[str, Any]:
+    """remember's answer, with the content as stored (read back: remember does not echo it)."""
     written = mcp(server, "remember", content=content)
     assert written["action"] == "created", f"remember did not create a new fact: {written}"
-    assert written["type"] == "fact"
-    return written
+    assert written["type"] == "fact" and "content" not in written
+    return {**written, "content": history(server, written["id"])["memory"]["content"]}
 
 
 # ---- the page ---------------------------------------------------------------------------------------
@@ -148,7 +149,11 @@ def post(
 
 
 def history(server: TokenServer, memory_id: str) -> dict[str, Any]:
-    return mcp(server, "memory_history", memory_id=memory_id)
+    """memory_history's answer with the memory's content filled in where it was left out (it is then
+    the last revision's content)."""
+    found = mcp(server, "memory_history", memory_id=memory_id)
+    found["memory"].setdefault("content", found["revisions"][-1]["content"])
+    return found
 
 
 def console_problems(driver: webdriver.Chrome) -> list[str]:
@@ -240,7 +245,7 @@ def test_login_required_then_threads_and_thread_page_with_gauge(
     gauge = numbers_in(one(browser, "#gauge-text").text)
     expected = {working["token_count"], working["threshold_tokens"], working["context_window"]}
     assert expected <= gauge, f"#gauge-text shows {gauge}, not tokens/threshold/window {expected}"
-    assert added[-1]["working_memory"]["token_count"] == working["token_count"]
+    assert added[-1]["thread"]["tokens"] == working["token_count"]
 
     # Logging out (a form post) ends the session: the next page view asks for a login again.
     logout = one(browser, "form[action$='/ui/logout']")
@@ -278,7 +283,7 @@ def test_search_shows_the_hit_with_score_and_reason(
         ("user", "Great, we will go on the first morning."),
     ]
     added = add_turns(ui_server, thread, turns)
-    hit_id = added[1]["turn"]["id"]
+    hit_id = added[1]["id"]
 
     ui = ui_server.ui_url
     login(browser, ui, ui_server.write_token)
@@ -432,7 +437,9 @@ def test_forget_a_thread_dry_run_then_confirm(ui_server: TokenServer, browser: w
     browser.get(f"{ui}/threads")
     assert thread not in thread_ids_listed(browser)
     assert mcp(ui_server, "search_memory", query=word, thread_id=thread)["results"] == []
-    assert thread not in {hit["thread_id"] for hit in mcp(ui_server, "search_memory", query=word)["results"]}
+    assert thread not in {
+        hit.get("thread_id") for hit in mcp(ui_server, "search_memory", query=word)["results"]
+    }
     assert mcp(ui_server, "list_memories", thread_id=thread)["memories"] == []
     assert mcp(ui_server, "get_working_memory", thread_id=thread)["messages"] == []
 
@@ -468,7 +475,7 @@ def test_the_audit_page_shows_who_did_what_and_its_filters_work(
     newest = rows[0]
     newest.find_element(By.CSS_SELECTOR, "details summary").click()  # opens the list, no navigation
     link = newest.find_element(By.CSS_SELECTOR, "a.memory-link")
-    assert urlsplit(link.get_attribute("href")).path == f"/ui/memories/{added[1]['turn']['id']}"
+    assert urlsplit(link.get_attribute("href")).path == f"/ui/memories/{added[1]['id']}"
     assert not css(browser, "form#verify"), "a write token got the admin's verify button"
     assert console_problems(browser) == []
 
@@ -507,7 +514,7 @@ def test_hostile_content_is_shown_as_text(ui_server: TokenServer, browser: webdr
     assert one(browser, "form#edit textarea[name=content]").get_attribute("value") == fact["content"]
     assert_nothing_executable(browser)
 
-    browser.get(f"{ui}/memories/{added[0]['turn']['id']}")
+    browser.get(f"{ui}/memories/{added[0]['id']}")
     assert one(browser, "#content").text == hostile
     assert_nothing_executable(browser)
 
@@ -616,7 +623,7 @@ def test_pages_carry_a_csp_that_forbids_scripts_and_the_browser_reports_no_viola
         *MAIN_PAGES,
         f"/threads/{thread}",
         f"/memories/{fact['id']}",
-        f"/memories/{turns[0]['turn']['id']}",
+        f"/memories/{turns[0]['id']}",
     ]
     ui = ui_server.ui_url
 

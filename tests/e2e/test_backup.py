@@ -66,7 +66,7 @@ async def fill(start_server: ServerStarter, data_dir: Path, turns: int) -> list[
                     role="user",
                     content=f"Ferry ticket code{n:03d} is booked.",
                 )
-            )["turn"]["id"]
+            )["id"]
             for n in range(turns)
         ]
         await call(client, "remember", content="Ann is vegetarian and flies from Seattle.")
@@ -96,7 +96,7 @@ async def test_backup_while_servers_write_restores_every_write_acknowledged_befo
                     role="user",
                     content=f"{name} says turn {n} of the run",
                 )
-                acknowledged.append(out["turn"]["id"])
+                acknowledged.append(out["id"])
                 if len(acknowledged) >= 20:
                     enough.set()
                 if started.is_set():

@@ -116,6 +116,6 @@ async def test_the_configured_server_remembers_and_finds_a_turn(
             client, "add_turn", thread_id="setup", role="user", content="My cat is called Pixel"
         )
         found = await call(client, "search_memory", query="what is my cat called")
-        assert found["results"][0]["id"] == added["turn"]["id"], configured_server.stderr()
+        assert found["results"][0]["id"] == added["id"], configured_server.stderr()
         assert found["results"][0]["content"] == "My cat is called Pixel"
     assert (tmp_path / "data" / "memory.db").is_file()

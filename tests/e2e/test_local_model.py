@@ -34,7 +34,7 @@ async def test_vector_search_finds_a_turn_by_meaning(default_model_server: Stdio
             "The quarterly meeting moved to Tuesday afternoon.",
         ):
             added = await call(client, "add_turn", thread_id="meaning", role="user", content=text)
-            said[text] = added["turn"]["id"]
+            said[text] = added["id"]
         query = "what food does the user eat?"
         found = await call(client, "search_memory", query=query, mode="vector", limit=4)
     assert found["results"][0]["id"] == said["I'm vegetarian and I love Thai curries."]

@@ -21,7 +21,7 @@ async def test_memories_survive_a_restart(start_server: ServerStarter, tmp_path:
     first = await anyio.to_thread.run_sync(start_server, "http", data_dir)
     async with first.connect() as client:
         turns = [
-            (await call(client, "add_turn", thread_id=thread, role="user", content=text))["turn"]
+            (await call(client, "add_turn", thread_id=thread, role="user", content=text))
             for text in ("We fly out of Seattle on March 14.", "Book the snorkel tour.", "Renew my passport.")
         ]
         summary = (await call(client, "summarize_thread", thread_id=thread, keep_recent=1))["summary"]

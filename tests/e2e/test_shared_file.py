@@ -12,6 +12,7 @@ thread is ever summarized (huge context window, few turns a thread), so assertio
 
 from __future__ import annotations
 
+import json
 import os
 import random
 from collections.abc import AsyncIterator, Iterator
@@ -255,19 +256,19 @@ class SharedFile:
                 thread_id = f"shared-{len(self.history):03d}-{self.rng.getrandbits(32):08x}"
         token = token or self.texts.token()
         role = self.rng.choice(["user", "assistant"])
+        content = self.texts.text(token)
         added = await call(
             self.clients[process],
             "add_turn",
             thread_id=thread_id,
             role=role,
-            content=self.texts.text(token),
+            content=content,
             context_window=CONTEXT_WINDOW,
         )
-        turn = added["turn"]
         assert not added["summarized"], f"nothing may be summarized here; {self.where()}"
-        assert turn["thread_id"] == thread_id and token in turn["content"]
         self.threads[thread_id] = self.threads.get(thread_id, 0) + 1
-        written = Written(turn["id"], "turn", token, turn["content"], thread_id)
+        # add_turn answers the id, not the text: the searches check the content stored is the one sent.
+        written = Written(added["id"], "turn", token, content, thread_id)
         self.live[written.id] = written
         self.note(process, f"add_turn {written.id} ({token}) to {thread_id}")
         return written
@@ -276,26 +277,30 @@ class SharedFile:
         self, process: Process, thread_id: str | None = None, token: str | None = None
     ) -> Written:
         token = token or self.texts.token()
-        arguments: dict[str, Any] = {"content": self.texts.text(token)}
+        content = self.texts.text(token)
+        arguments: dict[str, Any] = {"content": content}
         if thread_id is not None:
             arguments["thread_id"] = thread_id
         fact = await call(self.clients[process], "remember", **arguments)
         # Distinct words: neither the exact nor the near-duplicate dedup may fold it into another fact.
         assert fact["action"] == "created" and fact["type"] == "fact", f"{fact}; {self.where()}"
-        assert fact["id"] not in self.live and token in fact["content"]
-        written = Written(fact["id"], "fact", token, fact["content"], fact["thread_id"])
+        assert fact["id"] not in self.live and fact.get("thread_id") == thread_id, f"{fact}; {self.where()}"
+        # remember answers without the text sent: the searches check the content stored is this one.
+        written = Written(fact["id"], "fact", token, content, thread_id)
         self.live[written.id] = written
         self.note(process, f"remember {written.id} ({token}) in thread {thread_id}")
         return written
 
     async def update(self, process: Process, fact: Written) -> tuple[Written, Gone]:
         token = self.texts.token()
-        view = await call(
-            self.clients[process], "update_memory", memory_id=fact.id, content=self.texts.text(token)
-        )
-        assert view["id"] == fact.id and token in view["content"] and fact.token not in view["content"]
+        content = self.texts.text(token)
+        view = await call(self.clients[process], "update_memory", memory_id=fact.id, content=content)
+        assert view["id"] == fact.id, f"{view}; {self.where()}"
+        read = await self.clients[process].read_resource(f"memory://memories/{fact.id}")
+        stored = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+        assert stored["content"] == content and fact.token not in stored["content"], self.where()
         old = Gone(fact.id, fact.token, f"corrected by update_memory on process {process}")
-        fact.token, fact.content = token, view["content"]
+        fact.token, fact.content = token, content
         self.gone.append(old)
         self.note(process, f"update_memory {fact.id}: {old.token} -> {token}")
         return fact, old

@@ -46,16 +46,19 @@ async def test_every_tool_resource_and_prompt_over_the_wire(mcp_server: McpMemor
             added = await call(
                 client, "add_turn", thread_id=thread, role=role, content=content, context_window=4096
             )
-            assert added["turn"]["thread_id"] == thread and added["turn"]["content"] == content
-            turns.append(added["turn"])
-        usage = added["working_memory"]
-        assert usage["message_count"] == 4 and usage["context_window"] == 4096
+            assert added["id"].startswith("turn_") and added["token_count"] > 0
+            turns.append({"id": added["id"], "content": content})  # add_turn answers the id, not the text
+        assert added["thread"]["messages"] == 4
 
         found = await call(client, "search_memory", query="budget", thread_id=thread)
         assert found["results"][0]["id"] == turns[2]["id"]
 
         working = await call(client, "get_working_memory", thread_id=thread)
-        assert [m["id"] for m in working["messages"]] == [t["id"] for t in turns]
+        assert [(m["id"], m["content"]) for m in working["messages"]] == [
+            (t["id"], t["content"]) for t in turns
+        ]
+        assert working["thread_id"] == thread and working["context_window"] == 4096
+        assert working["message_count"] == 4 and working["token_count"] == added["thread"]["tokens"]
 
         summarized = await call(client, "summarize_thread", thread_id=thread, keep_recent=1)
         assert summarized["summarized_count"] == 3 and summarized["kept_count"] == 1 and summarized["summary"]
@@ -95,7 +98,7 @@ async def test_sequential_clients_share_one_service(transport: str, request: pyt
         )
     async with server.connect() as second:
         working = await call(second, "get_working_memory", thread_id=thread)
-        assert [m["id"] for m in working["messages"]] == [turn["turn"]["id"]]
+        assert [m["id"] for m in working["messages"]] == [turn["id"]]
         await call(second, "add_turn", thread_id=thread, role="user", content="written by the second client")
     async with server.connect() as third:
         assert (await call(third, "get_working_memory", thread_id=thread))["message_count"] == 2

@@ -198,10 +198,11 @@ async def add_turn(site: Site, thread: str, content: str, role: str = "user") ->
 
 
 async def remember(site: Site, content: str) -> dict[str, Any]:
+    """remember's answer, with the content as stored (read back: remember does not echo it)."""
     assert site.mcp is not None
     written = await call(site.mcp, "remember", content=content)
-    assert written["action"] == "created", written
-    return written
+    assert written["action"] == "created" and "content" not in written, written
+    return {**written, "content": await content_of(site.service, "tester", written["id"])}
 
 
 async def history(site: Site, memory_id: str) -> list[dict[str, Any]]:
@@ -236,7 +237,7 @@ async def test_every_page_answers_a_loopback_client_with_the_security_headers(
         "/ui/threads/trip",
         "/ui/search?q=Lisbon&mode=hybrid",
         "/ui/memories",
-        f"/ui/memories/{added['turn']['id']}",
+        f"/ui/memories/{added['id']}",
         f"/ui/memories/{fact['id']}",
         "/ui/profile",
         "/ui/activity",
@@ -284,7 +285,7 @@ async def test_error_and_refusal_pages_carry_the_security_headers(site: Site) ->
 async def test_hostile_memory_text_is_escaped_on_every_page(site: Site, http: httpx2.AsyncClient) -> None:
     hostile_turn = f"quokka turn {SCRIPT} {IMG} {SVG}"
     hostile_fact = f"The user keeps a quokka named {SCRIPT} {IMG} {SVG}"
-    turn = (await add_turn(site, "hostile", hostile_turn))["turn"]
+    turn = await add_turn(site, "hostile", hostile_turn)
     fact = await remember(site, hostile_fact)
 
     pages = {
@@ -755,7 +756,7 @@ async def test_editing_a_fact_shows_a_diff_and_rollback_restores_it(
 
 
 async def test_a_turn_cannot_be_edited(site: Site, http: httpx2.AsyncClient) -> None:
-    turn = (await add_turn(site, "trip", "We fly to Lisbon on the ninth."))["turn"]
+    turn = await add_turn(site, "trip", "We fly to Lisbon on the ninth.")
     page = await http.get(f"/ui/memories/{turn['id']}")
     assert page.status_code == 200 and not has(page.text, "form", "edit")
     csrf = csrf_of((await http.get("/ui/forget")).text)
@@ -811,7 +812,6 @@ async def test_a_very_long_turn_is_shown_as_an_excerpt_in_lists_and_whole_on_its
     added = await call(
         site.mcp, "add_turn", thread_id="pasted", role="user", content=pasted, context_window=200_000
     )
-    turn = added["turn"]
     assert not added["summarized"], "the thread page lists the turn itself"
     last = lines[-1]
     for path in ("/ui/threads/pasted", "/ui/memories", "/ui/search?q=quokka&mode=text"):
@@ -819,4 +819,4 @@ async def test_a_very_long_turn_is_shown_as_an_excerpt_in_lists_and_whole_on_its
         assert "quokka build log" in page and last not in page, path
         assert f"({len(pasted):,} characters in all: open it to read it whole)" in page, path
         assert len(page) < 100_000, path
-    assert last in (await http.get(f"/ui/memories/{turn['id']}")).text
+    assert last in (await http.get(f"/ui/memories/{added['id']}")).text

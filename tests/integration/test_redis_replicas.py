@@ -137,4 +137,4 @@ async def test_a_client_of_one_replica_hears_about_a_turn_added_through_another(
             assert event == ResourceUpdated(uri=uri)
         # Both replicas read the one working memory.
         read = await on_a.read_resource(uri)
-        assert added["turn"]["id"] in read.contents[0].text  # type: ignore[union-attr]
+        assert added["id"] in read.contents[0].text  # type: ignore[union-attr]

@@ -80,7 +80,7 @@ async def test_a_space_thread_is_one_thread_for_its_members_and_forgetting_the_s
     if backend != "cosmos":  # the local Cosmos-protocol server cannot run hybrid search
         found = await call(bob, "search_memory", query="which port does staging listen on")
         top = found["results"][0]
-        assert (top["id"], top["space"], top["author"]) == (first["turn"]["id"], "team", "ann")
+        assert (top["id"], top["space"], top["author"]) == (first["id"], "team", "ann")
 
     # A writer's "everything" is her own part: what Bob wrote stays.
     own = await call(ann, "forget", everything=True, space="team", dry_run=True)

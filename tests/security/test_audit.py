@@ -64,9 +64,9 @@ async def _work_in_the_space(server: NetworkServer, team: Team) -> dict[str, str
         mine = await call(olga, "add_turn", thread_id="plan", role="assistant", content="noted", space="team")
         await call(olga, "forget", thread_id="plan", space="team")
     return {
-        "turn": turn["turn"]["id"],
+        "turn": turn["id"],
         "fact": fact["id"],
-        "olga_turn": mine["turn"]["id"],
+        "olga_turn": mine["id"],
         "found": ",".join(sorted(h["id"] for h in found["results"])),
     }
 
@@ -209,12 +209,11 @@ async def test_a_writer_taking_back_their_part_of_a_thread_is_one_record_of_all_
     team = Team()
     server = start(start_server, tmp_path, team)
     async with as_(server, team.ann) as ann:
-        mine = [
-            (await call(ann, "add_turn", thread_id="t2", role="user", content=f"part {i}", space="team"))[
-                "turn"
-            ]["id"]
+        said = [
+            await call(ann, "add_turn", thread_id="t2", role="user", content=f"part {i}", space="team")
             for i in range(3)
         ]
+        mine = [added["id"] for added in said]
     async with as_(server, team.olga) as olga:
         await call(olga, "add_turn", thread_id="t2", role="user", content="stays", space="team")
     async with as_(server, team.ann) as ann:
@@ -242,13 +241,13 @@ async def _worker(
             turn = await call(
                 client, "add_turn", thread_id=thread, role="user", content=f"{who.user_id} {i}", space="team"
             )
-            done.append(("add_turn", turn["turn"]["id"], who.user_id))
+            done.append(("add_turn", turn["id"], who.user_id))
             if i % 5 == 4:
                 fact = await call(client, "remember", content=f"{who.user_id} fact number {i}", space="team")
                 done.append(("remember", fact["id"], who.user_id))
             if i % 7 == 6:
-                await call(client, "forget", memory_id=turn["turn"]["id"], space="team")
-                done.append(("forget", turn["turn"]["id"], who.user_id))
+                await call(client, "forget", memory_id=turn["id"], space="team")
+                done.append(("forget", turn["id"], who.user_id))
             if i % 11 == 10:
                 await call(client, "search_memory", query=f"{who.user_id} fact", space="team")
 

@@ -55,7 +55,8 @@ async def test_missing_invalid_and_expired_tokens_are_refused(
     assert accepted.status_code == 200
     async with bearer_client(server, good.token) as client:
         added = await call(client, "add_turn", thread_id="t", role="user", content="let in")
-        assert added["turn"]["content"] == "let in"
+        working = await call(client, "get_working_memory", thread_id="t")
+        assert [(m["id"], m["content"]) for m in working["messages"]] == [(added["id"], "let in")]
     assert good.token not in server.stderr(), "a token reached the log"
 
 

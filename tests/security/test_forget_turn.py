@@ -36,9 +36,7 @@ async def test_forgetting_a_turn_leaves_its_words_in_no_context(fast_settings: S
             "Then a ferry to Lanai",
             "Sounds good",
         ):
-            ids.append(
-                (await call(client, "add_turn", thread_id="t", role="user", content=text))["turn"]["id"]
-            )
+            ids.append((await call(client, "add_turn", thread_id="t", role="user", content=text))["id"])
         found = await call(client, "search_memory", query=secret, mode="text")
         assert len(found["results"]) == 4  # the turn itself, and the three whose context holds it
         await long_term.indexes.snapshot(user)

@@ -43,9 +43,9 @@ async def _ann_writes(client: Client, secret: str) -> dict[str, Any]:
         added = await call(
             client, "add_turn", thread_id="ann-only", role="user", content=f"{secret} note {i}"
         )
-        ids["turns"].append(added["turn"]["id"])
+        ids["turns"].append(added["id"])
     shared = await call(client, "add_turn", thread_id="shared", role="user", content=f"{secret} in shared")
-    ids["turns"].append(shared["turn"]["id"])
+    ids["turns"].append(shared["id"])
     await call(client, "summarize_thread", thread_id="ann-only", keep_recent=1)
     ids["summary"] = "summary_ann_ann-only"
     tools = {t.name for t in (await client.list_tools()).tools}

@@ -139,9 +139,10 @@ async def test_a_client_with_no_token_signs_in_unaided_and_uses_its_memory(
         added = await call(
             client, "add_turn", thread_id="trip", role="user", content="We fly to Lisbon in May"
         )
-        assert added["turn"]["content"] == "We fly to Lisbon in May"
         found = await call(client, "search_memory", query="Lisbon", mode="text")
-        assert [r["content"] for r in found["results"]] == ["We fly to Lisbon in May"]
+        assert [(r["id"], r["content"]) for r in found["results"]] == [
+            (added["id"], "We fly to Lisbon in May")
+        ]
     assert alice.logins == 1
     assert storage.client is not None, "registered dynamically"
     assert storage.tokens is not None and set(storage.tokens.scope.split()) >= {"read", "write"}
@@ -177,7 +178,10 @@ async def test_a_read_only_grant_steps_up_to_write_after_a_403(
         assert "write" not in storage.tokens.scope.split()
         reader.grant_scopes = None
         added = await call(client, "add_turn", thread_id="t", role="user", content="written after step-up")
-        assert added["turn"]["content"] == "written after step-up"
+        working = await call(client, "get_working_memory", thread_id="t")
+        assert [(m["id"], m["content"]) for m in working["messages"]] == [
+            (added["id"], "written after step-up")
+        ]
     assert reader.logins == 2
     assert storage.tokens is not None and {"read", "write"} <= set(storage.tokens.scope.split())
     assert "no write scope" in server.stderr()  # the 403 that started it

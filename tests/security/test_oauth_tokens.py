@@ -215,7 +215,8 @@ async def test_entra_id_tokens_name_the_user_by_tenant_and_object_id(
             )
         async with bearer_client(server, entra.mint(claims)) as client:
             added = await call(client, "add_turn", thread_id="t", role="user", content="from entra")
-            assert added["turn"]["content"] == "from entra"
+            working = await call(client, "get_working_memory", thread_id="t")
+            assert [(m["id"], m["content"]) for m in working["messages"]] == [(added["id"], "from entra")]
         # The same person through the other token version (another sub): the same memories.
         app_role = entra.claims(server.url, **{**common, "roles": ["memory.read"], "sub": "pairwise-3"})
         async with bearer_client(server, entra.mint(app_role)) as client:
@@ -256,7 +257,9 @@ async def test_an_idp_group_in_the_token_makes_its_holder_a_space_member(
         added = await call(
             client, "add_turn", thread_id="t", role="user", content="staging is 5439", space="team"
         )
-        assert (added["turn"]["space"], added["turn"]["author"]) == ("team", "ann")
+        read = await client.read_resource(f"memory://memories/{added['id']}")  # add_turn answers the id
+        stored = json.loads(read.contents[0].text)  # type: ignore[union-attr]
+        assert (stored["space"], stored["author"]) == ("team", "ann")
     async with bearer_client(server, reader) as client:
         found = await call(client, "list_memories", space="team")
         assert [(m["content"], m["author"]) for m in found["memories"]] == [("staging is 5439", "ann")]

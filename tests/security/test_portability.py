@@ -68,7 +68,8 @@ async def test_export_then_import_elsewhere_keeps_memories_history_and_provenanc
         again = await call(target, "import_memories", jsonl=exported["jsonl"])
         assert again["memories"] == result["memories"]
         found = await call(target, "search_memory", query="ridge", mode="text", limit=50)
-        turns_found = [r["id"] for r in found["results"] if r["type"] == "turn"]
+        # A hit's type is left out at its default, "turn".
+        turns_found = [r["id"] for r in found["results"] if r.get("type", "turn") == "turn"]
         # The five that say it, and the one after them through its context: each once.
         assert len(turns_found) == len(set(turns_found)) == 6, "importing twice stores once"
         wm = await call(target, "get_working_memory", thread_id="trip")

@@ -92,8 +92,8 @@ async def _write_everything(client: Any, p: dict[str, str]) -> dict[str, str]:
         added = await call(
             client, "add_turn", thread_id="secrets", role="user", content=content, metadata=metadata
         )
-        ids[f"turn{i}"] = added["turn"]["id"]
-        assert added["turn"]["metadata"]["redacted"], added["turn"]
+        ids[f"turn{i}"] = added["id"]
+        assert added["redacted"], added  # the kinds of secret taken out
     await call(client, "set_thread_data", thread_id="secrets", data={"note": f"password={p['thread_data']}"})
 
     remembered = await call(client, "remember", content=f"The user's GitHub token is {p['remembered']}")
@@ -224,8 +224,13 @@ async def test_planted_credentials_reach_no_file_and_reads_return_the_redacted_t
                 "url_password",
             ]
 
-            found = await call(
-                client, "search_memory", query="deploy key outage pool trip", mode="text", limit=20
+            found = await call(  # whole: turn3 is longer than a hit's passage
+                client,
+                "search_memory",
+                query="deploy key outage pool trip",
+                mode="text",
+                limit=20,
+                full_content=True,
             )
             by_id = {hit["id"]: hit for hit in found["results"]}
             assert ids["turn0"] in by_id and "[redacted:private_key]" in by_id[ids["turn0"]]["content"]
