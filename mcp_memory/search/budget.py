@@ -109,20 +109,25 @@ def focus(
     wanted = set(query_terms)
     sentences = _sentences(content, start, end)
     found = [wanted.intersection(terms(content[s:e])) for s, e in sentences]
+    # Each sentence counted once; a run costs about the sum of its sentences (one token more per joint,
+    # for the space or line break between them), checked exactly once it is chosen.
+    sizes = [count(content[s:e]) + 1 for s, e in sentences]
     # The best run: the most terms held, then one that starts at a match, then the earliest.
     best: tuple[int, bool, int, int] | None = None  # (terms held, starts at a match, first, last)
     for first in range(len(sentences)):
         held: set[str] = set()
-        last = first
-        while (
-            last < len(sentences) and count(content[sentences[first][0] : sentences[last][1]]) <= max_tokens
-        ):
+        last, used = first, 0
+        while last < len(sentences) and used + sizes[last] <= max_tokens + 1:
             held |= found[last]
+            used += sizes[last]
             last += 1
         if last > first and (best is None or (len(held), bool(found[first])) > best[:2]):
             best = (len(held), bool(found[first]), first, last - 1)
     if best is not None and (best[0] > 0 or not any(found)):
-        return _trimmed(content, sentences[best[2]][0], sentences[best[3]][1])
+        _, _, first, last = best
+        while last > first and count(content[sentences[first][0] : sentences[last][1]]) > max_tokens:
+            last -= 1  # the estimate was short: the run without its last sentence
+        return _trimmed(content, sentences[first][0], sentences[last][1])
     # The best sentence alone is longer than max_tokens: the words around its first match.
     at = next((i for i, held in enumerate(found) if held), 0)
     return _words_around(content, sentences[at] if sentences else span, wanted, count, max_tokens)

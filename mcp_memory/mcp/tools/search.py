@@ -3,8 +3,10 @@ query, page by page). The rules are in service/searching.py and service/browse.p
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any
 
+import anyio
 from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import Field
@@ -67,7 +69,9 @@ async def search_memory(
     )
     found = await service.search(asked)
     await audit_read(ctx, found.results)
-    return results.shown(found, asked, service.tokens.count, full_content=full_content)
+    # Narrowing long hits counts tokens (a few ms a hit): in a worker thread, the event loop stays free.
+    shown = functools.partial(results.shown, found, asked, service.tokens.count, full_content=full_content)
+    return await anyio.to_thread.run_sync(shown)
 
 
 @family.tool(ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True))
@@ -112,4 +116,7 @@ async def list_memories(
         as_of=as_of,
     )
     await audit_read(ctx, page.memories)
-    return results.listed_shown(page, service_of(ctx).tokens.count, full_content=full_content)
+    shown = functools.partial(
+        results.listed_shown, page, service_of(ctx).tokens.count, full_content=full_content
+    )
+    return await anyio.to_thread.run_sync(shown)
