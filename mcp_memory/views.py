@@ -168,9 +168,6 @@ class TurnAdded(BaseModel):
     token_count: int = Field(description="Tokens of the stored message.")
     thread: ThreadCounts
     summarized: bool = Field(description="True when this turn folded older messages into the summary.")
-    redacted: list[str] = Field(
-        default_factory=list, description="Kinds of secret taken out of the message before it was stored."
-    )
 
     @classmethod
     def of(cls, added: AddTurnResult) -> TurnAdded:
@@ -180,7 +177,6 @@ class TurnAdded(BaseModel):
             token_count=added.turn.token_count,
             thread=ThreadCounts(messages=usage.message_count, tokens=usage.token_count),
             summarized=added.summarized,
-            redacted=list(added.turn.metadata.get("redacted") or []),
         )
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from mcp_memory.learning import Learning
 from mcp_memory.service.memory_service import MemoryService
-from tests.services.mcp_client import call
+from tests.services.mcp_client import call, stored
 from tests.services.server_process import E2E_USER, StdioServer, mcp_memory_command, server_env
 
 pytestmark = pytest.mark.anyio
@@ -93,7 +93,7 @@ async def _write_everything(client: Any, p: dict[str, str]) -> dict[str, str]:
             client, "add_turn", thread_id="secrets", role="user", content=content, metadata=metadata
         )
         ids[f"turn{i}"] = added["id"]
-        assert added["redacted"], added  # the kinds of secret taken out
+        assert (await stored(client, added["id"]))["metadata"]["redacted"]  # the kinds taken out
     await call(client, "set_thread_data", thread_id="secrets", data={"note": f"password={p['thread_data']}"})
 
     remembered = await call(client, "remember", content=f"The user's GitHub token is {p['remembered']}")
