@@ -7,6 +7,7 @@
     .venv/bin/python bench/beam.py ../shared/data/beam/100K --modes hybrid,vector,text   # each mode
     .venv/bin/python bench/beam.py ../shared/data/beam/100K --conversations 1,2 --pace-ms 200 \
         --setting MCP_MEMORY_SUMMARY__INLINE_SECONDS=60   # paced turns, a server setting
+    .venv/bin/python bench/beam.py ../shared/data/beam/100K --settled --timeline   # repeatable; timeline
 
 A temporary data dir, the embedded SQLite store and the local ONNX embedder (the defaults). Every message
 of a conversation is added with `add_turn` into one thread, in order (created_at: its time anchor's
@@ -23,7 +24,13 @@ is not used because /metrics (and observability.metrics_port) is served on SSE/H
 stdio, and would give buckets only. A search by meaning waits for the turns still waiting for their
 (first passage's) vector, so the first search after a conversation is added is reported on its own row;
 the other questions are asked once the server logs that it embedded the long messages' later passages
-(service/vectors.py), as a client asking later would find them.
+(service/vectors.py), as a client asking later would find them. With `--settled` the first question
+is asked again once they are, and only that ranking is scored: two runs give the same figures.
+
+With `--timeline`, each question is also asked of the `timeline` tool (that thread, the question as
+its query, at TIMELINE_BUDGETS tokens), and each conversation's whole outline is read without a query
+at the same budgets: the share of each question's evidence messages among the exchanges returned (a
+user turn's id or its reply's), per ability, with the tokens the answers held (o200k_base).
 
 With `--per-conversation` each conversation gets a fresh server and store (as other memory servers are
 compared); without it one server holds the whole split, one thread per conversation. Prints markdown
@@ -65,13 +72,16 @@ from bench._beam_data import (
     score,
     summarize,
 )
+from mcp_memory.llm.tokens import TokenCounter
+from mcp_memory.models import short_id
 from mcp_memory.search.passages import passages
 
 TOP = 20
+TIMELINE_BUDGETS = (2000, 4000, 8000)
 READ_TIMEOUT_SECONDS = 600.0  # the first search waits for a whole conversation to be embedded
 # The server's line for each request (mcp/middleware/request_log.py, RequestLog).
 REQUEST_LINE = re.compile(r"method=tools/call target=(\S+) .*? outcome=ok ms=([0-9.]+)")
-TIMED = ("add_turn", "search_memory")
+TIMED = ("add_turn", "search_memory", "timeline")
 
 
 @dataclass
@@ -90,6 +100,7 @@ class Run:
 
     calls: list[Call] = field(default_factory=list)
     questions: list[dict[str, Any]] = field(default_factory=list)
+    timelines: list[dict[str, Any]] = field(default_factory=list)  # --timeline: each question's coverage
     conversations: list[dict[str, Any]] = field(default_factory=list)
     refused: list[dict[str, Any]] = field(default_factory=list)  # messages add_turn refused
 
@@ -98,6 +109,8 @@ class Run:
 class Options:
     modes: list[str]
     pace_seconds: float = 0.0  # a pause after each add_turn: turns arriving as a conversation goes
+    settled: bool = False  # score only rankings asked once every passage is embedded
+    timeline: bool = False  # also ask timeline
     settings: dict[str, str] = field(default_factory=dict)  # MCP_MEMORY_* given to the server
 
 
@@ -156,7 +169,7 @@ async def add_conversation(
             )
             print(f"conversation {conversation.name}, message {message.id}: {refusal}", file=sys.stderr)
             continue
-        ids[out["turn"]["id"]] = message.id
+        ids[out["id"]] = message.id
         run.calls.append(Call("add_turn", conversation.name, ms))
         if pace_seconds:
             await anyio.sleep(pace_seconds)
@@ -170,13 +183,29 @@ async def ask(
     modes: list[str],
     run: Run,
     settled: Callable[[], Awaitable[None]],
+    rescore_first: bool = False,
 ) -> None:
     """Every question in each mode, the modes one after the other; after the first question (timed as
     the first search after the conversation was added), the rest once the server has embedded the long
-    messages' later passages (`settled`)."""
+    messages' later passages (`settled`). `rescore_first`: the first question is asked again then, and
+    only that ranking of it is scored."""
     for mode in modes:
         for number, question in enumerate(conversation.questions):
             if mode == modes[0] and number == 1:
+                await settled()
+            if mode == modes[0] and number == 0 and rescore_first:
+                _, ms = await call(
+                    client,
+                    "search_memory",
+                    {
+                        "query": question.text,
+                        "thread_id": f"beam-{conversation.name}",
+                        "types": ["turn"],
+                        "limit": TOP,
+                        "mode": mode,
+                    },
+                )
+                run.calls.append(Call("search_memory", conversation.name, ms, first_search=True, mode=mode))
                 await settled()
             out, ms = await call(
                 client,
@@ -189,10 +218,78 @@ async def ask(
                     "mode": mode,
                 },
             )
-            first = mode == modes[0] and number == 0
+            first = mode == modes[0] and number == 0 and not rescore_first
             run.calls.append(Call("search_memory", conversation.name, ms, first_search=first, mode=mode))
             ranked = [ids.get(hit["id"]) for hit in out["results"]]
             run.questions.append(record(conversation, question, mode, ranked, out.get("time_filter")))
+
+
+async def ask_timeline(
+    client: Client, conversation: Conversation, ids: dict[str, int], run: Run, counter: TokenCounter
+) -> None:
+    """--timeline: the conversation's outline at each budget, then each question as the query; the share
+    of its evidence in the exchanges returned."""
+    by_short = {short_id(memory_id): message for memory_id, message in ids.items()}
+    thread = f"beam-{conversation.name}"
+
+    def covered(out: dict[str, Any]) -> set[int]:
+        shown = [item.get(key) for item in out["items"] for key in ("id", "reply_id")]
+        return {by_short[s] for s in shown if s in by_short}
+
+    outlines: dict[int, tuple[set[int], int]] = {}
+    for budget in TIMELINE_BUDGETS:
+        out, ms = await call(client, "timeline", {"thread_id": thread, "max_tokens": budget})
+        run.calls.append(Call("timeline", conversation.name, ms))
+        outlines[budget] = (covered(out), counter.count(json.dumps(out, separators=(",", ":"))))
+    for question in conversation.questions:
+        row: dict[str, Any] = {"conversation": conversation.name, "ability": question.ability}
+        evidence = set(question.evidence)
+        for budget in TIMELINE_BUDGETS:
+            out, ms = await call(
+                client, "timeline", {"thread_id": thread, "query": question.text, "max_tokens": budget}
+            )
+            run.calls.append(Call("timeline", conversation.name, ms))
+            row[f"query@{budget}"] = len(evidence & covered(out)) / len(evidence)
+            row[f"query_tokens@{budget}"] = counter.count(json.dumps(out, separators=(",", ":")))
+            shown, tokens = outlines[budget]
+            row[f"outline@{budget}"] = len(evidence & shown) / len(evidence)
+            row[f"outline_tokens@{budget}"] = tokens
+        run.timelines.append(row)
+
+
+def timeline_report(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """The share of evidence timeline returned, per ability and overall, with and without the query."""
+    by_ability: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_ability.setdefault(row["ability"], []).append(row)
+    keys = [f"{kind}@{budget}" for kind in ("query", "outline") for budget in TIMELINE_BUDGETS]
+    table = {
+        name: {key: statistics.fmean(r[key] for r in group) for key in keys} | {"n": len(group)}
+        for name, group in [*sorted(by_ability.items()), ("overall", rows)]
+        if group
+    }
+    tokens = (
+        {
+            key: max(r[key] for r in rows)
+            for key in [
+                f"{kind}_tokens@{budget}" for kind in ("query", "outline") for budget in TIMELINE_BUDGETS
+            ]
+        }
+        if rows
+        else {}
+    )
+    print(
+        "\n| ability | n |"
+        + "".join(f" with question {b} |" for b in TIMELINE_BUDGETS)
+        + "".join(f" whole outline {b} |" for b in TIMELINE_BUDGETS)
+        + "\n|---|---:|"
+        + "---:|" * len(keys)
+    )
+    for name, means in table.items():
+        print(f"| {name} | {means['n']} |" + "".join(f" {means[key]:.3f} |" for key in keys))
+    if tokens:
+        print("\nmost tokens in one timeline answer: " + ", ".join(f"{k} {v}" for k, v in tokens.items()))
+    return {"by_ability": table, "max_tokens": tokens}
 
 
 LATER_LINE = re.compile(r"later passages embedded: (\d+) long memories in all, none waiting")
@@ -242,6 +339,7 @@ async def serve_and_run(conversations: list[Conversation], options: Options, wor
         cwd=workdir,
     )
     run = Run()
+    counter = TokenCounter.load("o200k_base", cache_dir=workdir / "tiktoken") if options.timeline else None
     with stderr_path.open("w") as errlog:
         async with Client(
             stdio_client(params, errlog=errlog), read_timeout_seconds=READ_TIMEOUT_SECONDS
@@ -255,7 +353,9 @@ async def serve_and_run(conversations: list[Conversation], options: Options, wor
                     len(passages(m.content)) > 1 for m in conversation.messages if m.id in ids.values()
                 )
                 settled = functools.partial(settle, stderr_path, long_added)
-                await ask(client, conversation, ids, options.modes, run, settled)
+                await ask(client, conversation, ids, options.modes, run, settled, options.settled)
+                if counter is not None:
+                    await ask_timeline(client, conversation, ids, run, counter)
                 print(
                     f"conversation {conversation.name}: {len(conversation.messages)} messages added in "
                     f"{added:.0f} s, {len(conversation.questions)} questions",
@@ -298,6 +398,7 @@ def latency_rows(calls: list[Call], modes: list[str]) -> list[dict[str, Any]]:
             c for c in calls if c.tool == "search_memory" and c.mode == mode and not c.first_search
         ]
     groups[f"first search after a conversation is added ({modes[0]})"] = [c for c in calls if c.first_search]
+    groups["timeline"] = [c for c in calls if c.tool == "timeline"]
     rows = []
     for label, group in groups.items():
         if not group:
@@ -393,7 +494,9 @@ def report(run: Run, args: argparse.Namespace) -> dict[str, Any]:
             + "".join(f" {recalls[mode]:.3f} |" for mode in modes)
             + f" {info['add_seconds']:.1f} | {searched.client_ms if searched else float('nan'):.0f} |"
         )
+    timelines = timeline_report(run.timelines) if run.timelines else None
     return {
+        "timeline": timelines,
         "per_conversation_servers": args.per_conversation,
         "summary": summaries,
         "latency": latencies,
@@ -415,6 +518,7 @@ async def run_all(conversations: list[Conversation], options: Options, per_conve
             total.questions += one.questions
             total.conversations += one.conversations
             total.refused += one.refused
+            total.timelines += one.timelines
         return total
 
 
@@ -452,6 +556,16 @@ def main() -> None:
         metavar="NAME=VALUE",
         help="a server setting, e.g. MCP_MEMORY_SUMMARY__INLINE_SECONDS=60 (repeatable)",
     )
+    parser.add_argument(
+        "--settled",
+        action="store_true",
+        help="score only rankings asked once every passage is embedded (the first search is still timed)",
+    )
+    parser.add_argument(
+        "--timeline",
+        action="store_true",
+        help=f"also ask timeline, with and without the question, at {TIMELINE_BUDGETS} tokens",
+    )
     parser.add_argument("--json", type=Path, help="also write the results (and every ranking) here")
     args = parser.parse_args()
     settings = dict(item.split("=", 1) for item in args.setting)
@@ -461,7 +575,9 @@ def main() -> None:
     conversations = [load_conversation(folder) for folder in conversation_folders(args.data, names)]
     if args.limit_messages is not None:
         conversations = [first_messages(c, args.limit_messages) for c in conversations]
-    options = Options(args.modes, args.pace_ms / 1000, settings)
+    options = Options(
+        args.modes, args.pace_ms / 1000, settled=args.settled, timeline=args.timeline, settings=settings
+    )
     run = anyio.run(run_all, conversations, options, args.per_conversation)
     results = report(run, args)
     if args.json:

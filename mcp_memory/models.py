@@ -99,6 +99,19 @@ def author_of(key: str) -> str | None:
     return key.author if isinstance(key, Owner) and key.space is not None else None
 
 
+# A memory id of a type and 20 or more hex digits (turn_..., fact_..., rev_...), and its short form: the
+# type and the first SHORT_HEX digits (48 bits: unique among millions; a read checks that it is).
+_HEX_ID = re.compile(r"^([a-z]+_)([0-9a-f]{20,})$")
+SHORT_HEX = 12
+SHORT_ID = re.compile(rf"^[a-z]+_[0-9a-f]{{{SHORT_HEX},19}}$")
+
+
+def short_id(memory_id: str) -> str:
+    """How a timeline shows an id: `turn_3fa9c2d1e0b4` for `turn_3fa9c2d1e0b4...`; other ids whole."""
+    found = _HEX_ID.match(memory_id)
+    return memory_id if found is None else found.group(1) + found.group(2)[:SHORT_HEX]
+
+
 def summary_id(user_id: str, thread_id: str) -> str:
     """The one long-term id of a thread's running summary: rewritten in place, never duplicated."""
     return f"summary_{user_id}_{thread_id}"

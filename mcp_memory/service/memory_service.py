@@ -31,6 +31,7 @@ from mcp_memory.llm.embedder import Embedder, embed_passages, memory_vectors
 from mcp_memory.llm.query_vectors import QueryVectors
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import (
+    SHORT_ID,
     Memory,
     Message,
     Owner,
@@ -413,10 +414,25 @@ class MemoryService:
         """The memory by id, from whichever of `owners` holds it; to anyone else it does not exist."""
         memory_id = check.memory_id(memory_id)
         keys = [owners] if isinstance(owners, str) else list(owners)
-        for key in keys[:-1]:
-            with contextlib.suppress(NotFoundError):
-                return await self.stores.long_term.get(key, memory_id)
-        return await self.stores.long_term.get(keys[-1], memory_id)
+        try:
+            for key in keys[:-1]:
+                with contextlib.suppress(NotFoundError):
+                    return await self.stores.long_term.get(key, memory_id)
+            return await self.stores.long_term.get(keys[-1], memory_id)
+        except NotFoundError:
+            if SHORT_ID.match(memory_id) is None:
+                raise
+        # A short id (a timeline's): the one memory whose id it begins.
+        found = [
+            (key, full) for key in keys for full in await self.stores.long_term.memory_ids(key, memory_id, 2)
+        ]
+        if len(found) > 1:
+            raise InvalidInputError(
+                f"memory_id {memory_id!r} begins more than one memory's id: give the whole id"
+            )
+        if not found:
+            raise NotFoundError(f"no memory with id {memory_id!r}")
+        return await self.stores.long_term.get(*found[0])
 
     async def notice_memberships(self) -> None:
         """Record in each space's audit trail a change of its members or roles in the settings, the first

@@ -41,7 +41,7 @@ def test_profiles_nest_and_core_holds_the_five_named_tools() -> None:
     assert NAMED_IN_THE_DESIGN <= CORE
     assert PROFILES["core"] < PROFILES["standard"] < PROFILES["all"]
     assert PROFILES["all"] == {spec.name for spec in ALL_TOOLS}
-    assert len(ALL_TOOLS) == 25
+    assert len(ALL_TOOLS) == 26
 
 
 async def test_each_profile_lists_its_tools_and_costs_fewer_tokens_than_the_next(tmp_path: Path) -> None:

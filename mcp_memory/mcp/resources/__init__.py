@@ -2,8 +2,8 @@
 
 | module       | resources                                                                          |
 |--------------|------------------------------------------------------------------------------------|
-| threads.py   | memory://threads, memory://threads/{thread_id}[/summary],                          |
-|              | memory://spaces/{space}/threads/{thread_id}[/summary]                              |
+| threads.py   | memory://threads, memory://threads/{thread_id}[/summary|/timeline],                |
+|              | memory://spaces/{space}/threads/{thread_id}[/summary|/timeline]                    |
 | memories.py  | memory://memories/{memory_id}, memory://facts                                      |
 | learning.py  | memory://profile, memory://learning/status                                         |
 | graph.py     | memory://knowledge-graph, memory://spaces/{space}/knowledge-graph,                 |

@@ -5,6 +5,7 @@
 |----------------|------------------------------------------------------------------------------------|
 | threads.py     | add_turn, get_working_memory, set_thread_data, summarize_thread                    |
 | search.py      | search_memory, list_memories                                                       |
+| timeline.py    | timeline                                                                           |
 | forget.py      | forget, forget_user                                                                |
 | portability.py | export_memories, import_memories                                                   |
 | learning.py    | remember, update_memory, memory_history, rollback_memory, extract_memories,       |
@@ -26,7 +27,7 @@ from typing import Any, Literal
 from mcp.server.mcpserver import MCPServer
 
 from mcp_memory.config import Settings, reference_memory_file
-from mcp_memory.mcp.tools import forget, graph, learning, portability, search, threads
+from mcp_memory.mcp.tools import forget, graph, learning, portability, search, threads, timeline
 from mcp_memory.mcp.tools.registry import ToolSpec, register
 
 Profile = Literal["core", "standard", "all"]
@@ -35,6 +36,7 @@ Profile = Literal["core", "standard", "all"]
 ALL_TOOLS: tuple[ToolSpec, ...] = (
     *threads.family.tools,
     *search.family.tools,
+    *timeline.family.tools,
     *forget.family.tools,
     *portability.family.tools,
     *learning.family.tools,
@@ -57,6 +59,7 @@ CORE = frozenset(
     }
 )
 STANDARD = CORE | {
+    "timeline",
     "set_thread_data",
     "memory_history",
     "rollback_memory",

@@ -1,0 +1,495 @@
+"""timeline: what happened, in what order. The outline of a thread, a project, a space or everything the
+caller reads, an exchange per line, oldest first; with a query, the exchanges that match it best (and
+their neighbours), fitted to the budget, then put back in time order.
+
+Why an outline and not a ranked list: "in what order did we try these fixes", "summarize how the
+migration went" name only a topic, and their answer is spread over many exchanges and sessions. A top-10
+ranked against the question cannot hold it; the outline of a whole conversation, a line per exchange,
+can (docs/tools.md "timeline", bench/beam.py --timeline).
+
+- **An exchange** is a user's turn with what followed it in its thread until the user spoke again (the
+  reply, tool turns). A reply with no turn before it in the range is an exchange of its own.
+- **Sessions** split a thread where it pauses for more than SESSION_GAP; numbered in time order over
+  the whole range, so a page's numbers agree with the next page's.
+- **Detail follows the budget.** Each exchange is shown at the richest of LEVELS at which every
+  candidate fits `max_tokens`; when none does, at the leanest, and the rest is for the next page. A
+  whole outline with every exchange in it serves "in what order" better than half of it in detail.
+- **Ids are short**: the id's type and its first SHORT_HEX hex digits, which open the memory whole as
+  its full id does (service/memory_service.py get_memory resolves a unique prefix).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import hashlib
+import json
+import re
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+import anyio
+
+from mcp_memory import validation as check
+from mcp_memory.errors import InvalidInputError
+from mcp_memory.models import ListQuery, Memory, Owner, short_id
+from mcp_memory.safety import flags_for
+from mcp_memory.search.query import SearchQuery
+from mcp_memory.search.terms import terms as terms_of
+from mcp_memory.views import TimelineItem, TimelineView
+
+if TYPE_CHECKING:
+    from mcp_memory.service.memory_service import MemoryService
+
+SESSION_GAP = timedelta(hours=2)  # a pause this long in a thread starts a new session
+DEFAULT_TOKENS = 4000
+MIN_TOKENS, MAX_TOKENS = 200, 32_000
+SCAN_PAGE = 1000  # turns read from the store at a time
+MAX_SCAN = 20_000  # turns read for one timeline at most (a range beyond: narrow it by thread or time)
+SEARCH_HITS = 100  # turns ranked for a query
+OPENING_CHARS = 1200  # an opening is chosen from this much of a turn's start
+ENVELOPE_TOKENS = 100  # the answer's fields beside its items (a cursor is ~30 tokens)
+_CURSOR_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Level:
+    """How much of an exchange is shown: tokens of the user's turn, of the reply, names beyond them."""
+
+    said: int
+    reply: int
+    names: int
+
+
+LEVELS = (Level(40, 24, 3), Level(24, 14, 2), Level(16, 0, 0))
+
+
+@dataclass
+class Exchange:
+    turn: Memory | None  # the user's turn (None: a reply with no turn before it in the range)
+    replies: list[Memory] = field(default_factory=list)
+    session: int = 0
+
+    @property
+    def first(self) -> Memory:
+        return self.turn if self.turn is not None else self.replies[0]
+
+    @property
+    def last(self) -> Memory:
+        return self.replies[-1] if self.replies else self.first
+
+    @property
+    def reply(self) -> Memory | None:
+        return next(
+            (m for m in self.replies if m.role == "assistant"), self.replies[0] if self.replies else None
+        )
+
+
+@dataclass(frozen=True)
+class Matched:
+    """What a query found in an exchange: the span of the user's turn or of the reply that matched."""
+
+    turn: tuple[int, int] | None = None
+    reply: tuple[int, int] | None = None
+
+
+def exchanges_of(turns: Sequence[Memory]) -> list[Exchange]:
+    """Turns (any order) as exchanges, in time order, sessions numbered (module docstring)."""
+    ordered = sorted(turns, key=lambda m: (m.created_at, m.id))
+    open_by_thread: dict[str | None, Exchange] = {}
+    exchanges: list[Exchange] = []
+    for memory in ordered:
+        current = open_by_thread.get(memory.thread_id)
+        if memory.role == "user" or current is None:
+            current = (
+                Exchange(turn=memory) if memory.role == "user" else Exchange(turn=None, replies=[memory])
+            )
+            open_by_thread[memory.thread_id] = current
+            exchanges.append(current)
+        else:
+            current.replies.append(memory)
+    _number_sessions(exchanges)
+    return exchanges
+
+
+def _number_sessions(exchanges: Sequence[Exchange]) -> None:
+    last: dict[str | None, tuple[datetime, int]] = {}
+    sessions = 0
+    for exchange in exchanges:
+        thread = exchange.first.thread_id
+        before = last.get(thread)
+        if before is None or exchange.first.created_at - before[0] > SESSION_GAP:
+            sessions += 1
+            session = sessions
+        else:
+            session = before[1]
+        exchange.session = session
+        last[thread] = (exchange.last.created_at, session)
+
+
+async def timeline(  # noqa: PLR0913 - the tool's arguments
+    service: MemoryService,
+    owners: Sequence[Owner],
+    *,
+    query: str | None = None,
+    thread_id: str | None = None,
+    project: str | None = None,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    max_tokens: int | None = None,
+    cursor: str | None = None,
+) -> tuple[TimelineView, dict[str, list[str]]]:
+    """The timeline of what `owners` hold in the range (module docstring), and the whole ids of the
+    memories it shows from each space (for the space's audit trail); each argument checked, an error
+    naming it."""
+    if thread_id is not None:
+        thread_id = check.thread_id(thread_id)
+    if project is not None:
+        project = check.thread_id(project, "project")
+    if query is not None and not query.strip():
+        query = None
+    since_, until_ = check.time_range(since, until)
+    budget = check.count(
+        DEFAULT_TOKENS if max_tokens is None else max_tokens, "max_tokens", low=MIN_TOKENS, high=MAX_TOKENS
+    )
+    fingerprint = _fingerprint(query, thread_id, project, since_, until_, [str(o) for o in owners])
+    offset = 0 if cursor is None else _decode_cursor(cursor, fingerprint)
+    threads = None if project is None else await _project_threads(service, owners, project)
+    spaces: dict[str, str] = {}
+    turns = await _turns_in_range(service, owners, thread_id, threads, since_, until_, spaces)
+    exchanges = exchanges_of(turns)
+    matched: dict[int, Matched] = {}
+    order = list(range(len(exchanges)))
+    terms: tuple[str, ...] = ()
+    if query is not None and exchanges:
+        asked = SearchQuery.of(
+            list(owners),
+            query,
+            thread_id,
+            ["turn"],
+            min(SEARCH_HITS, service.settings.search.max_limit),
+            since=since_,
+            until=until_,
+            threads=threads,
+            settings=service.settings,
+        )
+        terms = tuple(asked.terms.matched)
+        found = await service.search(asked)
+        order, matched = _ranked(exchanges, [(hit.id, hit.passage) for hit in found.results])
+    choose = functools.partial(
+        _chosen, exchanges, order, matched, offset, budget, terms, service.tokens.count, spaces
+    )
+    items, used = await anyio.to_thread.run_sync(choose)
+    consumed = offset + used
+    shown = {item.id for item in items} | {item.reply_id for item in items}
+    read: dict[str, list[str]] = {}
+    for memory in turns:
+        space = spaces.get(memory.id)
+        if space is not None and short_id(memory.id) in shown:
+            read.setdefault(space, []).append(memory.id)
+    view = TimelineView(
+        items=items,
+        in_range=len(exchanges),
+        listed=len(items),
+        left_out=max(0, len(exchanges) - consumed),
+        sessions=max((e.session for e in exchanges), default=0),
+        matched=None if query is None else sum(1 for i in order if i in matched),
+        next_cursor=_encode_cursor(fingerprint, consumed) if consumed < len(order) else None,
+    )
+    return view, read
+
+
+async def _project_threads(service: MemoryService, owners: Sequence[Owner], project: str) -> list[str]:
+    """A project's session threads (hooks/projects.py: `<project key>.<session>`)."""
+    threads = [
+        t.thread_id for t in await service.list_threads(list(owners)) if t.thread_id.startswith(project + ".")
+    ]
+    return sorted(set(threads))
+
+
+async def _turns_in_range(
+    service: MemoryService,
+    owners: Sequence[Owner],
+    thread_id: str | None,
+    threads: Sequence[str] | None,
+    since: datetime | None,
+    until: datetime | None,
+    spaces: dict[str, str],
+) -> list[Memory]:
+    """Every current turn of the range, each owner's, at most MAX_SCAN (oldest first); `spaces` gets the
+    space of each turn read from one."""
+    store = service.stores.long_term
+    scopes = (
+        [thread_id] if threads is None else ([t for t in threads if t == thread_id] if thread_id else threads)
+    )
+    found: list[Memory] = []
+    for owner in owners:
+        for scope in scopes:
+            after: tuple[datetime, str] | None = None
+            while len(found) < MAX_SCAN:
+                page = await store.list_memories(
+                    ListQuery(
+                        user_id=owner,
+                        types=["turn"],
+                        thread_id=scope,
+                        since=since,
+                        until=until,
+                        order="oldest",
+                        limit=SCAN_PAGE,
+                        after=after,
+                    )
+                )
+                found += page
+                if owner.space is not None:
+                    spaces.update((m.id, owner.space) for m in page)
+                if len(page) < SCAN_PAGE:
+                    break
+                after = (page[-1].created_at, page[-1].id)
+    return found[:MAX_SCAN]
+
+
+def _ranked(
+    exchanges: Sequence[Exchange], hits: Sequence[tuple[str, object]]
+) -> tuple[list[int], dict[int, Matched]]:
+    """Exchanges in the order the query's hits rank them, each followed in the end by its neighbours
+    (one before, one after: the context of what matched), then nothing else."""
+    at: dict[str, tuple[int, bool]] = {}
+    for index, exchange in enumerate(exchanges):
+        if exchange.turn is not None:
+            at[exchange.turn.id] = (index, True)
+        for reply in exchange.replies:
+            at[reply.id] = (index, False)
+    order: list[int] = []
+    matched: dict[int, Matched] = {}
+    for memory_id, passage in hits:
+        place = at.get(memory_id)
+        if place is None:
+            continue
+        index, is_turn = place
+        span = _span(passage)
+        before = matched.get(index)
+        if before is None:
+            order.append(index)
+            matched[index] = Matched(turn=span, reply=None) if is_turn else Matched(turn=None, reply=span)
+        elif is_turn and before.turn is None:
+            matched[index] = Matched(turn=span, reply=before.reply)
+        elif not is_turn and before.reply is None:
+            matched[index] = Matched(turn=before.turn, reply=span)
+    seen = set(order)
+    for index in list(order):
+        for near in (index - 1, index + 1):
+            if 0 <= near < len(exchanges) and near not in seen:
+                seen.add(near)
+                order.append(near)
+    return order, matched
+
+
+def _span(passage: object) -> tuple[int, int] | None:
+    start, end = getattr(passage, "start", None), getattr(passage, "end", None)
+    return (start, end) if isinstance(start, int) and isinstance(end, int) else None
+
+
+def _chosen(
+    exchanges: Sequence[Exchange],
+    order: Sequence[int],
+    matched: dict[int, Matched],
+    offset: int,
+    budget: int,
+    terms: Sequence[str],
+    count: Callable[[str], int],
+    spaces: dict[str, str],
+) -> tuple[list[TimelineItem], int]:
+    """The page's items, oldest first, and how many of `order` (from `offset`) it used (blocking)."""
+    candidates = order[offset:]
+    if not candidates:
+        return [], 0
+    one_thread = len({exchanges[i].first.thread_id for i in candidates}) == 1
+    room = budget - ENVELOPE_TOKENS
+    best: tuple[list[tuple[int, TimelineItem]], int] = ([], 0)
+    for level in LEVELS:
+        chosen: list[tuple[int, TimelineItem]] = []
+        used = 0
+        for index in candidates:
+            item = _item(exchanges[index], matched.get(index), level, terms, count, one_thread, spaces)
+            cost = count(item.model_dump_json(exclude_defaults=True)) + 1
+            if used + cost > room:
+                break
+            chosen.append((index, item))
+            used += cost
+        if len(chosen) == len(candidates):
+            best = (chosen, len(chosen))
+            break
+        if len(chosen) >= len(best[0]):
+            best = (chosen, len(chosen))
+    chosen, consumed = best
+    if not chosen:  # one exchange larger than the budget at the leanest: shown anyway, alone
+        index = candidates[0]
+        item = _item(exchanges[index], matched.get(index), LEVELS[-1], terms, count, one_thread, spaces)
+        chosen, consumed = [(index, item)], 1
+    return [item for _, item in sorted(chosen, key=lambda pair: pair[0])], consumed
+
+
+def _item(
+    exchange: Exchange,
+    matched: Matched | None,
+    level: Level,
+    terms: Sequence[str],
+    count: Callable[[str], int],
+    one_thread: bool,
+    spaces: dict[str, str],
+) -> TimelineItem:
+    turn, reply = exchange.turn, exchange.reply
+    said = (
+        ""
+        if turn is None
+        else _shown(turn.content, None if matched is None else matched.turn, terms, level.said, count)
+    )
+    gist = ""
+    if reply is not None and (level.reply or (matched is not None and matched.reply is not None)):
+        tokens = max(level.reply, level.said // 2) if matched is not None and matched.reply else level.reply
+        gist = _shown(
+            reply.content, None if matched is None else matched.reply, terms, tokens, count, skip_filler=True
+        )
+    first = exchange.first
+    flags = sorted({f for m in (turn, reply) if m is not None for f in flags_for(m.content, m.metadata)})
+    return TimelineItem(
+        id=None if turn is None else short_id(turn.id),
+        reply_id=None if reply is None else short_id(reply.id),
+        at=first.created_at.strftime("%Y-%m-%d %H:%M"),
+        session=exchange.session,
+        thread_id=None if one_thread else first.thread_id,
+        said=said,
+        reply=gist,
+        names=_names(exchange, f"{said} {gist}", level.names),
+        matched=matched is not None,
+        flags=flags,
+        space=spaces.get(first.id),
+    )
+
+
+_FILLER = re.compile(
+    r"^\s*(?:(?:great|good|excellent|perfect|sure|certainly|absolutely|of course|thanks|thank you|yes|okay|ok"
+    r"|happy to help|i'?d be (?:happy|glad) to[^.!?\n]*|i'?m glad[^.!?\n]*|no problem)[^.!?\n]{0,60}[.!?:]\s+)+",
+    re.IGNORECASE,
+)
+
+
+def _shown(
+    content: str,
+    span: tuple[int, int] | None,
+    terms: Sequence[str],
+    tokens: int,
+    count: Callable[[str], int],
+    *,
+    skip_filler: bool = False,
+) -> str:
+    """The part of a turn shown, at most `tokens`: from the sentence of the matched passage that holds
+    the most of the query's terms, else from the opening (a reply's past its filler), cut at a word."""
+    if tokens <= 0:
+        return ""
+    begin = 0
+    if span is not None:
+        begin = _best_sentence(content, span, set(terms))
+    elif skip_filler:
+        filler = _FILLER.match(content[:OPENING_CHARS])
+        if filler is not None and filler.end() < len(content):
+            begin = filler.end()
+    words = content[begin : begin + OPENING_CHARS].split()
+    low, high = 0, len(words)  # the most words whose text fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if count(" ".join(words[:middle]) + "…") <= tokens:
+            low = middle
+        else:
+            high = middle - 1
+    text = " ".join(words[: max(low, 1)])
+    whole = " ".join(content[begin:].split())
+    return ("…" if begin > 0 else "") + text + ("…" if len(text) < len(whole) else "")
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _best_sentence(content: str, span: tuple[int, int], wanted: set[str]) -> int:
+    """Where the sentence of content[span] holding the most of `wanted` begins (the span's start if none)."""
+    start, end = span
+    best, best_held = start, 0
+    at = start
+    for gap in [*_SENTENCE_END.finditer(content, start, end), None]:
+        stop = end if gap is None else gap.start()
+        held = len(wanted.intersection(terms_of(content[at:stop]))) if wanted else 0
+        if held > best_held:
+            best, best_held = at, held
+        if gap is None:
+            break
+        at = gap.end()
+    return best
+
+
+# A name: a capitalised word not opening a sentence, a run of them, or a code identifier.
+_NAME = re.compile(
+    r"(?<![.!?]\s)(?<!^)\b([A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[A-Z]{2,}[A-Za-z0-9]*|[A-Z][a-z]+(?: [A-Z][a-z]+)*"
+    r"|[a-z]+(?:_[a-z0-9]+)+|[A-Za-z]+\.(?:py|js|ts|go|rs|java|sql|json|yaml|yml|md|toml|sh))\b"
+)
+_NOT_NAMES = frozenset(
+    "I I'm I've I'd I'll The This That These Those It Its We You Your My Our They Here There What When Where "
+    "Which Who Why How Can Could Would Should Will Let Also And But Or If So Then Now Yes No Ok Okay Thanks "
+    "Please Hi Hello Great Sure Note First Second Next Finally Step Example However For In On At To With".split()
+)
+_NAMES_READ = 4000  # characters of each turn read for names
+
+
+def _names(exchange: Exchange, shown: str, limit: int) -> list[str]:
+    """The names the exchange mentions most (the user's first), beyond those already in `shown`."""
+    if limit <= 0:
+        return []
+    counted: Counter[str] = Counter()
+    for weight, memory in ((2, exchange.turn), (1, exchange.reply)):
+        if memory is None:
+            continue
+        for name in _NAME.findall(memory.content[:_NAMES_READ]):
+            if name not in _NOT_NAMES and len(name) > 2:
+                counted[name] += weight
+    visible = shown.casefold()
+    return [name for name, _ in counted.most_common() if name.casefold() not in visible][:limit]
+
+
+def _fingerprint(
+    query: str | None,
+    thread_id: str | None,
+    project: str | None,
+    since: datetime | None,
+    until: datetime | None,
+    owners: Sequence[str],
+) -> str:
+    asked = json.dumps([query, thread_id, project, str(since), str(until), sorted(owners)])
+    return hashlib.sha256(asked.encode()).hexdigest()[:12]
+
+
+def _encode_cursor(fingerprint: str, offset: int) -> str:
+    key = {"v": _CURSOR_VERSION, "of": fingerprint, "at": offset}
+    return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: object, fingerprint: str) -> int:
+    unknown = InvalidInputError(
+        "cursor is not one timeline returned: pass a next_cursor unchanged, or omit cursor to start"
+    )
+    if not isinstance(cursor, str) or not cursor or len(cursor) > 512:
+        raise unknown
+    try:
+        key = json.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+    except (binascii.Error, ValueError) as e:
+        raise unknown from e
+    if not isinstance(key, dict) or key.get("v") != _CURSOR_VERSION or not isinstance(key.get("at"), int):
+        raise unknown
+    if key.get("of") != fingerprint:
+        raise InvalidInputError(
+            "cursor was made for other arguments: keep query, thread_id, project, space, since and until "
+            "while paging, or omit cursor to start again"
+        )
+    return max(0, int(key["at"]))
