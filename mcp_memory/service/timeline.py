@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import hashlib
 import json
@@ -164,6 +165,7 @@ async def timeline(  # noqa: PLR0913 - the tool's arguments
     exchanges = exchanges_of(turns)
     matched: dict[int, Matched] = {}
     order = list(range(len(exchanges)))
+    first_tier = len(order)
     terms: tuple[str, ...] = ()
     if query is not None and exchanges:
         asked = SearchQuery.of(
@@ -180,26 +182,31 @@ async def timeline(  # noqa: PLR0913 - the tool's arguments
         terms = tuple(asked.terms.matched)
         found = await service.search(asked)
         order, matched = _ranked(exchanges, [(hit.id, hit.passage) for hit in found.results])
-    choose = functools.partial(
-        _chosen, exchanges, order, matched, offset, budget, terms, service.tokens.count, spaces
-    )
-    items, used = await anyio.to_thread.run_sync(choose)
-    consumed = offset + used
-    shown = {item.id for item in items} | {item.reply_id for item in items}
+        first_tier = len(order)
+        order += _by_nearness(order, len(exchanges))
+    page = _Page(exchanges, matched, terms, service.tokens.count, spaces)
+    choose = functools.partial(page.choose, order, first_tier, offset, budget)
+    chosen = await anyio.to_thread.run_sync(choose)
+    while True:  # the whole answer within the budget, exactly: the last chosen left for the next page
+        consumed = offset + len(chosen)
+        view = TimelineView(
+            items=[item for _, item in sorted(chosen, key=lambda pair: pair[0])],
+            in_range=len(exchanges),
+            listed=len(chosen),
+            left_out=max(0, len(exchanges) - consumed),
+            sessions=max((e.session for e in exchanges), default=0),
+            matched=None if query is None else sum(1 for i in order if i in matched),
+            next_cursor=_encode_cursor(fingerprint, consumed) if consumed < len(order) else None,
+        )
+        if len(chosen) <= 1 or service.tokens.count(view.model_dump_json(exclude_defaults=True)) <= budget:
+            break
+        chosen = chosen[:-1]
+    shown = {item.id for item in view.items} | {item.reply_id for item in view.items}
     read: dict[str, list[str]] = {}
     for memory in turns:
         space = spaces.get(memory.id)
         if space is not None and short_id(memory.id) in shown:
             read.setdefault(space, []).append(memory.id)
-    view = TimelineView(
-        items=items,
-        in_range=len(exchanges),
-        listed=len(items),
-        left_out=max(0, len(exchanges) - consumed),
-        sessions=max((e.session for e in exchanges), default=0),
-        matched=None if query is None else sum(1 for i in order if i in matched),
-        next_cursor=_encode_cursor(fingerprint, consumed) if consumed < len(order) else None,
-    )
     return view, read
 
 
@@ -288,87 +295,120 @@ def _ranked(
     return order, matched
 
 
+def _by_nearness(found: Sequence[int], total: int) -> list[int]:
+    """The exchanges not `found`, nearest to one found first (then the earlier), for the outline around."""
+    taken = set(found)
+    if not found:
+        return [i for i in range(total) if i not in taken]
+    marks = sorted(taken)
+    distance = {}
+    for index in range(total):
+        if index in taken:
+            continue
+        at = bisect.bisect_left(marks, index)
+        near = [abs(index - marks[j]) for j in (at - 1, at) if 0 <= j < len(marks)]
+        distance[index] = min(near)
+    return sorted(distance, key=lambda i: (distance[i], i))
+
+
 def _span(passage: object) -> tuple[int, int] | None:
     start, end = getattr(passage, "start", None), getattr(passage, "end", None)
     return (start, end) if isinstance(start, int) and isinstance(end, int) else None
 
 
-def _chosen(
-    exchanges: Sequence[Exchange],
-    order: Sequence[int],
-    matched: dict[int, Matched],
-    offset: int,
-    budget: int,
-    terms: Sequence[str],
-    count: Callable[[str], int],
-    spaces: dict[str, str],
-) -> tuple[list[TimelineItem], int]:
-    """The page's items, oldest first, and how many of `order` (from `offset`) it used (blocking)."""
-    candidates = order[offset:]
-    if not candidates:
-        return [], 0
-    one_thread = len({exchanges[i].first.thread_id for i in candidates}) == 1
-    room = budget - ENVELOPE_TOKENS
-    best: tuple[list[tuple[int, TimelineItem]], int] = ([], 0)
-    for level in LEVELS:
+@dataclass
+class _Page:
+    """One page's choice (blocking work, in a worker thread): items at a level per tier, within budget."""
+
+    exchanges: Sequence[Exchange]
+    matched: dict[int, Matched]
+    terms: Sequence[str]
+    count: Callable[[str], int]
+    spaces: dict[str, str]
+    one_thread: bool = True
+    _names: dict[int, list[str]] = field(default_factory=dict)
+
+    def item(self, index: int, level: Level) -> TimelineItem:
+        exchange, matched = self.exchanges[index], self.matched.get(index)
+        turn, reply = exchange.turn, exchange.reply
+        said = gist = ""
+        if turn is not None:
+            said = _shown(turn.content, matched.turn if matched else None, self.terms, level.said, self.count)
+        if reply is not None and (level.reply or (matched is not None and matched.reply is not None)):
+            tokens = (
+                max(level.reply, level.said // 2) if matched is not None and matched.reply else level.reply
+            )
+            gist = _shown(
+                reply.content, matched.reply if matched else None, self.terms, tokens, self.count, filler=True
+            )
+        # Flags on what is shown, and those found when it was stored.
+        flags = {
+            f
+            for m, text in ((turn, said), (reply, gist))
+            if m is not None
+            for f in flags_for(text, m.metadata)
+        }
+        if level.names and index not in self._names:
+            self._names[index] = _names(exchange)
+        first = exchange.first
+        return TimelineItem(
+            id=None if turn is None else short_id(turn.id),
+            reply_id=None if reply is None else short_id(reply.id),
+            at=first.created_at.strftime("%Y-%m-%d %H:%M"),
+            session=exchange.session,
+            thread_id=None if self.one_thread else first.thread_id,
+            said=said,
+            reply=gist,
+            names=[n for n in self._names.get(index, ()) if n.casefold() not in f"{said} {gist}".casefold()][
+                : level.names
+            ],
+            matched=matched is not None,
+            flags=sorted(flags),
+            space=self.spaces.get(first.id),
+        )
+
+    def cost(self, item: TimelineItem) -> int:
+        return self.count(item.model_dump_json(exclude_defaults=True)) + 1
+
+    def fill(
+        self, candidates: Sequence[int], level: Level, room: int
+    ) -> tuple[list[tuple[int, TimelineItem]], int]:
+        """The first candidates that fit `room` at `level`, and the room they used."""
         chosen: list[tuple[int, TimelineItem]] = []
         used = 0
         for index in candidates:
-            item = _item(exchanges[index], matched.get(index), level, terms, count, one_thread, spaces)
-            cost = count(item.model_dump_json(exclude_defaults=True)) + 1
+            item = self.item(index, level)
+            cost = self.cost(item)
             if used + cost > room:
                 break
             chosen.append((index, item))
             used += cost
-        if len(chosen) == len(candidates):
-            best = (chosen, len(chosen))
-            break
-        if len(chosen) >= len(best[0]):
-            best = (chosen, len(chosen))
-    chosen, consumed = best
-    if not chosen:  # one exchange larger than the budget at the leanest: shown anyway, alone
-        index = candidates[0]
-        item = _item(exchanges[index], matched.get(index), LEVELS[-1], terms, count, one_thread, spaces)
-        chosen, consumed = [(index, item)], 1
-    return [item for _, item in sorted(chosen, key=lambda pair: pair[0])], consumed
+        return chosen, used
 
-
-def _item(
-    exchange: Exchange,
-    matched: Matched | None,
-    level: Level,
-    terms: Sequence[str],
-    count: Callable[[str], int],
-    one_thread: bool,
-    spaces: dict[str, str],
-) -> TimelineItem:
-    turn, reply = exchange.turn, exchange.reply
-    said = (
-        ""
-        if turn is None
-        else _shown(turn.content, None if matched is None else matched.turn, terms, level.said, count)
-    )
-    gist = ""
-    if reply is not None and (level.reply or (matched is not None and matched.reply is not None)):
-        tokens = max(level.reply, level.said // 2) if matched is not None and matched.reply else level.reply
-        gist = _shown(
-            reply.content, None if matched is None else matched.reply, terms, tokens, count, skip_filler=True
-        )
-    first = exchange.first
-    flags = sorted({f for m in (turn, reply) if m is not None for f in flags_for(m.content, m.metadata)})
-    return TimelineItem(
-        id=None if turn is None else short_id(turn.id),
-        reply_id=None if reply is None else short_id(reply.id),
-        at=first.created_at.strftime("%Y-%m-%d %H:%M"),
-        session=exchange.session,
-        thread_id=None if one_thread else first.thread_id,
-        said=said,
-        reply=gist,
-        names=_names(exchange, f"{said} {gist}", level.names),
-        matched=matched is not None,
-        flags=flags,
-        space=spaces.get(first.id),
-    )
+    def choose(
+        self, order: Sequence[int], first_tier: int, offset: int, budget: int
+    ) -> list[tuple[int, TimelineItem]]:
+        """The page's exchanges and items, in the order of `order` from `offset`. `order[:first_tier]`
+        are the exchanges found for the query (all of them without one): shown at the richest level at
+        which all of them fit; the rest of the range after them, at the leanest, while room is left."""
+        candidates = order[offset:]
+        if not candidates:
+            return []
+        self.one_thread = len({self.exchanges[i].first.thread_id for i in candidates}) == 1
+        tier = candidates[: max(0, first_tier - offset)]
+        room = budget - ENVELOPE_TOKENS
+        chosen: list[tuple[int, TimelineItem]] = []
+        used = 0
+        for level in LEVELS:
+            chosen, used = self.fill(tier, level, room)
+            if len(chosen) == len(tier):
+                break
+        if len(chosen) == len(tier):
+            more, _ = self.fill(candidates[len(tier) :], LEVELS[-1], room - used)
+            chosen += more
+        if not chosen:  # one exchange larger than the budget at the leanest: shown anyway, alone
+            chosen = [(candidates[0], self.item(candidates[0], LEVELS[-1]))]
+        return chosen
 
 
 _FILLER = re.compile(
@@ -385,7 +425,7 @@ def _shown(
     tokens: int,
     count: Callable[[str], int],
     *,
-    skip_filler: bool = False,
+    filler: bool = False,
 ) -> str:
     """The part of a turn shown, at most `tokens`: from the sentence of the matched passage that holds
     the most of the query's terms, else from the opening (a reply's past its filler), cut at a word."""
@@ -394,21 +434,30 @@ def _shown(
     begin = 0
     if span is not None:
         begin = _best_sentence(content, span, set(terms))
-    elif skip_filler:
-        filler = _FILLER.match(content[:OPENING_CHARS])
-        if filler is not None and filler.end() < len(content):
-            begin = filler.end()
-    words = content[begin : begin + OPENING_CHARS].split()
-    low, high = 0, len(words)  # the most words whose text fits
-    while low < high:
-        middle = (low + high + 1) // 2
-        if count(" ".join(words[:middle]) + "…") <= tokens:
-            low = middle
-        else:
-            high = middle - 1
-    text = " ".join(words[: max(low, 1)])
-    whole = " ".join(content[begin:].split())
-    return ("…" if begin > 0 else "") + text + ("…" if len(text) < len(whole) else "")
+    elif filler:
+        opening = _FILLER.match(content[:OPENING_CHARS])
+        if opening is not None and opening.end() < len(content):
+            begin = opening.end()
+    window = content[begin : begin + OPENING_CHARS]
+    words = window.split()
+    fitted = _fitted(words, tokens, count)
+    text = " ".join(words[:fitted])
+    more = fitted < len(words) or bool(content[begin + len(window) :].strip())
+    return ("…" if begin > 0 else "") + text + ("…" if more else "")
+
+
+def _fitted(words: Sequence[str], tokens: int, count: Callable[[str], int]) -> int:
+    """How many of the first `words` fit `tokens` with an ellipsis (at least one): a guess from the
+    tokens per word of the whole, then a word at a time (a few counts, not one per word)."""
+    whole = count(" ".join(words) + "…")
+    if whole <= tokens:
+        return len(words)
+    n = max(1, len(words) * tokens // whole)
+    while n > 1 and count(" ".join(words[:n]) + "…") > tokens:
+        n = max(1, n - max(1, n // 8))
+    while n < len(words) and count(" ".join(words[: n + 1]) + "…") <= tokens:
+        n += 1
+    return n
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -440,13 +489,11 @@ _NOT_NAMES = frozenset(
     "Which Who Why How Can Could Would Should Will Let Also And But Or If So Then Now Yes No Ok Okay Thanks "
     "Please Hi Hello Great Sure Note First Second Next Finally Step Example However For In On At To With".split()
 )
-_NAMES_READ = 4000  # characters of each turn read for names
+_NAMES_READ = 2000  # characters of each turn read for names
 
 
-def _names(exchange: Exchange, shown: str, limit: int) -> list[str]:
-    """The names the exchange mentions most (the user's first), beyond those already in `shown`."""
-    if limit <= 0:
-        return []
+def _names(exchange: Exchange) -> list[str]:
+    """The names the exchange mentions, most mentioned first (the user's count twice)."""
     counted: Counter[str] = Counter()
     for weight, memory in ((2, exchange.turn), (1, exchange.reply)):
         if memory is None:
@@ -454,8 +501,7 @@ def _names(exchange: Exchange, shown: str, limit: int) -> list[str]:
         for name in _NAME.findall(memory.content[:_NAMES_READ]):
             if name not in _NOT_NAMES and len(name) > 2:
                 counted[name] += weight
-    visible = shown.casefold()
-    return [name for name, _ in counted.most_common() if name.casefold() not in visible][:limit]
+    return [name for name, _ in counted.most_common(8)]
 
 
 def _fingerprint(
