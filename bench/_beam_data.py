@@ -127,13 +127,26 @@ def conversation_folders(root: Path, names: Iterable[str] | None = None) -> list
 # ---- scoring -----------------------------------------------------------------------------------------
 
 
-def recall(ranked: Sequence[int | None], evidence: Iterable[int], k: int) -> float:
-    """The share of the evidence messages among the first k ranked (None: a hit that is no message)."""
+Ranked = Sequence[int | tuple[int | None, ...] | None]  # a hit: a message, none, or an exchange's two
+
+
+def messages_at(ranked: Ranked, k: int) -> set[int]:
+    """The messages the first k hits hold (an exchange hit holds its turn and its reply)."""
+    found: set[int] = set()
+    for hit in ranked[:k]:
+        for i in hit if isinstance(hit, tuple) else (hit,):
+            if i is not None:
+                found.add(i)
+    return found
+
+
+def recall(ranked: Ranked, evidence: Iterable[int], k: int) -> float:
+    """The share of the evidence messages among the first k hits (None: a hit that is no message)."""
     wanted = set(evidence)
-    return len(wanted & {i for i in ranked[:k] if i is not None}) / len(wanted)
+    return len(wanted & messages_at(ranked, k)) / len(wanted)
 
 
-def update_ranks_first(ranked: Sequence[int | None], question: Question) -> bool | None:
+def update_ranks_first(ranked: Ranked, question: Question) -> bool | None:
     """Knowledge update: an updated_info message is ranked, and above every original_info one. Messages
     named as both are left out; None when no message is only an update (two questions of the 100K
     split name the same message as both: nothing to tell apart)."""
@@ -141,14 +154,19 @@ def update_ranks_first(ranked: Sequence[int | None], question: Question) -> bool
     updated, original = updated - original, original - updated
     if not updated:
         return None
-    position = {i: rank for rank, i in reversed(list(enumerate(ranked))) if i is not None}
+    position = {
+        i: rank
+        for rank, hit in reversed(list(enumerate(ranked)))
+        for i in (hit if isinstance(hit, tuple) else (hit,))
+        if i is not None
+    }
     best = min((position[i] for i in updated if i in position), default=None)
     if best is None:
         return False
     return all(position.get(i, len(ranked)) > best for i in original)
 
 
-def score(ranked: Sequence[int | None], question: Question) -> dict[str, Any]:
+def score(ranked: Ranked, question: Question) -> dict[str, Any]:
     """One question's row: R@k for each k, and for a knowledge update whether the update ranks first."""
     row: dict[str, Any] = {f"R@{k}": recall(ranked, question.evidence, k) for k in KS}
     first = update_ranks_first(ranked, question) if question.updated else None

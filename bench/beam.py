@@ -220,7 +220,11 @@ async def ask(
             )
             first = mode == modes[0] and number == 0 and not rescore_first
             run.calls.append(Call("search_memory", conversation.name, ms, first_search=first, mode=mode))
-            ranked = [ids.get(hit["id"]) for hit in out["results"]]
+            # An exchange hit (unit "exchange") holds two messages at one rank: the turn and its reply.
+            ranked = [
+                (ids.get(hit["id"]), ids.get(hit["reply"]["id"])) if "reply" in hit else ids.get(hit["id"])
+                for hit in out["results"]
+            ]
             run.questions.append(record(conversation, question, mode, ranked, out.get("time_filter")))
 
 
@@ -312,7 +316,11 @@ async def settle(stderr_path: Path, long_added: int) -> None:
 
 
 def record(
-    conversation: Conversation, question: Question, mode: str, ranked: list[int | None], time_filter: Any
+    conversation: Conversation,
+    question: Question,
+    mode: str,
+    ranked: list[int | tuple[int | None, ...] | None],
+    time_filter: Any,
 ) -> dict[str, Any]:
     return {
         "conversation": conversation.name,

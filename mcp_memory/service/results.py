@@ -18,14 +18,18 @@ from mcp_memory.search.budget import FOCUS_TOKENS, fit_budget, focus
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, relevance, term_overlap
 from mcp_memory.views import (
+    ExchangeReply,
     ListedMemory,
     MemoryPage,
     PassageView,
+    ReplyView,
     SearchHit,
     SearchHitView,
     SearchResult,
     SearchResultView,
 )
+
+REPLY_TOKENS = 60  # an exchange hit's reply, as shown (the whole: memory://memories/{id})
 
 
 def signals_of(terms: Sequence[str], hits: Sequence[Hit], by_meaning: bool) -> list[HitSignals]:
@@ -158,4 +162,15 @@ def _hit_shown(
         flags=hit.flags,
         space=hit.space,
         author=hit.author if hit.space is not None else None,  # in personal memory: always the caller
+        unit=hit.unit,
+        reply=None if hit.reply is None else _reply_shown(hit.reply, query_terms, count),
     )
+
+
+def _reply_shown(reply: ExchangeReply, query_terms: Sequence[str], count: Callable[[str], int]) -> ReplyView:
+    """An exchange's reply: the part that matched, or its opening, within REPLY_TOKENS."""
+    content = reply.content
+    span = (0, len(content)) if reply.passage is None else (reply.passage.start, reply.passage.end)
+    terms = query_terms if reply.passage is not None else ()
+    start, end = focus(content, span, terms, _json_tokens(count), max_tokens=REPLY_TOKENS)
+    return ReplyView(id=reply.id, text=content[start:end], token_count=reply.token_count)

@@ -15,7 +15,7 @@ from mcp_memory.mcp.tools.arguments import MemoryTypes, ReadSpace
 from mcp_memory.mcp.tools.dependencies import Readable, audit_read, service_of
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.search.query import SearchQuery
-from mcp_memory.service import browse, results
+from mcp_memory.service import browse, exchanges, results
 from mcp_memory.views import MemoryPage, SearchResultView
 
 family = Family("search")
@@ -48,6 +48,10 @@ async def search_memory(
     full_content: Annotated[
         bool, Field(description="Return long memories whole, not just the passage that matched.")
     ] = False,
+    unit: Annotated[
+        str | None,
+        Field(description="memory, or exchange (a user's turn with its reply); omitted: by the question."),
+    ] = None,
 ) -> SearchResultView:
     """Search past turns, summaries and facts (yours and your shared spaces') by keywords and meaning,
     best first. A long memory's hit holds the passage that matched: read it whole at
@@ -67,8 +71,8 @@ async def search_memory(
         as_of=as_of,
         settings=service.settings,
     )
-    found = await service.search(asked)
-    await audit_read(ctx, found.results)
+    found = await exchanges.search(service, asked, exchanges.checked_unit(unit))
+    await audit_read(ctx, [*found.results, *exchanges.replies_of(found.results)])
     # Narrowing long hits counts tokens (a few ms a hit): in a worker thread, the event loop stays free.
     shown = functools.partial(results.shown, found, asked, service.tokens.count, full_content=full_content)
     return await anyio.to_thread.run_sync(shown)

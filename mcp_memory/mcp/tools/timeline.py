@@ -25,24 +25,23 @@ async def timeline(
     owners: Readable,
     query: Annotated[
         str | None,
-        Field(description="A topic: only the exchanges that match it best (and their neighbours)."),
+        Field(description="A topic: the exchanges about it, and around them."),
     ] = None,
     thread_id: Annotated[str | None, Field(description="Only this thread.")] = None,
     project: Annotated[
-        str | None, Field(description="Only this project's sessions (its key, e.g. api-1a2b3c4d).")
+        str | None, Field(description="Only this project's sessions (its key: api-1a2b3c4d).")
     ] = None,
-    since: Annotated[str | None, Field(description="ISO 8601: from then on.")] = None,
-    until: Annotated[str | None, Field(description="ISO 8601: until then.")] = None,
+    since: Annotated[str | None, Field(description="ISO 8601.")] = None,
+    until: Annotated[str | None, Field(description="ISO 8601.")] = None,
     max_tokens: Annotated[
-        int, Field(description=f"The whole answer's budget, {outline.MIN_TOKENS}-{outline.MAX_TOKENS}.")
+        int, Field(description=f"For the whole answer, {outline.MIN_TOKENS}-{outline.MAX_TOKENS}.")
     ] = outline.DEFAULT_TOKENS,
     cursor: Annotated[str | None, Field(description="The previous page's next_cursor.")] = None,
     space: ReadSpace = None,
 ) -> TimelineView:
-    """What happened, in order: one line per exchange (the user's words, the reply's gist), oldest
-    first, with ids, times and sessions. For "summarize how X went" or "in what order did we ...":
-    call this first (with the topic as query), then open the milestones by id at
-    memory://memories/{id} or search_memory for details."""
+    """What happened, in order: a line per exchange (user's words, reply's gist, ids), oldest first.
+    For "summarize how X went" or "in what order did we ...": call this with the topic as query, then
+    open milestones at memory://memories/{id}."""
     view, read = await outline.timeline(
         service_of(ctx),
         owners,
