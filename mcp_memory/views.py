@@ -654,3 +654,5 @@ class TimelineView(BaseModel):
     sessions: int = 0
     matched: int | None = None  # exchanges the query found
     next_cursor: str | None = None
+    # The range holds more turns than one timeline reads (10,000): only the newest were; narrow it.
+    older_unread: bool = False

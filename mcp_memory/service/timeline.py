@@ -50,7 +50,7 @@ SESSION_GAP = timedelta(hours=2)  # a pause this long in a thread starts a new s
 DEFAULT_TOKENS = 4000
 MIN_TOKENS, MAX_TOKENS = 200, 32_000
 SCAN_PAGE = 1000  # turns read from the store at a time
-MAX_SCAN = 20_000  # turns read for one timeline at most (a range beyond: narrow it by thread or time)
+MAX_SCAN = 10_000  # turns read for one timeline at most, the newest (beyond: narrow by thread or time)
 SEARCH_HITS = 100  # turns ranked for a query
 OPENING_CHARS = 1200  # an opening is chosen from this much of a turn's start
 ENVELOPE_TOKENS = 100  # the answer's fields beside its items (a cursor is ~30 tokens)
@@ -161,7 +161,7 @@ async def timeline(  # noqa: PLR0913 - the tool's arguments
     offset = 0 if cursor is None else _decode_cursor(cursor, fingerprint)
     threads = None if project is None else await _project_threads(service, owners, project)
     spaces: dict[str, str] = {}
-    turns = await _turns_in_range(service, owners, thread_id, threads, since_, until_, spaces)
+    turns, unread = await _turns_in_range(service, owners, thread_id, threads, since_, until_, spaces)
     exchanges = exchanges_of(turns)
     matched: dict[int, Matched] = {}
     order = list(range(len(exchanges)))
@@ -197,6 +197,7 @@ async def timeline(  # noqa: PLR0913 - the tool's arguments
             sessions=max((e.session for e in exchanges), default=0),
             matched=None if query is None else sum(1 for i in order if i in matched),
             next_cursor=_encode_cursor(fingerprint, consumed) if consumed < len(order) else None,
+            older_unread=unread,
         )
         if len(chosen) <= 1 or service.tokens.count(view.model_dump_json(exclude_defaults=True)) <= budget:
             break
@@ -226,18 +227,21 @@ async def _turns_in_range(
     since: datetime | None,
     until: datetime | None,
     spaces: dict[str, str],
-) -> list[Memory]:
-    """Every current turn of the range, each owner's, at most MAX_SCAN (oldest first); `spaces` gets the
-    space of each turn read from one."""
+) -> tuple[list[Memory], bool]:
+    """Every current turn of the range, each owner's, and whether older ones were left unread: at most
+    MAX_SCAN, the newest (what happened last matters most when a range is that large). `spaces` gets
+    the space of each turn read from one."""
     store = service.stores.long_term
     scopes = (
         [thread_id] if threads is None else ([t for t in threads if t == thread_id] if thread_id else threads)
     )
     found: list[Memory] = []
+    unread = False
     for owner in owners:
         for scope in scopes:
-            after: tuple[datetime, str] | None = None
-            while len(found) < MAX_SCAN:
+            read = 0
+            before: tuple[datetime, str] | None = None
+            while True:
                 page = await store.list_memories(
                     ListQuery(
                         user_id=owner,
@@ -245,18 +249,25 @@ async def _turns_in_range(
                         thread_id=scope,
                         since=since,
                         until=until,
-                        order="oldest",
+                        order="newest",
                         limit=SCAN_PAGE,
-                        after=after,
+                        after=before,
                     )
                 )
                 found += page
+                read += len(page)
                 if owner.space is not None:
                     spaces.update((m.id, owner.space) for m in page)
                 if len(page) < SCAN_PAGE:
                     break
-                after = (page[-1].created_at, page[-1].id)
-    return found[:MAX_SCAN]
+                if read >= MAX_SCAN:
+                    unread = True
+                    break
+                before = (page[-1].created_at, page[-1].id)
+    if len(found) > MAX_SCAN:
+        found.sort(key=lambda m: (m.created_at, m.id), reverse=True)
+        found, unread = found[:MAX_SCAN], True
+    return found, unread
 
 
 def _ranked(

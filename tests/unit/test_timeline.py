@@ -15,6 +15,7 @@ from mcp.shared.exceptions import MCPError
 
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Memory, short_id
+from mcp_memory.service import timeline
 from mcp_memory.service.timeline import exchanges_of
 from tests.services.mcp_client import call, call_error, stored
 
@@ -180,3 +181,26 @@ async def test_the_thread_timeline_resource_is_the_outline(client: Client) -> No
     [content] = (await client.read_resource("memory://threads/proj/timeline")).contents
     out = json.loads(content.text)  # type: ignore[union-attr]
     assert out["in_range"] == 20 and len(out["items"]) == 20
+
+
+async def test_a_project_timeline_holds_its_sessions_only_each_line_naming_its_thread(client: Client) -> None:
+    for thread, day in (("api-1a2b3c4d.s1", 0), ("api-1a2b3c4d.s2", 1), ("web-00000000.s1", 0)):
+        for role in ("user", "assistant"):
+            at = (START + timedelta(days=day, minutes=1 if role == "assistant" else 0)).isoformat()
+            await call(
+                client, "add_turn", thread_id=thread, role=role, content=f"{role} in {thread}", created_at=at
+            )
+    out = await call(client, "timeline", project="api-1a2b3c4d")
+    assert out["in_range"] == 2 and out["sessions"] == 2
+    assert [item["thread_id"] for item in out["items"]] == ["api-1a2b3c4d.s1", "api-1a2b3c4d.s2"]
+
+
+async def test_a_range_larger_than_one_read_keeps_its_newest_and_says_so(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await add_conversation(client)
+    monkeypatch.setattr(timeline, "MAX_SCAN", 10)
+    monkeypatch.setattr(timeline, "SCAN_PAGE", 4)
+    out = await call(client, "timeline", thread_id="proj")
+    assert out["older_unread"] is True and out["in_range"] == 5
+    assert out["items"][-1]["at"].startswith("2024-03-05")
