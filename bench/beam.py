@@ -30,7 +30,7 @@ is asked again once they are, and only that ranking is scored: two runs give the
 With `--timeline`, each question is also asked of the `timeline` tool (that thread, the question as
 its query, at TIMELINE_BUDGETS tokens), and each conversation's whole outline is read without a query
 at the same budgets: the share of each question's evidence messages among the exchanges returned (a
-user turn's id or its reply's), per ability, with the tokens the answers held (o200k_base).
+user turn's id or its reply's), per ability, with the tokens the answers held (o200k_base, the JSON text a client reads).
 
 With `--per-conversation` each conversation gets a fresh server and store (as other memory servers are
 compared); without it one server holds the whole split, one thread per conversation. Prints markdown
@@ -244,7 +244,10 @@ async def ask_timeline(
     for budget in TIMELINE_BUDGETS:
         out, ms = await call(client, "timeline", {"thread_id": thread, "max_tokens": budget})
         run.calls.append(Call("timeline", conversation.name, ms))
-        outlines[budget] = (covered(out), counter.count(json.dumps(out, separators=(",", ":"))))
+        outlines[budget] = (
+            covered(out),
+            counter.count(json.dumps(out, separators=(",", ":"), ensure_ascii=False)),
+        )
     for question in conversation.questions:
         row: dict[str, Any] = {"conversation": conversation.name, "ability": question.ability}
         evidence = set(question.evidence)
@@ -254,7 +257,9 @@ async def ask_timeline(
             )
             run.calls.append(Call("timeline", conversation.name, ms))
             row[f"query@{budget}"] = len(evidence & covered(out)) / len(evidence)
-            row[f"query_tokens@{budget}"] = counter.count(json.dumps(out, separators=(",", ":")))
+            row[f"query_tokens@{budget}"] = counter.count(
+                json.dumps(out, separators=(",", ":"), ensure_ascii=False)
+            )
             shown, tokens = outlines[budget]
             row[f"outline@{budget}"] = len(evidence & shown) / len(evidence)
             row[f"outline_tokens@{budget}"] = tokens
