@@ -66,7 +66,7 @@ class Level:
     names: int
 
 
-LEVELS = (Level(40, 24, 3), Level(24, 14, 2), Level(16, 0, 0))
+LEVELS = (Level(40, 24, 3), Level(24, 14, 2), Level(20, 10, 0), Level(16, 0, 0))
 
 
 @dataclass
