@@ -30,6 +30,7 @@ from latency import cpu, percentiles
 from mcp_memory.models import EmbeddingSpec, Memory
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite import db as sqlite_db
+from mcp_memory.storage.sqlite import migrations
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore, _row
 
@@ -44,7 +45,7 @@ INSERT = (
 def layout(path: Path, schema: int, rows: list[Memory], probes: list[Memory]) -> dict[str, object]:
     """Fill a file of the given schema with `rows`, then time one-row inserts and forgets."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(sqlite_db, "MIGRATIONS", sqlite_db.MIGRATIONS[:schema])
+        patch.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:schema])
         conn = sqlite_db._connect(path)
     fts = schema < 5
     try:

@@ -407,14 +407,6 @@ class ReconcileReport(BaseModel):
     profile_updated: bool = False
 
 
-class ProfileView(BaseModel):
-    id: str
-    content: str
-    updated_at: datetime | None
-    facts_folded: int = 0
-    details: dict[str, Any] = Field(default_factory=dict)
-
-
 class BudgetView(BaseModel):
     limit: int | None = Field(description="Model calls per hour for this user, all kinds; null = unlimited.")
     used: int = Field(description="Calls used in the current hour.")

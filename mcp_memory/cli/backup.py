@@ -11,7 +11,7 @@ from pathlib import Path
 
 from mcp_memory.config import Settings
 from mcp_memory.storage.sqlite.backup import BackupError, backup, restore
-from mcp_memory.storage.sqlite.db import MIGRATIONS
+from mcp_memory.storage.sqlite.migrations import MIGRATIONS
 
 
 def _local_file_note(settings: Settings) -> str:

@@ -4,7 +4,7 @@ whether the store opens. Read-only, always exits 0; `--json` for machines.
 
 Standard library (and platformdirs) only: it must run even when the rest is broken, and the CLI imports
 this module to build its parser, so what only the checks need is imported when they run. It reads the
-settings it needs from the environment itself, as mcp_memory/config.py names them (not from .env).
+settings it needs from the environment itself, as mcp_memory/config/ names them (not from .env).
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def examine(project: Path) -> Report:
     }
 
 
-# Settings, read as mcp_memory/config.py reads them -----------------------------------------------
+# Settings, read as mcp_memory/config/ reads them -----------------------------------------------
 
 
 def _env(name: str) -> str | None:

@@ -41,7 +41,7 @@ LOG_LIMIT = 1_000_000  # bytes of hooks.log kept
 def data_dir() -> Path:
     configured = os.environ.get("MCP_MEMORY_DATA_DIR")
     if configured:
-        return Path(configured)  # as config.py reads it
+        return Path(configured)  # as config/settings.py reads it
     import platformdirs
 
     return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))

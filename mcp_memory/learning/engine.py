@@ -35,7 +35,7 @@ from mcp_memory.learning.extraction import (
     mark_key,
     turns_after_mark,
 )
-from mcp_memory.learning.profile import ProfileBatch, ProfileWriter, profile_id
+from mcp_memory.learning.profile import ProfileWriter, profile_id
 from mcp_memory.learning.reconcile import ReconcileBatch, Reconciler
 from mcp_memory.learning.status import StatusBoard
 from mcp_memory.learning.triggers import Triggers, turns_key
@@ -375,6 +375,3 @@ class Learning:
         report = await self.reconciler.apply(batch, answer, model=model)
         self.status.reconciled(batch.user_id, report)
         return report
-
-    async def prepare_profile(self, user_id: str) -> ProfileBatch | None:
-        return await self.profiles.prepare(user_id)

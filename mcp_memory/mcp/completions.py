@@ -58,10 +58,7 @@ async def _thread_ids(service: MemoryService, owner: Owner, prefix: str) -> Comp
 
 async def _memory_ids(service: MemoryService, owners: list[Owner], prefix: str) -> Completion:
     # One more than returned tells whether there are more, without counting them all.
-    found: list[str] = []
-    for owner in owners:
-        found += await service.stores.long_term.memory_ids(owner, prefix, MAX_VALUES + 1)
-    found = sorted(found)
+    found = await service.memory_ids(owners, prefix, MAX_VALUES + 1)
     if len(found) > MAX_VALUES:
         return Completion(values=found[:MAX_VALUES], total=None, has_more=True)
     return Completion(values=found, total=len(found), has_more=False)

@@ -20,7 +20,8 @@ from mcp_memory.mcp.middleware.rate_limit import SharedBuckets
 from mcp_memory.mcp.subscriptions import ReplicaBus
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.service.assembly import open_service
-from mcp_memory.service.memory_service import ChangeListener, MemoryService
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.service.parts import ChangeListener
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage import REDIS_WORKING, needs_extra
 

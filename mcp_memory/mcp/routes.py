@@ -63,12 +63,8 @@ def service_probes(host: ServiceHost) -> dict[str, Probe]:
     service = host.service
     settings = host.settings
     return {
-        f"working memory ({settings.working.resolved_backend})": lambda: service.stores.working.list_threads(
-            _PROBE_USER
-        ),
-        f"long term ({settings.long_term.resolved_backend})": lambda: service.stores.long_term.list_threads(
-            _PROBE_USER
-        ),
+        f"working memory ({settings.working.resolved_backend})": lambda: service.probe_working(_PROBE_USER),
+        f"long term ({settings.long_term.resolved_backend})": lambda: service.probe_long_term(_PROBE_USER),
     }
 
 
@@ -99,8 +95,8 @@ async def current_figures(host: ServiceHost) -> Figures:
         service.settings.long_term.resolved_backend,
     )
     probes: dict[str, Probe] = {
-        f"working/{working}": lambda: service.stores.working.list_threads(_PROBE_USER),
-        f"long_term/{long_term}": lambda: service.stores.long_term.list_threads(_PROBE_USER),
+        f"working/{working}": lambda: service.probe_working(_PROBE_USER),
+        f"long_term/{long_term}": lambda: service.probe_long_term(_PROBE_USER),
     }
     _, report = await readiness(probes)
     for key, answer in report.items():

@@ -24,7 +24,8 @@ from mcp_memory.models import GRAPH_CHANGE
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.search.when import prepare as prepare_time_words
 from mcp_memory.service.graph import GraphListener, KnowledgeGraph
-from mcp_memory.service.memory_service import ChangeListener, MemoryService
+from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.service.parts import ChangeListener
 from mcp_memory.service.recall import default_floor
 from mcp_memory.service.summaries import SummaryRunner
 from mcp_memory.service.summarizer import build_summarizer

@@ -65,6 +65,10 @@ class ThreadKeeper:
     # summarizing does not wait for the embedder in add_turn.
     vectors: VectorWriter | None = None
 
+    def window(self, context_window: int | None) -> int:
+        """A thread's context window: the one its client named, else summary.default_context_window."""
+        return context_window or self.settings.summary.default_context_window
+
     def threshold(self, window: int) -> int:
         return int(window * self.settings.summary.threshold)
 
@@ -204,7 +208,7 @@ class ThreadKeeper:
     ) -> SummarizeResult | None:
         """summarize(), under the lease: the thread's oldest messages folded into its summary."""
         user_id, thread_id = memory.user_id, memory.thread_id
-        window = memory.context_window or self.settings.summary.default_context_window
+        window = self.window(memory.context_window)
         threshold = self.threshold(window)
         max_summary = max(32, int(threshold * self.settings.summary.summary_fraction))
         keep = self._kept(memory.messages, threshold, max_summary, keep_recent)

@@ -17,7 +17,6 @@ from mcp_memory.learning.editing import EDITABLE_TYPES
 from mcp_memory.learning.parsing import FACT_KINDS
 from mcp_memory.models import MEMORY_TYPES, Owner, space_key
 from mcp_memory.search.query import SearchQuery
-from mcp_memory.service import activity, browse
 from mcp_memory.ui import charts, signin
 from mcp_memory.ui.diff import word_diff
 from mcp_memory.ui.explorer import Explorer
@@ -146,8 +145,7 @@ async def memories(ex: Explorer, request: Request, visitor: Visitor) -> Response
     }
     space = params.get("space", "")
     limit = params.get("limit") or "20"
-    page = await browse.list_memories(
-        ex.service.stores.long_term,
+    page = await ex.service.list_memories(
         chosen(ex, visitor, space),
         # A plain number becomes one; anything else goes on as text, for the service to refuse by name.
         limit=int(limit) if limit.isascii() and limit.isdecimal() and len(limit) <= 6 else limit,
@@ -210,15 +208,14 @@ async def profile(ex: Explorer, request: Request, visitor: Visitor) -> Response:
         if current is None:
             current = await learning.profiles.rebuild_offline(user_id)
         text = current.content if current else ""
-    facts = await browse.list_memories(ex.service.stores.long_term, user_id, types=["fact"], limit=100)
+    facts = await ex.service.list_memories(user_id, types=["fact"], limit=100)
     return ex.page(request, visitor, "profile.html", nav="profile", profile=text, facts=facts)
 
 
 async def activity_page(ex: Explorer, request: Request, visitor: Visitor) -> Response:
     user_id = visitor.principal.user_id
-    long_term = ex.service.stores.long_term
-    daily = await activity.memories_per_day(long_term, user_id)
-    summarized = await activity.summarizations_per_thread(long_term, user_id)
+    daily = await ex.service.memories_per_day(user_id)
+    summarized = await ex.service.summarizations_per_thread(user_id)
     return ex.page(
         request,
         visitor,

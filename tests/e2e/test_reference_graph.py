@@ -349,7 +349,7 @@ def reference_client_env(home: Path, memory_file: Path) -> dict[str, str]:
 
 
 def default_data_dir(home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Where `mcp-memory` keeps its data with that environment (config.py's default data dir)."""
+    """Where `mcp-memory` keeps its data with that environment (config/settings.py's default data dir)."""
     with monkeypatch.context() as patched:
         patched.setenv("HOME", str(home))
         patched.setenv("XDG_DATA_HOME", str(home / ".local" / "share"))

@@ -12,6 +12,7 @@ import pytest
 from mcp_memory.models import Memory, Scope
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite import db as sqlite_db
+from mcp_memory.storage.sqlite import migrations
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore, _row
 from mcp_memory.storage.sqlite.revisions import SqliteRevisionStore
 from tests.contract.conftest_long_term import memory, open_sqlite
@@ -25,7 +26,7 @@ def old_file(
     """A data file as the release with `schema` migrations wrote it, holding these memories and these
     revisions (user, content, source text) of the user's first memory."""
     with pytest.MonkeyPatch.context() as before:
-        before.setattr(sqlite_db, "MIGRATIONS", sqlite_db.MIGRATIONS[:schema])
+        before.setattr(migrations, "MIGRATIONS", migrations.MIGRATIONS[:schema])
         conn = sqlite_db._connect(path)
     try:
         conn.executemany(
@@ -64,7 +65,7 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
     assert {h.memory.id for h in after_write} == {"bike", "car"}
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS) == 11
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(migrations.MIGRATIONS) == 11
         assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         # Schema 3 added memories_active, schema 4 dropped it (unread since text search moved to memory);
@@ -147,6 +148,6 @@ def test_clients_starting_at_once_on_a_new_file_all_open_it(tmp_path: Path) -> N
     assert errors == []
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(sqlite_db.MIGRATIONS)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(migrations.MIGRATIONS)
     finally:
         conn.close()

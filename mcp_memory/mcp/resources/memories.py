@@ -10,7 +10,6 @@ from mcp.server.mcpserver import Context
 from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.resources.registry import ResourceFamily
 from mcp_memory.mcp.tools.dependencies import access_of, server_of, service_of
-from mcp_memory.service import browse
 
 family = ResourceFamily("memories")
 
@@ -27,4 +26,4 @@ async def memory(memory_id: str, ctx: Context[Any, Any]) -> str:
 @family.resource("memory://facts", name="facts", mime_type="text/plain")
 async def facts(server: MemoryServer) -> str:
     """The facts known about you now, one line each, newest first: content (kind, since date, id)."""
-    return await browse.facts_text(server.service.stores.long_term, access_of(server).readable())
+    return await server.service.facts_text(access_of(server).readable())

@@ -1,5 +1,5 @@
 """Forgetting: one memory, a thread or everything of the caller (or of a space), and an admin's
-forget_user. The rules and receipts are in service/memory_service.py and docs/security.md."""
+forget_user. The rules and receipts are in service/forgetting.py and docs/security.md."""
 
 from __future__ import annotations
 

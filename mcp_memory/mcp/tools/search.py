@@ -105,8 +105,7 @@ async def list_memories(
 ) -> MemoryPage:
     """Browse long-term memories without a query, a page at a time (a long one as its opening); pass
     next_cursor back as cursor."""
-    page = await browse.list_memories(
-        service_of(ctx).stores.long_term,
+    page = await service_of(ctx).list_memories(
         owners,
         types=types,
         thread_id=thread_id,

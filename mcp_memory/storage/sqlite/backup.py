@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp_memory.errors import ConfigError
-from mcp_memory.storage.sqlite.db import MIGRATIONS
+from mcp_memory.storage.sqlite.migrations import MIGRATIONS
 
 HEADER = b"SQLite format 3\x00"
 _STORE_TABLES = frozenset({"meta", "threads", "messages", "memories"})
