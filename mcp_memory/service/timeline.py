@@ -63,7 +63,7 @@ class Level:
     names: int
 
 
-LEVELS = (Level(40, 24, 3), Level(24, 14, 2), Level(20, 10, 0), Level(16, 0, 0))
+LEVELS = (Level(40, 24, 3), Level(24, 14, 2), Level(20, 10, 0), Level(12, 0, 0))
 
 
 @dataclass
@@ -187,7 +187,7 @@ async def timeline(  # noqa: PLR0913 - the tool's arguments
     while True:  # the whole answer within the budget, exactly: the last chosen left for the next page
         consumed = offset + len(chosen)
         view = TimelineView(
-            items=[item for _, item in sorted(chosen, key=lambda pair: pair[0])],
+            items=as_log([item for _, item in sorted(chosen, key=lambda pair: pair[0])]),
             in_range=len(exchanges),
             listed=len(chosen),
             left_out=max(0, len(exchanges) - consumed),
@@ -206,6 +206,21 @@ async def timeline(  # noqa: PLR0913 - the tool's arguments
         if space is not None and short_id(memory.id) in shown:
             read.setdefault(space, []).append(memory.id)
     return view, read
+
+
+def as_log(items: Sequence[TimelineItem]) -> list[TimelineItem]:
+    """Items in time order as a log reads: a day's date and a session's number on their first line only."""
+    shown: list[TimelineItem] = []
+    day = session = thread = None
+    for item in items:
+        update: dict[str, object] = {}
+        if (item.at[:10], item.thread_id) == (day, thread):
+            update["at"] = item.at[11:]
+        if (item.session, item.thread_id) == (session, thread):
+            update["session"] = None
+        day, session, thread = item.at[:10], item.session, item.thread_id
+        shown.append(item.model_copy(update=update) if update else item)
+    return shown
 
 
 async def _project_threads(service: MemoryService, owners: Sequence[Owner], project: str) -> list[str]:
@@ -380,7 +395,9 @@ class _Page:
         )
 
     def cost(self, item: TimelineItem) -> int:
-        return self.count(item.model_dump_json(exclude_defaults=True)) + 1
+        """Its tokens as a line within a day and a session (the usual case: as_log)."""
+        within = item.model_copy(update={"at": item.at[11:], "session": None})
+        return self.count(within.model_dump_json(exclude_defaults=True)) + 1
 
     def fill(
         self, candidates: Sequence[int], level: Level, room: int

@@ -7,12 +7,13 @@ from pydantic import BaseModel, Field
 
 class TimelineItem(BaseModel):
     """One exchange: the user's turn (id, said) and the reply's gist (reply_id, reply); ids open at
-    memory://memories/{id}. thread_id is left out for one thread's timeline."""
+    memory://memories/{id}. Read as a log: a day's date and a session's number on its first line only;
+    thread_id left out for one thread's timeline."""
 
     id: str | None = None
     reply_id: str | None = None
-    at: str  # when the exchange began (UTC, to the minute)
-    session: int  # numbered in time order; a pause of hours starts one
+    at: str  # when it began, UTC: "2024-03-15 09:01"; "09:01" when the line before is of the same day
+    session: int | None = None  # on a session's first line; numbered in time order (a pause of hours)
     thread_id: str | None = None
     said: str = ""  # the user's turn: its opening, or the part that matched
     reply: str = ""  # the reply's gist, or the part that matched

@@ -96,6 +96,16 @@ async def add_conversation(client: Client) -> list[str]:
     return ids
 
 
+def full_times(items: list[dict[str, Any]]) -> list[str]:
+    """Each line's date and time, the date carried from the line that gave it."""
+    day, times = "", []
+    for item in items:
+        if len(item["at"]) > 5:
+            day = item["at"][:10]
+        times.append(f"{day} {item['at'][-5:]}")
+    return times
+
+
 @pytest.fixture
 def tokenizer(tmp_path: Path) -> TokenCounter:
     return TokenCounter.load("o200k_base", cache_dir=tmp_path / "tiktoken")
@@ -109,8 +119,16 @@ async def test_the_outline_lists_every_exchange_oldest_first_with_ids_that_open_
     items = out["items"]
     assert [item["id"] for item in items] == [short_id(i) for i in ids[0::2]]
     assert [item["reply_id"] for item in items] == [short_id(i) for i in ids[1::2]]
-    assert [item["session"] for item in items] == [d + 1 for d in range(5) for _ in range(4)]
-    assert items[0]["at"] == "2024-03-01 09:00" and "thread_id" not in items[0]
+    # Read as a log: a session's number and a day's date on their first line only.
+    assert [item.get("session") for item in items] == [s for d in range(5) for s in (d + 1, None, None, None)]
+    assert [item["at"] for item in items[:5]] == [
+        "2024-03-01 09:00",
+        "09:03",
+        "09:06",
+        "09:09",
+        "2024-03-02 09:00",
+    ]
+    assert "thread_id" not in items[0]
     assert items[4]["said"].startswith("Step 0 of the billing migration to Stripe")
     assert not items[4]["reply"].startswith("Sure"), "the reply's gist skips its filler"
     opened = await stored(client, items[4]["id"])  # a short id opens the memory whole
@@ -150,7 +168,7 @@ async def test_a_query_lists_the_exchanges_about_its_topic_in_time_order(client:
     about = [item for item in out["items"] if "billing" in item["said"]]
     assert len(about) == 4 and all(item.get("matched") for item in about)
     assert out["matched"] >= 4
-    times = [item["at"] for item in out["items"]]
+    times = full_times(out["items"])
     assert times == sorted(times)
     assert out["listed"] < out["in_range"] == 20
 
@@ -160,7 +178,10 @@ async def test_since_and_until_bound_the_range(client: Client) -> None:
     out = await call(
         client, "timeline", thread_id="proj", since="2024-03-02T00:00:00Z", until="2024-03-03T23:59:00Z"
     )
-    assert out["in_range"] == 8 and {item["at"][:10] for item in out["items"]} == {"2024-03-02", "2024-03-03"}
+    assert out["in_range"] == 8 and {at[:10] for at in full_times(out["items"])} == {
+        "2024-03-02",
+        "2024-03-03",
+    }
 
 
 async def test_bad_arguments_are_named_and_nothing_changes(client: Client) -> None:
@@ -203,4 +224,4 @@ async def test_a_range_larger_than_one_read_keeps_its_newest_and_says_so(
     monkeypatch.setattr(timeline, "SCAN_PAGE", 4)
     out = await call(client, "timeline", thread_id="proj")
     assert out["older_unread"] is True and out["in_range"] == 5
-    assert out["items"][-1]["at"].startswith("2024-03-05")
+    assert full_times(out["items"])[-1].startswith("2024-03-05")
