@@ -32,7 +32,7 @@ from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.ranking import Candidate, Ranked, TextCandidates, VectorCandidates
 from mcp_memory.search.terms import terms
 from mcp_memory.search.vector_index import VectorIndex
-from mcp_memory.storage.sqlite.codec import ts, unpack_vector
+from mcp_memory.storage.sqlite.codec import unpack_vector
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.indexes import SearchIndexes
 from mcp_memory.storage.sqlite.memory_rows import COLUMNS, current_at, memory_of_row, narrowed
@@ -190,8 +190,8 @@ def _current_then(conn: sqlite3.Connection, user_id: str, query: SearchQuery) ->
     """(rowid, text, vector) of the user's memories superseded since query.as_of that were current then
     and pass its filters: what the indexes of active memories no longer hold."""
     assert query.as_of is not None
-    clauses = ["user_id = ?", "superseded_by IS NOT NULL", "created_at <= ?", "superseded_at > ?"]
-    args: list[Any] = [user_id, ts(query.as_of), ts(query.as_of)]
+    args: list[Any] = [user_id]
+    clauses = ["user_id = ?", "superseded_by IS NOT NULL", current_at(query.as_of, args)]
     narrowed(clauses, args, query)
     rows = conn.execute(
         f"SELECT rowid, content, index_context, embedding FROM memories WHERE {' AND '.join(clauses)}", args
