@@ -60,11 +60,14 @@ _PAST = re.compile(
 # Words a memory uses to say that something changed.
 _CHANGE = re.compile(
     r"\b(now|new|newly|updated?|recently|changed?|switched|increased|decreased|improved|reduced|raised|"
-    r"lowered|instead|no longer|anymore|latest|currently|moved|revised|extended|postponed|pushed back)\b",
+    r"lowered|instead|no longer|anymore|latest|currently|moved|revised|extended|postponed|pushed back|"
+    r"rescheduled|adjusted|upgraded|downgraded|expanded|grew|grown)\b",
     re.IGNORECASE,
 )
 NEWER_WITHIN = 0.7  # a newer memory saying a thing changed ranks above an older one it scores 70% of
-NEWER_AMONG = 5  # ... among the first this many hits
+# ... among the first this many hits: as many as a page of results, so a newer memory saying what changed
+# comes up from anywhere a reader would look, and the first ten stay the same ten (R@10 unchanged).
+NEWER_AMONG = 10
 _CHANGE_READ = 1500  # characters of a hit read for such words (its matching passage, or its start)
 
 
