@@ -158,7 +158,9 @@ def _nearest(keys: np.ndarray, cosines: np.ndarray, named: np.ndarray, pool: int
     if keys.size == 0:
         return VectorCandidates()
     kept = best_per_memory(keys, cosines)
-    top = kept[np.argsort(-cosines[kept], kind="stable")[:pool]]
+    if kept.size > pool:  # the best `pool` first (a partition), then only those sorted
+        kept = kept[np.argpartition(-cosines[kept], pool - 1)[:pool]]
+    top = kept[np.argsort(-cosines[kept], kind="stable")]
     found = [Candidate(*memory_of(int(keys[i])), float(cosines[i])) for i in top]
     taken = {(c.key, c.passage) for c in found}
     wanted = np.isin(keys, named)
