@@ -65,9 +65,7 @@ _CHANGE = re.compile(
     re.IGNORECASE,
 )
 NEWER_WITHIN = 0.7  # a newer memory saying a thing changed ranks above an older one it scores 70% of
-# ... among the first this many hits: as many as a page of results, so a newer memory saying what changed
-# comes up from anywhere a reader would look, and the first ten stay the same ten (R@10 unchanged).
-NEWER_AMONG = 10
+NEWER_AMONG = 5  # ... among the first this many hits
 _CHANGE_READ = 1500  # characters of a hit read for such words (its matching passage, or its start)
 
 
