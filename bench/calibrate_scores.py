@@ -29,11 +29,10 @@ from locomo import index_conversation
 
 from mcp_memory.config import Settings
 from mcp_memory.models import Hit
-from mcp_memory.search import relevance
+from mcp_memory.search import ranking, relevance
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import HitSignals
 from mcp_memory.search.terms import QueryTerms
-from mcp_memory.service import results
 from mcp_memory.service.assembly import open_service
 
 FLOORS = (0.05, 0.1, 0.2, 0.3, 0.5)
@@ -91,7 +90,7 @@ async def collect(data: Path, mode: str) -> list[tuple[int, list[list[HitSignals
                             cosine = float(np.dot(vector, np.asarray(memory.embedding, dtype=np.float32)))
                         hits.append(Hit(memory=memory, score=0.0, cosine=cosine))
                     terms = QueryTerms.of(qa["question"]).matched
-                    signals.append(results.signals_of(terms, hits, vector is not None))
+                    signals.append(ranking.signals_of(terms, hits, vector is not None))
                     evidence = set(qa["evidence"])
                     labels.append([ids.get(h.id) in evidence for h in found.results])
                 out.append((number, signals, labels))

@@ -33,6 +33,12 @@ class SearchSettings(BaseModel):
         description="How hybrid search fuses BM25 and vectors: normalized score sum, or Reciprocal Rank Fusion.",
     )
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal Rank Fusion constant k.")
+    vector_wait_ms: int = Field(
+        default=100,
+        ge=0,
+        description="How long a search by meaning waits for the user's turns still being embedded; then it "
+        "answers, finding those by their words only, and says the meaning side was incomplete.",
+    )
     text_weight: float = Field(default=1.0, ge=0, description="Fusion weight of the BM25 side.")
     vector_weight: float = Field(default=1.0, ge=0, description="Fusion weight of the vector side.")
     context_turns: int = Field(

@@ -60,7 +60,8 @@ _PAST = re.compile(
 # Words a memory uses to say that something changed.
 _CHANGE = re.compile(
     r"\b(now|new|newly|updated?|recently|changed?|switched|increased|decreased|improved|reduced|raised|"
-    r"lowered|instead|no longer|anymore|latest|currently|moved|revised|extended|postponed|pushed back)\b",
+    r"lowered|instead|no longer|anymore|latest|currently|moved|revised|extended|postponed|pushed back|"
+    r"rescheduled|adjusted|upgraded|downgraded|expanded|grew|grown)\b",
     re.IGNORECASE,
 )
 NEWER_WITHIN = 0.7  # a newer memory saying a thing changed ranks above an older one it scores 70% of

@@ -1,7 +1,7 @@
 """What a search returns: each hit with its calibrated score, why it matched, its token count, the floor
 and the budget.
 
-The store ranks; this turns its hits into the tool's results. The score a hit carries is the calibrated
+search/ranking.py ranks; this turns its hits into the tool's results. The score a hit carries is the calibrated
 probability that it is relevant (search/relevance.py), so `min_score` means the same for every query;
 `matched_by` says whether its words, its meaning or both found it, from the same signals, so it reads
 the same on every backend; `max_tokens` keeps the best hits that fit (search/budget.py), counted with
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from mcp_memory.models import Hit
 from mcp_memory.search.budget import FOCUS_TOKENS, fit_budget, focus
 from mcp_memory.search.query import SearchQuery
-from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores, relevance, term_overlap
+from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores
 from mcp_memory.views import (
     ExchangeReply,
     ListedMemory,
@@ -30,38 +30,6 @@ from mcp_memory.views import (
 )
 
 REPLY_TOKENS = 60  # an exchange hit's reply, as shown (the whole: memory://memories/{id})
-
-
-def signals_of(terms: Sequence[str], hits: Sequence[Hit], by_meaning: bool) -> list[HitSignals]:
-    """What each hit shows about its relevance: its rank, the share of the query's `terms` (QueryTerms
-    .matched) its passage holds, and, in a search by meaning (`by_meaning`: with a query vector), the
-    cosine the store's index gave it (0 for a memory with no vector yet). A text search has no cosine."""
-    found = []
-    for rank, hit in enumerate(hits, start=1):
-        cosine = (0.0 if hit.cosine is None else hit.cosine) if by_meaning else None
-        text = hit.memory.content if hit.passage is None else hit.memory.content[slice(*hit.passage)]
-        found.append(HitSignals(rank, term_overlap(terms, text), cosine))
-    return found
-
-
-def pooled(
-    per_owner: Sequence[tuple[Sequence[Hit], Sequence[HitSignals]]], limit: int
-) -> tuple[list[Hit], list[HitSignals]]:
-    """One ranking of several owners' hits (a user's own memory and the spaces they read): ordered by
-    each hit's calibrated relevance in its own owner's ranking, the best `limit`, ranked anew."""
-    if len(per_owner) == 1:
-        hits, signals = per_owner[0]
-        return list(hits), list(signals)
-    scored = [
-        (relevance(signal), hit, signal)
-        for hits, signals in per_owner
-        for hit, signal in zip(hits, signals, strict=True)
-    ]
-    scored.sort(key=lambda found: -found[0])  # stable: ties keep the owners' order
-    best = scored[:limit]
-    return [hit for _, hit, _ in best], [
-        HitSignals(rank, signal.overlap, signal.cosine) for rank, (_, _, signal) in enumerate(best, start=1)
-    ]
 
 
 def search_hits(
@@ -111,6 +79,7 @@ def shown(
         ],
         mode=found.mode,
         time_filter=found.time_filter,
+        meaning_incomplete=found.meaning_incomplete,
     )
 
 

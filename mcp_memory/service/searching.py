@@ -1,6 +1,10 @@
-"""search_memory from the query to the results: the store's ranking of each owner's memory for the one
-SearchQuery the tool built (search/query.py), then each hit's calibrated score, the floor and the token
-budget (service/results.py).
+"""search_memory from the query to the results: each owner's store finds candidates for the one
+SearchQuery the tool built (search/query.py), search/ranking.py ranks them (the same for every
+backend), then each hit gets its calibrated score, the floor and the token budget (service/results.py).
+
+The steps overlap where they can: the query is embedded while the stores find the candidates by words
+and while the user's turns still being embedded are waited for (at most search.vector_wait_ms); then
+the vector side, then the one ranking.
 
 Made per search from the service's current parts, so a changed setting applies to the next search.
 """
@@ -8,14 +12,17 @@ Made per search from the service's current parts, so a changed setting applies t
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import anyio
 
 from mcp_memory.config import Settings
 from mcp_memory.llm.query_vectors import QueryVectors
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import Hit
-from mcp_memory.search import intent
+from mcp_memory.search import ranking
+from mcp_memory.search.hybrid import candidate_pool
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import HitSignals
 from mcp_memory.service import results
@@ -35,33 +42,28 @@ class Searching:
     graph: KnowledgeGraph | None = None  # with graph.follow_links, links move the ranking
 
     async def run(self, query: SearchQuery) -> SearchResult:
-        """The query's results: each owner's store ranks its memory for the same query, the rankings are
-        pooled, moved by the ranking rules of search/intent.py, and scored, floored and fitted."""
-        if query.mode != "text" and self.vectors is not None:
-            for owner in query.owners:
-                await self.vectors.settled(owner)  # read-your-writes by meaning: service/vectors.py
-        hits, signals = await self._found(query)
+        """The query's results: each owner's store finds candidates, search/ranking.py ranks them, pools
+        the owners' rankings and moves them by what the query asks; then scored, floored and fitted."""
+        hits, signals, complete = await self._found(query)
         time_filter = query.time_filter
         if time_filter is not None and query.unbounded is not None and not hits:
             # Nothing was made in the time the query named: its words may have meant something else
             # (or another "now"); answer from all of memory rather than nothing, and say so.
-            hits, signals = await self._found(query.unbounded)
+            hits, signals, complete = await self._found(query.unbounded)
             time_filter = time_filter.model_copy(update={"applied": False})
-        asked = query.question
-        if intent.about_the_user(asked):
-            hits, signals = reordered(hits, signals, intent.users_words_first)
-        if time_filter is None and query.as_of is None and not intent.about_the_past(asked):
-            hits, signals = reordered(hits, signals, intent.newer_first)
-        hits, signals = reordered(hits, signals, intent.rules_up)
+        hits, signals = ranking.by_intent(hits, signals, query, time_named=time_filter is not None)
         hits, signals = hits[: query.limit], signals[: query.limit]
         found = results.search_hits(hits, signals, self.tokens.count, query)
-        return SearchResult(results=found, mode=query.mode, time_filter=time_filter)
+        return SearchResult(
+            results=found, mode=query.mode, time_filter=time_filter, meaning_incomplete=not complete
+        )
 
-    async def _found(self, query: SearchQuery) -> tuple[list[Hit], list[HitSignals]]:
+    async def _found(self, query: SearchQuery) -> tuple[list[Hit], list[HitSignals], bool]:
         """The hits of the query in each of its owners' memory (personal memory, each space read), best
-        first, with what each shows about its relevance. Several owners' hits are pooled by that
-        calibrated relevance, which means the same in every owner's ranking (results.pooled)."""
-        ranked, vector = await self._ranked(query)
+        first, with what each shows about its relevance, and whether every memory they could find by
+        meaning had its vector (False: some were still being embedded after search.vector_wait_ms).
+        Several owners' hits are pooled by that calibrated relevance (ranking.pooled)."""
+        ranked, vector, complete = await self._ranked(query)
         if self.graph is not None and query.follow_links:  # the stores ranked a deeper pool for links
             ranked = [
                 await self.graph.follow_links(
@@ -72,48 +74,66 @@ class Searching:
         else:
             ranked = [hits[: query.kept] for hits in ranked]
         by_meaning = vector is not None
-        per_owner = [(hits, results.signals_of(query.terms.matched, hits, by_meaning)) for hits in ranked]
-        return results.pooled(per_owner, query.kept)
+        per_owner = [(hits, ranking.signals_of(query.terms.matched, hits, by_meaning)) for hits in ranked]
+        hits, signals = ranking.pooled(per_owner, query.kept)
+        return hits, signals, complete
 
-    async def _ranked(self, query: SearchQuery) -> tuple[list[list[Hit]], list[float] | None]:
-        """Each owner's store's hits for the query, and the query's vector (None in text mode)."""
+    async def _ranked(self, query: SearchQuery) -> tuple[list[list[Hit]], list[float] | None, bool]:
+        """Each owner's hits for the query, the query's vector (None in text mode) and whether the
+        meaning side was complete."""
         owners = query.owners
         if query.mode == "text":
-            return list(await asyncio.gather(*(self.long_term.search(o, query, None) for o in owners))), None
-        # Embed the query on one core while the store runs the full-text side on another. A plain
-        # asyncio task, not a task group: the store awaits it where it needs the vector, and its
-        # errors must surface there as themselves, not wrapped in an ExceptionGroup. One vector for
-        # every owner's search.
+            texts = await asyncio.gather(*(self.long_term.text_candidates(o, query) for o in owners))
+            return await self._hits(query, texts, [None] * len(owners), None), None, True
+        # Embed the query on one core while the store finds the text candidates on another. A plain
+        # asyncio task, not a task group: its errors must surface here as themselves, not wrapped in an
+        # ExceptionGroup. One vector for every owner's search.
         embedding = asyncio.ensure_future(self.queries.vector(query.text))
         try:
-            hits = list(await asyncio.gather(*(self.long_term.search(o, query, embedding) for o in owners)))
+            texts, complete = await asyncio.gather(
+                asyncio.gather(*(self.long_term.text_candidates(o, query) for o in owners)),
+                self._embedded(owners),
+            )
+            vector = await embedding
         finally:
             if not embedding.done():
                 embedding.cancel()
             elif not embedding.cancelled():
-                embedding.exception()  # seen: its error, if any, was the store's to raise
-        return hits, embedding.result()
+                embedding.exception()  # seen: its error, if any, was raised above
+        nearest = await asyncio.gather(
+            *(
+                self.long_term.vector_candidates(o, query, vector, t)
+                for o, t in zip(owners, texts, strict=True)
+            )
+        )
+        return await self._hits(query, texts, nearest, vector), vector, complete
 
+    async def _hits(
+        self,
+        query: SearchQuery,
+        texts: Sequence[ranking.TextCandidates],
+        nearest: Sequence[ranking.VectorCandidates | None],
+        vector: list[float] | None,
+    ) -> list[list[Hit]]:
+        """Each owner's candidates in the one ranking, read as hits."""
+        pool = candidate_pool(query)
+        return list(
+            await asyncio.gather(
+                *(
+                    self.long_term.hits(owner, query, ranking.fuse(query, text, near, pool), vector)
+                    for owner, text, near in zip(query.owners, texts, nearest, strict=True)
+                )
+            )
+        )
 
-def reordered(
-    hits: Sequence[Hit], signals: Sequence[HitSignals], rule: Callable[[Sequence[intent.Ranked]], list[int]]
-) -> tuple[list[Hit], list[HitSignals]]:
-    """The hits in the order a rule of search/intent.py gives, ranks renumbered."""
-    order = rule([_ranked(hit) for hit in hits])
-    if order == list(range(len(hits))):
-        return list(hits), list(signals)
-    return [hits[i] for i in order], [
-        HitSignals(rank, signals[i].overlap, signals[i].cosine) for rank, i in enumerate(order, start=1)
-    ]
-
-
-def _ranked(hit: Hit) -> intent.Ranked:
-    memory = hit.memory
-    return intent.Ranked(
-        score=hit.score,
-        when=memory.created_at.timestamp(),
-        order=0,
-        text=memory.content if hit.passage is None else memory.content[slice(*hit.passage)],
-        role=memory.role,
-        content=memory.content,
-    )
+    async def _embedded(self, owners: Sequence[str]) -> bool:
+        """Wait, at most search.vector_wait_ms, until none of the owners' turns waits for its vector
+        (read-your-writes by meaning: service/vectors.py). False when some still did: the search then
+        answers from what is embedded, and finds the rest by their words only."""
+        if self.vectors is None:
+            return True
+        with anyio.move_on_after(self.settings.search.vector_wait_ms / 1000):
+            for owner in owners:
+                await self.vectors.settled(owner)
+            return True
+        return False

@@ -5,7 +5,7 @@ A backend is done when it passes the contract suite in tests/contract/ for its r
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol, runtime_checkable
 
@@ -21,17 +21,9 @@ from mcp_memory.models import (
     ThreadTotals,
     WorkingMemory,
 )
+from mcp_memory.search.hybrid import candidate_pool
 from mcp_memory.search.query import SearchQuery
-
-# A search's query vector: ready, still being computed (the service embeds the query while the store
-# starts on the full-text side), or none (text mode).
-QueryVector = list[float] | Awaitable[list[float]] | None
-
-
-async def resolve_vector(vector: QueryVector) -> list[float] | None:
-    if vector is None or isinstance(vector, list):
-        return vector
-    return await vector
+from mcp_memory.search.ranking import Ranked, TextCandidates, VectorCandidates, fuse
 
 
 class WorkingForgetCount(BaseModel):
@@ -151,11 +143,33 @@ class LongTermStore(LateContext, Protocol):
         """The memory, superseded or not. Raises NotFoundError when the user has none by that id."""
         ...
 
-    async def search(self, user_id: str, query: SearchQuery, vector: QueryVector) -> list[Hit]:
-        """The best query.per_owner hits of `user_id`'s memory (one of the query's owners) for the query's
-        mode; `vector` is the query embedding (None for mode "text"), possibly still being computed: await
-        it (resolve_vector) only when it is needed. With a vector, each hit carries the query's cosine
-        with its best passage as the store's index computed it (Hit.cosine; None: no vector yet)."""
+    # ---- search: the store finds candidates, search/ranking.py ranks them for every backend ------
+
+    async def text_candidates(self, user_id: str, query: SearchQuery) -> TextCandidates:
+        """The memories of `user_id` (one of the query's owners) that match the query's words and pass
+        its filters, best first, one passage each with its full-text score; empty in vector mode. Run
+        while the query is being embedded: it needs no vector."""
+        ...
+
+    async def vector_candidates(
+        self, user_id: str, query: SearchQuery, vector: Sequence[float], text: TextCandidates
+    ) -> VectorCandidates:
+        """The passages nearest the query's `vector` that pass its filters, best first, and the cosines
+        of the `text` candidates' passages (VectorCandidates.named). A memory with no vector yet is not
+        among them."""
+        ...
+
+    async def hits(
+        self, user_id: str, query: SearchQuery, ranked: Sequence[Ranked], vector: Sequence[float] | None
+    ) -> list[Hit]:
+        """The hits of the ranked memories (search/ranking.py fuse), in that order: the first
+        query.per_owner that are still current and hold the query's quoted phrases, each with its
+        passage's span and the query's cosine with it (Hit.cosine; None: no `vector`, or none yet)."""
+        ...
+
+    async def search(self, user_id: str, query: SearchQuery, vector: Sequence[float] | None) -> list[Hit]:
+        """The best query.per_owner hits of `user_id`'s memory for the query's mode, in one call (every
+        store: `search` below); `vector` is the query embedding (None for mode "text")."""
         ...
 
     async def list_memories(self, query: ListQuery) -> list[Memory]:
@@ -213,3 +227,17 @@ class LongTermStore(LateContext, Protocol):
         """Ids of the user's active memories that start with `prefix`, in id order, at most `limit`:
         an index range read for completion/complete, never a scan of the user's memories."""
         ...
+
+
+async def search(
+    store: LongTermStore, user_id: str, query: SearchQuery, vector: Sequence[float] | None
+) -> list[Hit]:
+    """One owner's search, each step in turn: the text candidates, the vector candidates, the one
+    ranking of search/ranking.py, the hits. The service runs the same steps, the text side while the
+    query is embedded (service/searching.py)."""
+    text = await store.text_candidates(user_id, query)
+    near = None
+    if vector is not None and query.mode != "text":
+        near = await store.vector_candidates(user_id, query, vector, text)
+    ranked = fuse(query, text, near, candidate_pool(query))
+    return await store.hits(user_id, query, ranked, vector)

@@ -221,6 +221,11 @@ class SearchResult(BaseModel):
         description="The time expression read from the query and the range it filtered by; none when "
         "the query named no time or since/until were given.",
     )
+    meaning_incomplete: bool = Field(
+        default=False,
+        description="Some memories were still being embedded (search.vector_wait_ms ran out): they were "
+        "found by their words only.",
+    )
 
 
 # ---- what a client's model reads: the tools' answers, brief -----------------------------------------
@@ -297,6 +302,9 @@ class SearchResultView(BaseModel):
     mode: SearchMode = "hybrid"
     time_filter: TimeFilter | None = Field(
         default=None, description="The time read from the query and the range it filtered by."
+    )
+    meaning_incomplete: bool = Field(
+        default=False, description="Recent memories were still being embedded: found by their words only."
     )
 
 

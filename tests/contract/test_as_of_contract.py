@@ -147,17 +147,22 @@ def test_cosmos_search_as_of_adds_created_and_superseded_conditions() -> None:
     for fields in SEARCHES:
         query = search(BEFORE, **fields)
         vector = vector_for(fields)
-        built = sql.search("alice", query, vector, ["fact"], sql.search_plan(query, vector))
-        where = built.sql.split(" WHERE ", 1)[1].split(" ORDER BY ")[0]
-        params = {p["name"]: p["value"] for p in built.parameters}
+        plan = sql.search_plan(query, vector)
+        for side in ("text", "vector") if plan == "hybrid" else (plan,):  # a hybrid search sends both
+            built = sql.search("alice", query, vector, ["fact"], side)
+            _assert_as_of(built)
 
-        assert "c.created_at <= @as_of" in where, built.sql
-        assert (
-            "((NOT IS_DEFINED(c.superseded_by) OR IS_NULL(c.superseded_by)) OR c.superseded_at > @as_of)"
-            in where
-        ), built.sql
-        assert params["@as_of"] == "2024-05-30T12:00:00.000000Z"
-        assert set(re.findall(r"@\w+", built.sql)) == set(params)  # every parameter used, none missing
+
+def _assert_as_of(built: sql.CosmosQuery) -> None:
+    where = built.sql.split(" WHERE ", 1)[1].split(" ORDER BY ")[0]
+    params = {p["name"]: p["value"] for p in built.parameters}
+
+    assert "c.created_at <= @as_of" in where, built.sql
+    assert (
+        "((NOT IS_DEFINED(c.superseded_by) OR IS_NULL(c.superseded_by)) OR c.superseded_at > @as_of)" in where
+    ), built.sql
+    assert params["@as_of"] == "2024-05-30T12:00:00.000000Z"
+    assert set(re.findall(r"@\w+", built.sql)) == set(params)  # every parameter used, none missing
 
 
 def test_cosmos_search_without_as_of_reads_only_live_memories() -> None:

@@ -91,7 +91,8 @@ async def test_turns_expire_with_their_ttl(live_settings: CosmosSettings) -> Non
 
 
 async def test_hybrid_search_runs_on_the_service(search_store: LongTermStore) -> None:
-    """The documented RANK RRF query is accepted by the service (the SQL-text tests cannot show that)."""
+    """The full-text and vector queries of both sides are accepted by the service (the SQL-text tests
+    cannot show that), and ranked as on every backend."""
     user = f"u-{uuid.uuid4().hex[:12]}"
     await contract.seed_search(search_store, user)
     text = "bicycle chain " + " ".join(f"w{i}" for i in range(40))

@@ -1,9 +1,8 @@
 """The Cosmos DB search SQL, checked as text against the documented syntax.
 
 The local Cosmos-protocol server cannot run VectorDistance, FullTextScore, FullTextContainsAny or
-ORDER BY RANK RRF, so what the store sends for search is verified here, and run for real by
+ORDER BY RANK, so what the store sends for search is verified here, and run for real by
 test_cosmos_live.py against an Azure account. Documented forms (cited in storage/cosmos/queries.py):
-- ORDER BY RANK RRF(<score fn>, <score fn>, [weights])   https://learn.microsoft.com/azure/cosmos-db/nosql/query/rrf
 - FullTextScore(<path>, <term1>, <term2>, ...)          https://learn.microsoft.com/azure/cosmos-db/nosql/query/fulltextscore
 - FullTextContainsAny(<path>, <term1>, ...)             https://learn.microsoft.com/azure/cosmos-db/nosql/query/fulltextcontainsany
 - ORDER BY VectorDistance(<path>, <vector>)              https://learn.microsoft.com/azure/cosmos-db/nosql/query/vectordistance
@@ -39,7 +38,8 @@ def build(
     q: SearchQuery, vector: list[float] | None = VECTOR, types: list[str] = ALL, user: str = "alice"
 ) -> sql.CosmosQuery:
     plan = sql.search_plan(q, vector)
-    return sql.search(user, q, vector, types, plan)
+    # A hybrid search sends its text side and its vector side: here the text side's query.
+    return sql.search(user, q, vector, types, "text" if plan == "hybrid" else plan)
 
 
 def params(built: sql.CosmosQuery) -> dict[str, object]:
@@ -52,19 +52,24 @@ def assert_parameters_match(built: sql.CosmosQuery) -> None:
     assert used == set(params(built)), built.sql
 
 
-def test_hybrid_is_rank_rrf_of_vector_distance_and_full_text_score() -> None:
-    built = build(query(text_weight=2.0, vector_weight=0.5))
+def test_hybrid_sends_its_two_sides_as_two_queries_never_rank_rrf() -> None:
+    q = query(text_weight=2.0, vector_weight=0.5)
+    text = sql.search("alice", q, VECTOR, ALL, "text")
+    near = sql.search("alice", q, VECTOR, ALL, "vector")
 
     assert re.fullmatch(
-        r"SELECT TOP @limit c\.id, .+ FROM c WHERE .+ ORDER BY RANK RRF\("
-        r"VectorDistance\(c\.embedding, @vector\), "
-        r"FullTextScore\(c\.index_text, @term0, @term1, @term2\), \[0\.5, 2\.0\]\)",
-        built.sql,
-    ), built.sql
-    assert params(built)["@vector"] == VECTOR
-    assert [params(built)[f"@term{i}"] for i in range(3)] == ["bicycle", "chain", "repair"]
-    assert "FullTextScore" not in built.sql.split(" FROM ")[0]  # never projected: documented as invalid
-    assert_parameters_match(built)
+        r"SELECT TOP @limit c\.id, .+ FROM c WHERE .+ ORDER BY RANK "
+        r"FullTextScore\(c\.index_text, @term0, @term1, @term2\)",
+        text.sql,
+    ), text.sql
+    assert [params(text)[f"@term{i}"] for i in range(3)] == ["bicycle", "chain", "repair"]
+    assert "FullTextScore" not in text.sql.split(" FROM ")[0]  # never projected: documented as invalid
+    assert "ORDER BY VectorDistance(c.embedding, @vector)" in near.sql and params(near)["@vector"] == VECTOR
+    assert "RRF" not in text.sql + near.sql
+    with pytest.raises(ValueError, match="hybrid"):
+        sql.search("alice", q, VECTOR, ALL, "hybrid")
+    assert_parameters_match(text)
+    assert_parameters_match(near)
 
 
 @pytest.mark.parametrize("mode", ["hybrid", "vector", "text"])
@@ -342,8 +347,8 @@ def test_the_memories_passages_name_are_read_with_every_filter_phrases_included(
     assert_parameters_match(built)
 
 
-def test_the_hybrid_query_of_memory_items_is_unchanged_by_passages() -> None:
-    # The RANK RRF query still runs over memory items only: passage items have another type and no
+def test_the_full_text_query_of_memory_items_is_unchanged_by_passages() -> None:
+    # The full-text query runs over memory items only: passage items have another type and no
     # index_text, so a store without long memories ranks exactly as before.
     built = build(query())
 

@@ -1,6 +1,7 @@
 """Turns are embedded after add_turn acknowledges them (service/vectors.py), without losing
 read-your-writes: found by text at once, by meaning as soon as the vector exists, and a search by
-meaning waits for the user's turns still being embedded. An embedder held on an event makes each step
+meaning waits for the user's turns still being embedded, at most search.vector_wait_ms, and then says
+its meaning side was incomplete. An embedder held on an event makes each step
 happen in a known order; nothing here waits on time."""
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ async def test_the_embedded_default_acknowledges_a_turn_before_embedding_it(fast
 async def test_a_turn_is_found_by_text_at_once_and_by_meaning_once_its_vector_exists(
     service: MemoryService,
 ) -> None:
+    service.settings.search = service.settings.search.model_copy(update={"vector_wait_ms": 600_000})
     async with held_writer(service) as held:
         added = await service.add_turn(USER, "t", "user", "Our budget for Maui is 10000 dollars")
         stored = await service.get_memory(USER, added.turn.id)
@@ -93,6 +95,34 @@ async def test_a_turn_is_found_by_text_at_once_and_by_meaning_once_its_vector_ex
             held.release.set()
         assert found == [added.turn.id]
         assert (await service.get_memory(USER, added.turn.id)).embedding is not None
+
+
+async def test_a_search_during_embedding_answers_after_the_wait_and_says_its_meaning_side_was_incomplete(
+    service: MemoryService,
+) -> None:
+    service.settings.search = service.settings.search.model_copy(update={"vector_wait_ms": 50})
+    async with held_writer(service) as held:
+        earlier = await service.add_turn(USER, "t", "user", "We fly to Lisbon in spring")
+        held.release.set()
+        await service.vectors.settled(USER)  # type: ignore[union-attr]
+        held.release = anyio.Event()
+        added = await service.add_turn(USER, "t", "user", "Our budget for Maui is 10000 dollars")
+        await held.asked.wait()
+        query = SearchQuery.of(USER, "budget Maui", settings=service.settings)
+
+        with anyio.fail_after(30):  # a guard only: the search waits 50 ms for the held vector, not for it
+            during = await service.search(query)
+        assert during.meaning_incomplete
+        assert [h.id for h in during.results][:1] == [added.turn.id]  # found by its words
+        assert {h.id: h.matched_by for h in during.results}[added.turn.id] == "text"
+        assert earlier.turn.id in {h.id for h in during.results}  # embedded: found by meaning
+        assert "meaning_incomplete" in during.model_dump(exclude_defaults=True)
+
+        held.release.set()
+        await service.vectors.settled(USER)  # type: ignore[union-attr]
+        after = await service.search(query)
+        assert not after.meaning_incomplete
+        assert "meaning_incomplete" not in after.model_dump(exclude_defaults=True)
 
 
 async def test_a_turn_forgotten_while_it_is_embedded_stays_forgotten(service: MemoryService) -> None:

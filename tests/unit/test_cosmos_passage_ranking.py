@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mcp_memory.search.query import SearchQuery
-from mcp_memory.storage.cosmos.passages import best_passages, fuse_sides, passage_by_terms, vector_ranking
+from mcp_memory.storage.cosmos.passages import best_passages, passage_by_terms, vector_ranking
 
 CONTENT = "garden tomato basil " * 10 + "\n\n" + "telescope nebula galaxy " * 10
 SPANS = [[0, 199], [201, len(CONTENT)]]
@@ -59,32 +58,6 @@ def test_a_memory_found_only_by_a_passage_is_ranked_too() -> None:
     assert [(d["id"], cosine) for d, _, cosine in ranked] == [("long", 0.6)]
 
 
-def test_hybrid_fuses_each_memory_once_by_its_best_passage_and_its_words() -> None:
-    query = SearchQuery.model_validate({"text": "telescope nebula", "limit": 3})
-    by_vector = [(long_doc(), (201, len(CONTENT)), 0.9), (short_doc("near"), None, 0.5)]
-    by_text = [long_doc(), short_doc("words")]
-
-    fused = fuse_sides(by_vector, by_text, query)
-
-    assert [d["id"] for d, _, _ in fused] == ["long", "near", "words"]
-    assert fused[0][1:] == ((201, len(CONTENT)), 0.9)
-    assert fused[2][1:] == (None, None)
-
-
-def test_hybrid_weights_decide_between_the_sides() -> None:
-    text_heavy = SearchQuery.model_validate(
-        {"text": "x", "limit": 2, "vector_weight": 0.1, "text_weight": 3.0}
-    )
-    by_vector = [(short_doc("near"), None, 0.9)]
-    by_text = [short_doc("words")]
-
-    assert [d["id"] for d, _, _ in fuse_sides(by_vector, by_text, text_heavy)] == ["words", "near"]
-
-
 def test_a_long_memory_found_by_its_words_points_at_the_passage_holding_them() -> None:
-    query = SearchQuery.model_validate({"text": "galaxy telescope", "limit": 2})
-
-    fused = fuse_sides([], [long_doc()], query)
-
-    assert fused == [(long_doc(), (201, len(CONTENT)), None)]
+    assert passage_by_terms(long_doc(), ["galaxy", "telescope"]) == (201, len(CONTENT))
     assert passage_by_terms(short_doc("s"), ["galaxy"]) is None

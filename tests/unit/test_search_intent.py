@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mcp_memory.search.intent import (
+    NEWER_AMONG,
     Ranked,
     about_the_past,
     about_the_user,
@@ -62,8 +63,17 @@ def test_the_order_stands_without_words_of_change_or_when_the_newer_scores_far_l
 
 
 def test_only_the_first_hits_are_reordered() -> None:
-    hits = [hit(1.0 - i / 100, i, "plain") for i in range(8)] + [hit(0.95, 99, "updated now")]
-    assert newer_first(hits) == list(range(9))
+    hits = [hit(1.0 - i / 100, i, "plain") for i in range(NEWER_AMONG)] + [hit(0.95, 99, "updated now")]
+    assert newer_first(hits) == list(range(NEWER_AMONG + 1))
+    # Within the first NEWER_AMONG (a page of results), a newer hit saying what changed comes up.
+    within = [*hits[: NEWER_AMONG - 1], hits[-1]]
+    assert newer_first(within)[0] == NEWER_AMONG - 1
+
+
+def test_a_rescheduled_meeting_says_it_changed() -> None:
+    older = hit(1.0, 10, "Zoom meeting with the professor on March 22 at 3 PM")
+    newer = hit(0.8, 20, "remind me that it's rescheduled to March 22 at 4:30 PM")
+    assert newer_first([older, newer]) == [1, 0]
 
 
 def said(score: float, role: str, content: str) -> Ranked:

@@ -62,6 +62,8 @@ async def indexed(model_service: MemoryService) -> tuple[MemoryService, list[str
     for thread, text in MEMORIES:
         out = await model_service.add_turn(USER, thread, "user", text, None, 100_000)
         ids.append(out.turn.id)
+    if model_service.vectors is not None:  # ranked once embedded: a search waits at most vector_wait_ms
+        await model_service.vectors.settled(USER)
     return model_service, ids
 
 

@@ -42,6 +42,8 @@ async def thread(model_service: MemoryService) -> tuple[MemoryService, list[str]
     ids = []
     for role, text in TURNS:
         ids.append((await model_service.add_turn(USER, THREAD, role, text, None, 100_000)).turn.id)
+    if model_service.vectors is not None:  # ranked once embedded: a search waits at most vector_wait_ms
+        await model_service.vectors.settled(USER)
     return model_service, ids
 
 

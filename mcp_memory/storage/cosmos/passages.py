@@ -26,16 +26,12 @@ from typing import Any
 
 from mcp_memory.errors import EmbeddingMismatchError, InvalidInputError
 from mcp_memory.models import Memory
-from mcp_memory.search.fusion import rrf
 from mcp_memory.search.passages import passages
-from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.terms import keywords
 
 PASSAGE_TYPE = "passage"
 # The memory fields a passage item copies for the search filters (same names, same formats).
 COPIED_FIELDS = ("created_at", "superseded_by", "superseded_at")
-# The constant of Cosmos DB's own RRF, used where the store fuses a container's two sides itself.
-COSMOS_RRF_K = 60
 # The vector side reads this many passages per hit asked for: one memory may hold several of the best.
 PASSAGES_PER_HIT = 3
 
@@ -173,27 +169,6 @@ def vector_ranking(
         if memory_id not in found or score > found[memory_id][2]:
             found[memory_id] = (memories[memory_id], span, score)
     return sorted(found.values(), key=lambda f: f[2], reverse=True)
-
-
-def fuse_sides(
-    by_vector: Sequence[tuple[dict[str, Any], Span | None, float]],
-    by_text: Sequence[dict[str, Any]],
-    query: SearchQuery,
-) -> list[tuple[dict[str, Any], Span | None, float | None]]:
-    """A hybrid search's memories: RRF of the memories by their best passage's cosine (vector_ranking)
-    and by their full-text rank, with the query's weights and the constant of Cosmos DB's own RRF, the
-    best query.per_owner. A memory found by its words only gets the passage holding most of them and no
-    cosine (the store gives it one from its vector: search.py)."""
-    near = {doc["id"]: (doc, span, cosine) for doc, span, cosine in by_vector}
-    words = {doc["id"]: doc for doc in by_text}
-    fused = rrf([list(near), list(words)], weights=[query.vector_weight, query.text_weight], k=COSMOS_RRF_K)
-    ranked: list[tuple[dict[str, Any], Span | None, float | None]] = []
-    for memory_id, _ in fused[: query.per_owner]:
-        if memory_id in near:
-            ranked.append(near[memory_id])
-        else:
-            ranked.append((words[memory_id], passage_by_terms(words[memory_id], query.terms.words), None))
-    return ranked
 
 
 def passage_by_terms(doc: dict[str, Any], words: Sequence[str]) -> Span | None:

@@ -9,10 +9,9 @@ Rules every query here follows:
 - superseded memories are excluded from every read except get(), a listing that asks for them, and
   reads as of a moment before their supersession (`_current`).
 
-Search syntax follows the documented forms:
-- hybrid: ORDER BY RANK RRF(VectorDistance(...), FullTextScore(...), [weights])
-  https://learn.microsoft.com/azure/cosmos-db/gen-ai/hybrid-search and
-  https://learn.microsoft.com/azure/cosmos-db/nosql/query/rrf
+Search syntax follows the documented forms. A hybrid search runs its two sides as two queries, fused in
+the server by search/ranking.py (as on every backend), not by Cosmos DB's RANK RRF, so that
+search.fusion and rrf_k apply and a long memory ranks by its best passage:
 - full text: FullTextScore(<path>, <term1>, <term2>, ...) only inside ORDER BY RANK or RRF, never projected;
   FullTextContainsAny(<path>, <term1>, ...) in WHERE
   https://learn.microsoft.com/azure/cosmos-db/nosql/query/fulltextscore
@@ -298,25 +297,21 @@ def _search_where(
 def search(
     user_id: str, query: SearchQuery, vector: Sequence[float] | None, types: Sequence[str], plan: SearchPlan
 ) -> CosmosQuery:
-    """One container's search of the user's memory for `plan` (never "none"), restricted to `types`."""
+    """One container's search of the user's memory for `plan` ("vector", "text" or "phrases"; a hybrid
+    search sends the first two), restricted to `types`."""
     w = _search_where(user_id, query, "ARRAY_CONTAINS(@types, c.type)", types, phrases=True)
     w.param("@limit", query.per_owner)
     names: list[str] = []
-    if plan in ("hybrid", "text"):
+    if plan == "text":
         names = [w.param(f"@term{i}", term) for i, term in enumerate(search_terms(query))]
     full_text_score = f"FullTextScore(c.index_text, {', '.join(names)})"
-    if plan in ("hybrid", "vector"):
+    if plan == "vector":
         w.param("@vector", list(vector or []))
 
-    # With the vector: the store gives each hit its cosine to the query from it (search.py) where the
-    # query cannot project VectorDistance (RRF, full text), in the same response.
+    # With each item's vector: a memory found by its words gets its cosine to the query from it
+    # (search.py), in the same response.
     select = f"SELECT TOP @limit {FIELDS}, c.embedding"
     match plan:
-        case "hybrid":
-            # Weights are numbers from the validated SearchQuery, written as literals (documented form).
-            weights = f"[{_number(query.vector_weight)}, {_number(query.text_weight)}]"
-            order = f"ORDER BY RANK RRF(VectorDistance(c.embedding, @vector), {full_text_score}, {weights})"
-            sql = f"{select} FROM c WHERE {w.sql} {order}"
         case "vector":
             sql = (
                 f"{select}, VectorDistance(c.embedding, @vector) AS score FROM c WHERE {w.sql}"
@@ -409,7 +404,3 @@ def _current(w: _Where, as_of: datetime | None) -> None:
     at = w.param("@as_of", timestamp(as_of))
     w.add(f"c.created_at <= {at}")
     w.add(f"({LIVE} OR c.superseded_at > {at})")
-
-
-def _number(value: float) -> str:
-    return repr(float(value))

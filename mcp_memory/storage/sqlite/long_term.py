@@ -23,40 +23,22 @@ from mcp_memory.audit.records import MAX_IDS
 from mcp_memory.config import LongTermSettings
 from mcp_memory.errors import InvalidInputError, NotFoundError
 from mcp_memory.models import EmbeddingSpec, Hit, ListQuery, Memory, Scope, ThreadInfo
-from mcp_memory.search.hybrid import (
-    TEXT_CANDIDATES,
-    candidate_pool,
-    fuse,
-    fuse_as_of,
-    row_filter,
-    text_candidates,
-    words_weight,
-)
-from mcp_memory.search.passages import ONE_PASSAGE_CHARS, memory_of, passages
+from mcp_memory.search.hybrid import row_filter
+from mcp_memory.search.passages import ONE_PASSAGE_CHARS, passages
 from mcp_memory.search.query import SearchQuery
-from mcp_memory.search.vector_index import VectorIndex
-from mcp_memory.storage.base import QueryVector, resolve_vector
+from mcp_memory.search.ranking import Ranked, TextCandidates, VectorCandidates
+from mcp_memory.storage.base import search
 from mcp_memory.storage.sqlite import usage as sqlite_usage
-from mcp_memory.storage.sqlite.codec import (
-    pack_vector,
-    pack_vectors,
-    parse_ts,
-    ts,
-    unpack_passages,
-    unpack_vector,
-)
+from mcp_memory.storage.sqlite.codec import pack_vector, pack_vectors, parse_ts, ts
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.indexes import TOMBSTONE_DAYS, SearchIndexes
+from mcp_memory.storage.sqlite.memory_rows import COLUMNS, current_at, memory_of_row, narrowed
+from mcp_memory.storage.sqlite.search import SqliteSearch, best_of, cosines_of
 from mcp_memory.storage.sqlite.snapshots import user_key
 from mcp_memory.storage.usage import Quota
 
 # The setting's own default, so a store opened without settings (tests, benchmarks) holds the same.
 DEFAULT_INDEX_MEMORY = LongTermSettings.model_fields["index_memory_mb"].default * 2**20
-
-_COLUMNS = (
-    "rowid, id, user_id, thread_id, role, type, content, metadata, created_at, updated_at, token_count,"
-    " content_hash, superseded_by, supersede_reason, superseded_at, author"
-)
 
 
 class SqliteLongTermStore:
@@ -72,6 +54,7 @@ class SqliteLongTermStore:
         self._spec = embedding
         self.indexes = indexes
         self._max_stored_bytes = max_stored_bytes  # security.max_stored_bytes, checked in put()
+        self._search = SqliteSearch(db, indexes)
 
     @classmethod
     @asynccontextmanager
@@ -148,13 +131,13 @@ class SqliteLongTermStore:
     async def get(self, user_id: str, memory_id: str) -> Memory:
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS}, embedding, passage_embeddings FROM memories WHERE user_id = ? AND id = ?",
+                f"SELECT {COLUMNS}, embedding, passage_embeddings FROM memories WHERE user_id = ? AND id = ?",
                 (user_id, memory_id),
             ).fetchall()
         )
         if not rows:
             raise NotFoundError(f"no memory with id {memory_id!r}")
-        return _memory(rows[0], with_embedding=True)
+        return memory_of_row(rows[0], with_embedding=True)
 
     async def recent(
         self, user_id: str, thread_id: str, *, limit: int, types: Sequence[str] = ("turn",)
@@ -162,12 +145,12 @@ class SqliteLongTermStore:
         marks = ",".join("?" * len(types))
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND thread_id = ? AND type IN ({marks})"
+                f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND thread_id = ? AND type IN ({marks})"
                 " AND superseded_by IS NULL ORDER BY created_at DESC, rowid DESC LIMIT ?",
                 (user_id, thread_id, *types, limit),
             ).fetchall()
         )
-        return [_memory(r) for r in reversed(rows)]
+        return [memory_of_row(r) for r in reversed(rows)]
 
     async def list_threads(self, user_id: str) -> list[ThreadInfo]:
         rows = await self._db.run(
@@ -182,12 +165,12 @@ class SqliteLongTermStore:
 
     async def list_memories(self, query: ListQuery) -> list[Memory]:
         clauses, args = ["user_id = ?"], [query.user_id]
-        _narrowed(clauses, args, query)
+        narrowed(clauses, args, query)
         if query.kind is not None:
             clauses.append("json_extract(metadata, '$.fact_type') = ?")
             args.append(query.kind)
         if not query.include_superseded:
-            clauses.append(_current_at(query.as_of, args))
+            clauses.append(current_at(query.as_of, args))
         elif query.as_of is not None:
             clauses.append("created_at <= ?")
             args.append(ts(query.as_of))
@@ -197,48 +180,28 @@ class SqliteLongTermStore:
             args += [ts(query.after[0]), query.after[1]]
         rows = await self._db.read(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
+                f"SELECT {COLUMNS} FROM memories WHERE {' AND '.join(clauses)}"
                 f" ORDER BY created_at {direction}, id {direction} LIMIT ?",
                 (*args, query.limit),
             ).fetchall()
         )
-        return [_memory(r) for r in rows]
+        return [memory_of_row(r) for r in rows]
 
-    async def search(self, user_id: str, query: SearchQuery, vector: QueryVector) -> list[Hit]:
-        if query.threads == ():  # limited to no thread: nothing to rank
-            return []
-        bound: datetime | None = None
-        then: list[tuple[int, str, np.ndarray | None]] = []
-        if query.as_of is not None:
-            # Memory as it stood then. The indexes hold only active memories: they answer for those
-            # created by then; the few superseded since that were current then are read here and ranked
-            # with them on the same scales (search/hybrid.py fuse_as_of).
-            bound = query.as_of if query.until is None else min(query.until, query.as_of)
-            then = await self._db.read(lambda conn: _current_then(conn, user_id, query))
-        pool, where = candidate_pool(query), row_filter(query, until=bound)
-        async with self.indexes.current(user_id) as index:
-            text_hits: list[tuple[int, float]] | None = None
-            if query.mode in ("hybrid", "text"):
-                # First, while the query's embedding may still be computing on another core.
-                text_hits = await anyio.to_thread.run_sync(
-                    text_candidates, index.text, query, max(pool, TEXT_CANDIDATES), where
-                )
-            ready = await resolve_vector(vector) if query.mode != "text" else None
-            query_vector = None if ready is None else np.asarray(ready, dtype=np.float32)
-            if query.as_of is not None:
-                keys = cosines = None
-                if query_vector is not None:
-                    keys, cosines = await anyio.to_thread.run_sync(index.vectors.scores, query_vector, where)
-                scored = fuse_as_of(query, text_hits or [], keys, cosines, query_vector, then, pool)
-            elif query_vector is None:
-                scored = text_hits or []
-            else:
-                words = await anyio.to_thread.run_sync(words_weight, index.text, query, text_hits or [])
-                scored = await anyio.to_thread.run_sync(
-                    fuse, index.vectors, query, query_vector, text_hits or [], pool, where, words
-                )
-            by_key = await _cosines(index.vectors, _best(scored, query), query_vector, then)
-        return await self._hits(user_id, scored, query, by_key)
+    async def text_candidates(self, user_id: str, query: SearchQuery) -> TextCandidates:
+        return await self._search.text_candidates(user_id, query)
+
+    async def vector_candidates(
+        self, user_id: str, query: SearchQuery, vector: Sequence[float], text: TextCandidates
+    ) -> VectorCandidates:
+        return await self._search.vector_candidates(user_id, query, vector, text)
+
+    async def hits(
+        self, user_id: str, query: SearchQuery, ranked: Sequence[Ranked], vector: Sequence[float] | None
+    ) -> list[Hit]:
+        return await self._search.hits(user_id, query, ranked, vector)
+
+    async def search(self, user_id: str, query: SearchQuery, vector: Sequence[float] | None) -> list[Hit]:
+        return await search(self, user_id, query, vector)
 
     async def warm(self, user_id: str) -> None:
         await self.indexes.warm(user_id)
@@ -246,45 +209,6 @@ class SqliteLongTermStore:
     def index_memory_bytes(self) -> int:
         """What the in-memory search indexes of this process hold (an estimate), for operations."""
         return self.indexes.memory_bytes()
-
-    async def _hits(
-        self,
-        user_id: str,
-        scored: Sequence[tuple[int, float]],
-        query: SearchQuery,
-        cosines: Mapping[int, float | None],
-    ) -> list[Hit]:
-        """The memories of the ranked (key, score) hits (search/passages.py keys: a memory's best passage),
-        each with that passage's span and its cosine (`cosines`, by key: the index's)."""
-        if not scored:
-            return []
-        best = _best(scored, query)
-        rowids = list(best)
-        marks = ",".join("?" * len(rowids))
-        args: list[Any] = [*rowids, user_id]
-        current = _current_at(query.as_of, args)
-        rows = await self._db.read(
-            lambda conn: conn.execute(
-                # `+user_id`: a check on the rows found by rowid, not an index to scan the user's rows by.
-                f"SELECT {_COLUMNS} FROM memories WHERE rowid IN ({marks}) AND +user_id = ? AND {current}",
-                args,
-            ).fetchall()
-        )
-        by_rowid = {r[0]: r for r in rows}
-        phrases = [p.casefold() for p in query.phrases]
-        hits = []
-        for rowid in rowids:
-            row = by_rowid.get(rowid)
-            if row is None:
-                continue
-            memory = _memory(row)
-            if phrases and not all(p in memory.content.casefold() for p in phrases):
-                continue
-            key, score = best[rowid]
-            hits.append(_hit(memory, score, memory_of(key)[1], cosines.get(key)))
-            if len(hits) == query.per_owner:
-                break
-        return hits
 
     async def forget(self, scope: Scope, *, dry_run: bool = False) -> dict[str, int]:
         if scope.memory_id is not None:
@@ -332,12 +256,12 @@ class SqliteLongTermStore:
         marks = ",".join("?" * len(types))
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND content_hash = ? AND type IN ({marks})"
+                f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND content_hash = ? AND type IN ({marks})"
                 " AND superseded_by IS NULL ORDER BY rowid",
                 (user_id, content_hash, *types),
             ).fetchall()
         )
-        return [_memory(r) for r in rows]
+        return [memory_of_row(r) for r in rows]
 
     async def similar(
         self, user_id: str, vector: list[float], *, types: Sequence[str], min_similarity: float, limit: int
@@ -349,8 +273,8 @@ class SqliteLongTermStore:
                 index.vectors.search, query_vector, limit, row_filter(query)
             )
             found = [(r, s) for r, s in ranked if s >= min_similarity]
-            by_key = await _cosines(index.vectors, _best(found, query), query_vector, [])
-        return await self._hits(user_id, found, query, by_key)
+            by_key = await cosines_of(index.vectors, best_of(found, query), query_vector, [])
+        return await self._search.read_hits(user_id, found, query, by_key)
 
     async def list_active(
         self, user_id: str, *, types: Sequence[str], limit: int, changed_since: datetime | None = None
@@ -360,21 +284,21 @@ class SqliteLongTermStore:
         args: list[Any] = [user_id, *types] + ([] if changed_since is None else [ts(changed_since)])
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND type IN ({marks})"
+                f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND type IN ({marks})"
                 f" AND superseded_by IS NULL{since}"
                 " ORDER BY coalesce(updated_at, created_at) DESC, rowid DESC LIMIT ?",
                 (*args, limit),
             ).fetchall()
         )
-        return [_memory(r) for r in rows]
+        return [memory_of_row(r) for r in rows]
 
     async def memories_of(self, user_id: str) -> list[Memory]:
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? ORDER BY created_at, rowid", (user_id,)
+                f"SELECT {COLUMNS} FROM memories WHERE user_id = ? ORDER BY created_at, rowid", (user_id,)
             ).fetchall()
         )
-        return [_memory(r) for r in rows]
+        return [memory_of_row(r) for r in rows]
 
     async def set_embeddings(self, user_id: str, vectors: Mapping[str, Sequence[Sequence[float]]]) -> int:
         """Each memory's passage vectors (one row a passage; search/passages.py), written late."""
@@ -428,7 +352,7 @@ class SqliteLongTermStore:
             ).fetchone()
             if found is None or found[0] is None:
                 return []
-            turns = f"SELECT {_COLUMNS} FROM memories WHERE user_id = ? AND thread_id = ? AND type = 'turn'"
+            turns = f"SELECT {COLUMNS} FROM memories WHERE user_id = ? AND thread_id = ? AND type = 'turn'"
             turns += " AND superseded_by IS NULL AND (created_at, rowid)"
             earlier = conn.execute(
                 f"{turns} < (?, ?) ORDER BY created_at DESC, rowid DESC LIMIT ?", (user_id, *found, reach)
@@ -438,21 +362,21 @@ class SqliteLongTermStore:
             ).fetchall()
             return [*reversed(earlier), *later]
 
-        return [_memory(r) for r in await self._db.run(read)]
+        return [memory_of_row(r) for r in await self._db.run(read)]
 
     async def unembedded_turns(self, limit: int) -> list[Memory]:
         # Turns and thread summaries (both embedded late) without a vector, or long (search/passages.py)
         # with their first passage's only.
         rows = await self._db.run(
             lambda conn: conn.execute(
-                f"SELECT {_COLUMNS}, embedding IS NULL FROM memories WHERE type IN ('turn', 'summary')"
+                f"SELECT {COLUMNS}, embedding IS NULL FROM memories WHERE type IN ('turn', 'summary')"
                 " AND (embedding IS NULL"
                 f" OR (passage_embeddings IS NULL AND length(content) > {ONE_PASSAGE_CHARS}))"
                 " ORDER BY created_at, rowid LIMIT ?",
                 (limit,),
             ).fetchall()
         )
-        return [_memory(r) for r in rows if r[-1] or len(passages(r[6])) > 1]
+        return [memory_of_row(r) for r in rows if r[-1] or len(passages(r[6])) > 1]
 
     async def memory_ids(self, user_id: str, prefix: str, limit: int) -> list[str]:
         # A range on the (user_id, id) unique index; ids are ASCII, so U+10FFFF bounds every extension.
@@ -464,47 +388,6 @@ class SqliteLongTermStore:
             ).fetchall()
         )
         return [r[0] for r in rows]
-
-
-def _current_at(as_of: datetime | None, args: list[Any]) -> str:
-    """The condition that a memory is current: not superseded, or, as of a moment, created by then and
-    superseded (if ever) after it. Appends its arguments."""
-    if as_of is None:
-        return "superseded_by IS NULL"
-    args += [ts(as_of), ts(as_of)]
-    return "created_at <= ? AND (superseded_by IS NULL OR superseded_at > ?)"
-
-
-def _narrowed(clauses: list[str], args: list[Any], query: SearchQuery | ListQuery) -> None:
-    """Append the thread, type and creation-time conditions a search or a listing asks for."""
-    if query.thread_id is not None:
-        clauses.append("thread_id = ?")
-        args.append(query.thread_id)
-    if isinstance(query, SearchQuery) and query.threads is not None:
-        clauses.append(f"thread_id IN ({','.join('?' * len(query.threads))})")  # SQLite allows IN ()
-        args += query.threads
-    if query.types:
-        clauses.append(f"type IN ({','.join('?' * len(query.types))})")
-        args += query.types
-    for clause, moment in (("created_at >= ?", query.since), ("created_at <= ?", query.until)):
-        if moment is not None:
-            clauses.append(clause)
-            args.append(ts(moment))
-
-
-def _current_then(
-    conn: sqlite3.Connection, user_id: str, query: SearchQuery
-) -> list[tuple[int, str, np.ndarray | None]]:
-    """(rowid, text, vector) of the user's memories superseded since query.as_of that were current then
-    and pass its filters: what the indexes of active memories no longer hold."""
-    assert query.as_of is not None
-    clauses = ["user_id = ?", "superseded_by IS NOT NULL", "created_at <= ?", "superseded_at > ?"]
-    args: list[Any] = [user_id, ts(query.as_of), ts(query.as_of)]
-    _narrowed(clauses, args, query)
-    rows = conn.execute(
-        f"SELECT rowid, content, index_context, embedding FROM memories WHERE {' AND '.join(clauses)}", args
-    ).fetchall()
-    return [(r[0], f"{r[1]}\n{r[2]}", unpack_vector(r[3])) for r in rows]
 
 
 def _tick(conn: sqlite3.Connection) -> int:
@@ -545,69 +428,4 @@ def _row(m: Memory) -> tuple[Any, ...]:
         ts(m.superseded_at) if m.superseded_at else None,
         m.author,
         pack_vectors(m.passage_embeddings),
-    )
-
-
-def _hit(memory: Memory, score: float, number: int, cosine: float | None) -> Hit:
-    """A hit with its best passage's span (a long memory) and the query's cosine with it."""
-    spans = passages(memory.content)
-    number = min(number, len(spans) - 1)  # a passage split differently since: its last
-    passage = tuple(spans[number]) if len(spans) > 1 else None
-    return Hit(memory=memory, score=score, passage=passage, cosine=cosine)
-
-
-def _best(scored: Sequence[tuple[int, float]], query: SearchQuery) -> dict[int, tuple[int, float]]:
-    """rowid: (key, score) of each ranked memory's best passage (its first entry), best first, of the hits
-    a search reads: the first query.per_owner, or all with quoted phrases (checked on the rows read)."""
-    if not query.phrases:
-        # Candidates were already filtered (superseded, thread, type, time): read only what is returned.
-        scored = scored[: query.per_owner]
-    best: dict[int, tuple[int, float]] = {}
-    for key, score in scored:  # ranked: a memory's first entry is its best passage
-        best.setdefault(memory_of(key)[0], (key, score))
-    return best
-
-
-async def _cosines(
-    vectors: VectorIndex,
-    best: Mapping[int, tuple[int, float]],
-    query_vector: np.ndarray | None,
-    then: Sequence[tuple[int, str, np.ndarray | None]],
-) -> dict[int, float | None]:
-    """The query's cosine with each best passage (`best`: _best), by key, from the vector index (a memory
-    superseded since a search's as_of is not in it: from the vector read with it, `then`); none without
-    a query vector."""
-    keys = [key for key, _ in best.values()]
-    if query_vector is None or not keys:
-        return {}
-    earlier = {rowid: vector for rowid, _, vector in then}
-    found = dict(zip(keys, await anyio.to_thread.run_sync(vectors.cosines, query_vector, keys), strict=True))
-    for key in keys:
-        vector = earlier.get(key)
-        if vector is not None:
-            found[key] = float(vector @ query_vector)
-    return found
-
-
-def _memory(r: Sequence[Any], *, with_embedding: bool = False) -> Memory:
-    embedding = unpack_vector(r[16]) if with_embedding and len(r) > 16 else None
-    passages = unpack_passages(r[16], r[17]) if embedding is not None and len(r) > 17 and r[17] else None
-    return Memory(
-        id=r[1],
-        user_id=r[2],
-        thread_id=r[3],
-        role=r[4],
-        type=r[5],
-        content=r[6],
-        metadata=json.loads(r[7]),
-        created_at=r[8],
-        updated_at=r[9],
-        token_count=r[10],
-        content_hash=r[11],
-        superseded_by=r[12],
-        supersede_reason=r[13],
-        superseded_at=r[14],
-        author=r[15],
-        embedding=embedding.tolist() if embedding is not None else None,
-        passage_embeddings=passages.tolist() if passages is not None else None,
     )
