@@ -36,8 +36,9 @@ class SearchSettings(BaseModel):
     vector_wait_ms: int = Field(
         default=100,
         ge=0,
-        description="How long a search by meaning waits for the user's turns still being embedded; then it "
-        "answers, finding those by their words only, and says the meaning side was incomplete.",
+        description="How long a search by meaning waits for a backlog of the user's turns still being embedded "
+        "(more than 8: an import; fewer are always waited for); then it answers, finding those by their words "
+        "only, and says the meaning side was incomplete.",
     )
     text_weight: float = Field(default=1.0, ge=0, description="Fusion weight of the BM25 side.")
     vector_weight: float = Field(default=1.0, ge=0, description="Fusion weight of the vector side.")

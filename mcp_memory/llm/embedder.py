@@ -33,6 +33,15 @@ class BackgroundEmbedder(Protocol):
     async def embed_background(self, texts: Sequence[str]) -> np.ndarray: ...
 
 
+@runtime_checkable
+class QueryEmbedder(Protocol):
+    """An embedder with a lane of its own for a search's query, so it is never queued behind the turns
+    being embedded (an import added flat out queues hundreds): the local model, one more inference at
+    once. llm/query_vectors.py uses it when the embedder has one."""
+
+    async def embed_query(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
 def normalize_rows(vectors: np.ndarray) -> np.ndarray:
     """float32 rows scaled to unit length; an all-zero row stays zero rather than becoming NaN."""
     vectors = np.asarray(vectors, dtype=np.float32)

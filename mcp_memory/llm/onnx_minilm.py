@@ -88,9 +88,11 @@ class LocalMiniLMEmbedder:
         # cores: on a machine with cores to spare, searches and turns arriving together are embedded
         # side by side rather than queued behind one another; each call is still one text at a time, so
         # a vector never depends on what else was embedded. And one lane more for background work
-        # (embed_background), so a query never waits behind a long turn's later passages.
+        # (embed_background), so a query never waits behind a long turn's later passages, and one for
+        # queries (embed_query), so a search never waits behind the turns of an import being embedded.
         self._limiter = anyio.CapacityLimiter(parallel)
         self._background = anyio.CapacityLimiter(1)
+        self._queries = anyio.CapacityLimiter(1)
 
     @classmethod
     def load(cls, settings: EmbeddingSettings, *, int8_kernels: bool = True) -> LocalMiniLMEmbedder:
@@ -139,6 +141,12 @@ class LocalMiniLMEmbedder:
         if not texts:
             return np.zeros((0, DIMENSION), dtype=np.float32)
         return await anyio.to_thread.run_sync(self.embed_now, list(texts), limiter=self._background)
+
+    async def embed_query(self, texts: Sequence[str]) -> np.ndarray:
+        """As embed, on the queries' lane (llm/embedder.py QueryEmbedder)."""
+        if not texts:
+            return np.zeros((0, DIMENSION), dtype=np.float32)
+        return await anyio.to_thread.run_sync(self.embed_now, list(texts), limiter=self._queries)
 
     def embed_now(self, texts: Sequence[str]) -> np.ndarray:
         """Blocking inference, one text at a time (see the class's docstring)."""

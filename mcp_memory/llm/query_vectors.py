@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Callable
 
-from mcp_memory.llm.embedder import Embedder
+from mcp_memory.llm.embedder import Embedder, QueryEmbedder
 
 
 class QueryVectors:
@@ -38,7 +38,11 @@ class QueryVectors:
         self.misses += 1
         if self._counted is not None:
             self._counted(False)
-        vector: list[float] = (await self._embedder.embed([text]))[0].tolist()
+        # On the queries' own lane where the embedder has one: never behind the turns being embedded.
+        embed = (
+            self._embedder.embed_query if isinstance(self._embedder, QueryEmbedder) else self._embedder.embed
+        )
+        vector: list[float] = (await embed([text]))[0].tolist()
         if self._capacity:
             self._kept[key] = tuple(vector)
             if len(self._kept) > self._capacity:

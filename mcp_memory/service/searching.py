@@ -31,6 +31,8 @@ from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.views import SearchResult
 
+READ_YOUR_WRITES = 8  # turns being embedded that a search waits for without bound (_embedded)
+
 
 @dataclass(frozen=True)
 class Searching:
@@ -132,7 +134,15 @@ class Searching:
         answers from what is embedded, and finds the rest by their words only."""
         if self.vectors is None:
             return True
-        with anyio.move_on_after(self.settings.search.vector_wait_ms / 1000):
+        # What was just said is always found by its meaning: a few turns are waited for whatever it
+        # takes (a chat's pace); a backlog beyond them (an import added flat out) at most the bound.
+        vectors = self.vectors
+        bound = (
+            None
+            if sum(vectors.pending(o) for o in owners) <= READ_YOUR_WRITES
+            else self.settings.search.vector_wait_ms
+        )
+        with anyio.move_on_after(None if bound is None else bound / 1000):
             for owner in owners:
                 await self.vectors.settled(owner)
             return True

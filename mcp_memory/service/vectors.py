@@ -114,6 +114,10 @@ class VectorWriter:
         self._quiet = anyio.Event() if self._quiet.is_set() else self._quiet
         self._send.send_nowait((turn, time.monotonic()))
 
+    def pending(self, user_id: str) -> int:
+        """This user's turns queued or being embedded."""
+        return self._pending[user_id]
+
     async def settled(self, user_id: str) -> None:
         """Return once none of this user's turns waits for its vector."""
         while self._pending[user_id] > 0:

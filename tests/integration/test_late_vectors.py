@@ -1,7 +1,7 @@
 """Turns are embedded after add_turn acknowledges them (service/vectors.py), without losing
 read-your-writes: found by text at once, by meaning as soon as the vector exists, and a search by
-meaning waits for the user's turns still being embedded, at most search.vector_wait_ms, and then says
-its meaning side was incomplete. An embedder held on an event makes each step
+meaning waits for the user's turns still being embedded (a few whatever it takes; a backlog at most
+search.vector_wait_ms, and then says its meaning side was incomplete). An embedder held on an event makes each step
 happen in a known order; nothing here waits on time."""
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from mcp_memory.llm.embedder import Embedder
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.service.searching import READ_YOUR_WRITES
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage.base import LateVectors
+from mcp_memory.views import SearchResult
 
 pytestmark = pytest.mark.anyio
 USER = "ann"
@@ -97,7 +99,7 @@ async def test_a_turn_is_found_by_text_at_once_and_by_meaning_once_its_vector_ex
         assert (await service.get_memory(USER, added.turn.id)).embedding is not None
 
 
-async def test_a_search_during_embedding_answers_after_the_wait_and_says_its_meaning_side_was_incomplete(
+async def test_a_search_during_an_import_answers_after_the_wait_and_says_its_meaning_side_was_incomplete(
     service: MemoryService,
 ) -> None:
     service.settings.search = service.settings.search.model_copy(update={"vector_wait_ms": 50})
@@ -106,11 +108,14 @@ async def test_a_search_during_embedding_answers_after_the_wait_and_says_its_mea
         held.release.set()
         await service.vectors.settled(USER)  # type: ignore[union-attr]
         held.release = anyio.Event()
+        # An import added flat out: more turns wait for their vectors than a search waits for unbounded.
+        for n in range(READ_YOUR_WRITES):
+            await service.add_turn(USER, "t", "user", f"Imported line {n} about the garden shed")
         added = await service.add_turn(USER, "t", "user", "Our budget for Maui is 10000 dollars")
         await held.asked.wait()
         query = SearchQuery.of(USER, "budget Maui", settings=service.settings)
 
-        with anyio.fail_after(30):  # a guard only: the search waits 50 ms for the held vector, not for it
+        with anyio.fail_after(30):  # a guard only: the search waits 50 ms for the held vectors, not for them
             during = await service.search(query)
         assert during.meaning_incomplete
         assert [h.id for h in during.results][:1] == [added.turn.id]  # found by its words
@@ -123,6 +128,28 @@ async def test_a_search_during_embedding_answers_after_the_wait_and_says_its_mea
         after = await service.search(query)
         assert not after.meaning_incomplete
         assert "meaning_incomplete" not in after.model_dump(exclude_defaults=True)
+
+
+async def test_what_was_just_said_is_waited_for_beyond_the_bound(service: MemoryService) -> None:
+    """A few turns being embedded (a chat's pace) are waited for whatever it takes: read-your-writes."""
+    service.settings.search = service.settings.search.model_copy(update={"vector_wait_ms": 1})
+    async with held_writer(service) as held:
+        added = await service.add_turn(USER, "t", "user", "Our budget for Maui is 10000 dollars")
+        await held.asked.wait()
+        query = SearchQuery.of(USER, "how much money for the Hawaii holiday", settings=service.settings)
+        async with anyio.create_task_group() as tasks:
+            searched: list[SearchResult] = []
+
+            async def search() -> None:
+                searched.append(await service.search(query))
+
+            tasks.start_soon(search)
+            await anyio.wait_all_tasks_blocked()
+            assert not searched, "the search waits for the turn's vector, past the 1 ms bound"
+            held.release.set()
+        [found] = searched
+        assert not found.meaning_incomplete
+        assert added.turn.id in {h.id for h in found.results if h.matched_by in ("meaning", "both")}
 
 
 async def test_a_turn_forgotten_while_it_is_embedded_stays_forgotten(service: MemoryService) -> None:
