@@ -229,15 +229,42 @@ class LongTermStore(LateContext, Protocol):
         ...
 
 
-async def search(
-    store: LongTermStore, user_id: str, query: SearchQuery, vector: Sequence[float] | None
-) -> list[Hit]:
-    """One owner's search, each step in turn: the text candidates, the vector candidates, the one
-    ranking of search/ranking.py, the hits. The service runs the same steps, the text side while the
-    query is embedded (service/searching.py)."""
-    text = await store.text_candidates(user_id, query)
-    near = None
-    if vector is not None and query.mode != "text":
-        near = await store.vector_candidates(user_id, query, vector, text)
-    ranked = fuse(query, text, near, candidate_pool(query))
-    return await store.hits(user_id, query, ranked, vector)
+class CandidateSearch(Protocol):
+    """A backend's side of search (storage/sqlite/search.py, storage/cosmos/search.py): candidates, then
+    the hits of the one ranking."""
+
+    async def text_candidates(self, user_id: str, query: SearchQuery) -> TextCandidates: ...
+
+    async def vector_candidates(
+        self, user_id: str, query: SearchQuery, vector: Sequence[float], text: TextCandidates
+    ) -> VectorCandidates: ...
+
+    async def hits(
+        self, user_id: str, query: SearchQuery, ranked: Sequence[Ranked], vector: Sequence[float] | None
+    ) -> list[Hit]: ...
+
+
+class SearchesBy:
+    """A long-term store's search methods, given by its CandidateSearch (`_search`)."""
+
+    _search: CandidateSearch
+
+    async def text_candidates(self, user_id: str, query: SearchQuery) -> TextCandidates:
+        return await self._search.text_candidates(user_id, query)
+
+    async def vector_candidates(
+        self, user_id: str, query: SearchQuery, vector: Sequence[float], text: TextCandidates
+    ) -> VectorCandidates:
+        return await self._search.vector_candidates(user_id, query, vector, text)
+
+    async def hits(
+        self, user_id: str, query: SearchQuery, ranked: Sequence[Ranked], vector: Sequence[float] | None
+    ) -> list[Hit]:
+        return await self._search.hits(user_id, query, ranked, vector)
+
+    async def search(self, user_id: str, query: SearchQuery, vector: Sequence[float] | None) -> list[Hit]:
+        text = await self.text_candidates(user_id, query)
+        near = None
+        if vector is not None and query.mode != "text":
+            near = await self.vector_candidates(user_id, query, vector, text)
+        return await self.hits(user_id, query, fuse(query, text, near, candidate_pool(query)), vector)

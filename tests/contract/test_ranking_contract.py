@@ -18,7 +18,7 @@ import pytest
 
 from mcp_memory.models import Memory
 from mcp_memory.search.query import SearchQuery
-from mcp_memory.storage.base import search
+from mcp_memory.storage.base import SearchesBy
 from mcp_memory.storage.cosmos import queries as sql
 from mcp_memory.storage.cosmos.documents import to_document
 from mcp_memory.storage.cosmos.search import CosmosSearch
@@ -65,6 +65,13 @@ class CosmosAnswers:
         raise AssertionError(f"not a search query: {query.sql}")
 
 
+class CosmosSide(SearchesBy):
+    """The Cosmos DB store's search steps, on the search object it delegates them to."""
+
+    def __init__(self, search: CosmosSearch) -> None:
+        self._search = search
+
+
 @pytest.mark.parametrize(
     ("mode", "fusion"), [("hybrid", "score"), ("hybrid", "rrf"), ("text", "score"), ("vector", "score")]
 )
@@ -83,7 +90,7 @@ async def test_the_same_candidates_rank_the_same_on_every_backend(
         lambda types: [(object(), list(types))], CosmosAnswers(memories, [h.memory.id for h in by_words])
     )  # type: ignore[arg-type,list-item]
 
-    on_cosmos = await search(cosmos, USER, query, vector)  # type: ignore[arg-type]
+    on_cosmos = await CosmosSide(cosmos).search(USER, query, vector)
 
     assert on_sqlite, "the case finds something"
     assert [h.memory.id for h in on_cosmos] == [h.memory.id for h in on_sqlite]

@@ -37,9 +37,7 @@ from mcp_memory.models import (
     Scope,
     ThreadInfo,
 )
-from mcp_memory.search.query import SearchQuery
-from mcp_memory.search.ranking import Ranked, TextCandidates, VectorCandidates
-from mcp_memory.storage.base import search
+from mcp_memory.storage.base import SearchesBy
 from mcp_memory.storage.cosmos import queries as sql
 from mcp_memory.storage.cosmos.calls import each_concurrently, query_all
 from mcp_memory.storage.cosmos.documents import (
@@ -78,7 +76,7 @@ def _order(doc: dict[str, Any]) -> tuple[str, str]:
     return doc["created_at"], doc["id"]
 
 
-class CosmosLongTermStore:
+class CosmosLongTermStore(SearchesBy):
     def __init__(
         self,
         settings: CosmosSettings,
@@ -273,22 +271,6 @@ class CosmosLongTermStore:
         await self._each([lambda t=e["thread_id"]: describe(t) for e in entries])  # type: ignore[misc]
         infos.sort(key=lambda i: (i.updated_at, i.thread_id), reverse=True)
         return infos
-
-    async def text_candidates(self, user_id: str, query: SearchQuery) -> TextCandidates:
-        return await self._search.text_candidates(user_id, query)
-
-    async def vector_candidates(
-        self, user_id: str, query: SearchQuery, vector: Sequence[float], text: TextCandidates
-    ) -> VectorCandidates:
-        return await self._search.vector_candidates(user_id, query, vector, text)
-
-    async def hits(
-        self, user_id: str, query: SearchQuery, ranked: Sequence[Ranked], vector: Sequence[float] | None
-    ) -> list[Hit]:
-        return await self._search.hits(user_id, query, ranked, vector)
-
-    async def search(self, user_id: str, query: SearchQuery, vector: Sequence[float] | None) -> list[Hit]:
-        return await search(self, user_id, query, vector)
 
     # -- learning ----------------------------------------------------------------------------------
 

@@ -26,8 +26,7 @@ from mcp_memory.models import EmbeddingSpec, Hit, ListQuery, Memory, Scope, Thre
 from mcp_memory.search.hybrid import row_filter
 from mcp_memory.search.passages import ONE_PASSAGE_CHARS, passages
 from mcp_memory.search.query import SearchQuery
-from mcp_memory.search.ranking import Ranked, TextCandidates, VectorCandidates
-from mcp_memory.storage.base import search
+from mcp_memory.storage.base import SearchesBy
 from mcp_memory.storage.sqlite import usage as sqlite_usage
 from mcp_memory.storage.sqlite.codec import pack_vector, pack_vectors, parse_ts, ts
 from mcp_memory.storage.sqlite.db import SqliteDatabase
@@ -41,7 +40,7 @@ from mcp_memory.storage.usage import Quota
 DEFAULT_INDEX_MEMORY = LongTermSettings.model_fields["index_memory_mb"].default * 2**20
 
 
-class SqliteLongTermStore:
+class SqliteLongTermStore(SearchesBy):
     def __init__(
         self,
         db: SqliteDatabase,
@@ -54,7 +53,7 @@ class SqliteLongTermStore:
         self._spec = embedding
         self.indexes = indexes
         self._max_stored_bytes = max_stored_bytes  # security.max_stored_bytes, checked in put()
-        self._search = SqliteSearch(db, indexes)
+        self._search: SqliteSearch = SqliteSearch(db, indexes)
 
     @classmethod
     @asynccontextmanager
@@ -186,22 +185,6 @@ class SqliteLongTermStore:
             ).fetchall()
         )
         return [memory_of_row(r) for r in rows]
-
-    async def text_candidates(self, user_id: str, query: SearchQuery) -> TextCandidates:
-        return await self._search.text_candidates(user_id, query)
-
-    async def vector_candidates(
-        self, user_id: str, query: SearchQuery, vector: Sequence[float], text: TextCandidates
-    ) -> VectorCandidates:
-        return await self._search.vector_candidates(user_id, query, vector, text)
-
-    async def hits(
-        self, user_id: str, query: SearchQuery, ranked: Sequence[Ranked], vector: Sequence[float] | None
-    ) -> list[Hit]:
-        return await self._search.hits(user_id, query, ranked, vector)
-
-    async def search(self, user_id: str, query: SearchQuery, vector: Sequence[float] | None) -> list[Hit]:
-        return await search(self, user_id, query, vector)
 
     async def warm(self, user_id: str) -> None:
         await self.indexes.warm(user_id)
