@@ -25,7 +25,9 @@ stdio, and would give buckets only. A search by meaning waits for the turns stil
 (first passage's) vector, so the first search after a conversation is added is reported on its own row;
 the other questions are asked once the server logs that it embedded the long messages' later passages
 (service/vectors.py), as a client asking later would find them. With `--settled` the first question
-is asked again once they are, and only that ranking is scored: two runs give the same figures.
+is asked again once they are, and only that ranking is scored: two runs give the same figures. An
+answer that holds the best hits oldest first (`in_time_order`: an account over time) is asked again
+with limit k for each R@k, as a client asking for k hits would.
 
 With `--timeline`, each question is also asked of the `timeline` tool (that thread, the question as
 its query, at TIMELINE_BUDGETS tokens), and each conversation's whole outline is read without a query
@@ -69,6 +71,7 @@ from bench._beam_data import (
     conversation_folders,
     first_messages,
     load_conversation,
+    recall,
     score,
     summarize,
 )
@@ -207,25 +210,36 @@ async def ask(
                 )
                 run.calls.append(Call("search_memory", conversation.name, ms, first_search=True, mode=mode))
                 await settled()
-            out, ms = await call(
-                client,
-                "search_memory",
-                {
-                    "query": question.text,
-                    "thread_id": f"beam-{conversation.name}",
-                    "types": ["turn"],
-                    "limit": TOP,
-                    "mode": mode,
-                },
-            )
+            asked = {
+                "query": question.text,
+                "thread_id": f"beam-{conversation.name}",
+                "types": ["turn"],
+                "limit": TOP,
+                "mode": mode,
+            }
+            out, ms = await call(client, "search_memory", asked)
             first = mode == modes[0] and number == 0 and not rescore_first
             run.calls.append(Call("search_memory", conversation.name, ms, first_search=first, mode=mode))
-            # An exchange hit (unit "exchange") holds two messages at one rank: the turn and its reply.
-            ranked = [
-                (ids.get(hit["id"]), ids.get(hit["reply"]["id"])) if "reply" in hit else ids.get(hit["id"])
-                for hit in out["results"]
-            ]
-            run.questions.append(record(conversation, question, mode, ranked, out.get("time_filter")))
+            row = record(conversation, question, mode, ranked_ids(out, ids), out.get("time_filter"))
+            if out.get("in_time_order"):
+                # The best `limit`, oldest first: the first k of them are not the best k. Each R@k is
+                # of the answer to limit=k, as a client asking for k hits gets.
+                for k in KS:
+                    if k < TOP:
+                        arguments = {**asked, "limit": k}
+                        fewer, _ = await call(client, "search_memory", arguments)
+                        row[f"R@{k}"] = recall(ranked_ids(fewer, ids), question.evidence, k)
+                row["in_time_order"] = True
+            run.questions.append(row)
+
+
+def ranked_ids(out: dict[str, Any], ids: dict[str, int]) -> list[int | tuple[int | None, ...] | None]:
+    """BEAM's message ids of an answer's hits; an exchange hit (unit "exchange") holds two messages at one
+    rank: the turn and its reply."""
+    return [
+        (ids.get(hit["id"]), ids.get(hit["reply"]["id"])) if "reply" in hit else ids.get(hit["id"])
+        for hit in out["results"]
+    ]
 
 
 async def ask_timeline(

@@ -73,7 +73,7 @@ async def search(service: MemoryService, query: SearchQuery, unit: Unit | None) 
     hits = hits[:limit]
     if in_time_order:
         hits.sort(key=lambda hit: (hit.created_at, hit.id))
-    return found.model_copy(update={"results": hits})
+    return found.model_copy(update={"results": hits, "in_time_order": in_time_order})
 
 
 def _wider(query: SearchQuery, limit: int) -> SearchQuery:

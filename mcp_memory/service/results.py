@@ -80,6 +80,7 @@ def shown(
         mode=found.mode,
         time_filter=found.time_filter,
         meaning_incomplete=found.meaning_incomplete,
+        in_time_order=found.in_time_order,
     )
 
 

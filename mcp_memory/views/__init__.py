@@ -226,6 +226,9 @@ class SearchResult(BaseModel):
         description="Some memories were still being embedded (search.vector_wait_ms ran out): they were "
         "found by their words only.",
     )
+    in_time_order: bool = Field(
+        default=False, description="The best hits, oldest first (an account over time), not best first."
+    )
 
 
 # ---- what a client's model reads: the tools' answers, brief -----------------------------------------
@@ -306,6 +309,7 @@ class SearchResultView(BaseModel):
     meaning_incomplete: bool = Field(
         default=False, description="Recent memories were still being embedded: found by their words only."
     )
+    in_time_order: bool = Field(default=False, description="The best hits, oldest first: not best first.")
 
 
 class WorkingMemoryView(ContextUsage):

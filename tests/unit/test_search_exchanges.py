@@ -62,7 +62,7 @@ async def test_an_account_over_time_comes_as_exchanges_oldest_first(client: Clie
     hits = out["results"]
     assert hits and all(hit.get("unit") == "exchange" for hit in hits)
     times = [hit["created_at"] for hit in hits]
-    assert times == sorted(times)
+    assert times == sorted(times) and out["in_time_order"] is True
 
 
 async def test_what_the_user_brought_up_comes_from_their_own_turns(client: Client) -> None:
@@ -83,6 +83,7 @@ async def test_other_questions_and_unit_memory_rank_memories_as_before(client: C
     ids = await add(client)
     plain = await call(client, "search_memory", query="Braintree read-only refunds", thread_id="t")
     assert plain["results"][0]["id"] == ids[7] and "unit" not in plain["results"][0]
+    assert "in_time_order" not in plain  # best first
     forced = await call(
         client, "search_memory", query="In what order did we migrate billing?", thread_id="t", unit="memory"
     )
