@@ -227,7 +227,8 @@ async def ask(
                 for k in KS:
                     if k < TOP:
                         arguments = {**asked, "limit": k}
-                        fewer, _ = await call(client, "search_memory", arguments)
+                        fewer, fewer_ms = await call(client, "search_memory", arguments)
+                        run.calls.append(Call("search_memory", conversation.name, fewer_ms, mode=mode))
                         row[f"R@{k}"] = recall(ranked_ids(fewer, ids), question.evidence, k)
                 row["in_time_order"] = True
             run.questions.append(row)
