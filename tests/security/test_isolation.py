@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from mcp_memory.models import short_id
 from tests.security.bearer import bearer_client, challenge, credential, post_tool_call, start_with_tokens
 from tests.services.mcp_client import call
 from tests.services.server_process import ServerStarter
@@ -77,6 +78,12 @@ def _bob_attempts(secret: str, ann: dict[str, Any], ann_export: str) -> dict[str
             {"query": secret},
             {"query": secret, "thread_id": "ann-only", "mode": "text"},
             {"query": f"{secret} note", "mode": "vector", "types": ["turn", "summary", "fact"]},
+        ],
+        "timeline": [
+            {},
+            {"thread_id": "ann-only"},
+            {"query": secret, "max_tokens": 8000},
+            {"query": secret, "thread_id": "ann-only", "since": "2000-01-01T00:00:00Z"},
         ],
         "get_working_memory": [{"thread_id": "ann-only"}, {"thread_id": "shared"}],
         "summarize_thread": [{"thread_id": "ann-only"}, {"thread_id": "shared", "keep_recent": 0}],
@@ -156,9 +163,11 @@ async def test_two_principals_never_read_or_write_each_others_memories(
                     seen.append(str(e))
 
         uris = ["memory://threads", "memory://threads/ann-only", "memory://threads/ann-only/summary"]
+        uris.append("memory://threads/ann-only/timeline")
         uris += [
             f"memory://memories/{i}" for i in (*ann_ids["turns"], ann_ids["summary"], ann_ids.get("fact"))
         ]
+        uris += [f"memory://memories/{short_id(i)}" for i in ann_ids["turns"]]  # a timeline's short ids
         uris += [str(r.uri) for r in (await client.list_resources()).resources]
         uris.append(f"memory://knowledge-graph/entities/{ann_ids.get('entity')}")
         for uri in dict.fromkeys(u for u in uris if u and not u.endswith("None")):

@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 
 from mcp_memory.mcp.server import thread_uri
+from mcp_memory.models import short_id
 from tests.security.bearer import Credential, bearer_client, credential, start_with_tokens
 from tests.security.test_isolation import _texts
 from tests.security.test_notification_isolation import MARKER, Heard, http_client
@@ -106,6 +107,12 @@ def _non_member_attempts(secret: str, ids: dict[str, Any], space: str) -> dict[s
             {"query": secret, "space": space},
             {"query": secret, "thread_id": "plan"},
         ],
+        "timeline": [
+            {"space": space},
+            {"query": secret, "space": space},
+            {"thread_id": "plan"},
+            {"query": secret},
+        ],
         "get_working_memory": [{"thread_id": "plan", "space": space}, {"thread_id": "plan"}],
         "set_thread_data": [{"thread_id": "plan", "data": {"x": 1}, "space": space}],
         "summarize_thread": [{"thread_id": "plan", "space": space}],
@@ -176,6 +183,9 @@ async def test_members_share_a_space_and_a_non_member_never_sees_hears_or_infers
             ]
             thread = json.loads((await client.read_resource(thread_uri("plan", "team"))).contents[0].text)
             assert [m["author"] for m in thread["messages"]] == ["ann", "olga"]
+            outline = await call(client, "timeline", space="team")
+            assert short_id(ids["turn"]) in {item.get("id") for item in outline["items"]}
+            assert {item.get("space") for item in outline["items"]} == {"team"}
             memory = json.loads(
                 (await client.read_resource(f"memory://memories/{ids['fact']}")).contents[0].text
             )
