@@ -20,7 +20,12 @@ async def test_32_clients_for_10_seconds_over_http_without_an_error(
     start_server: ServerStarter, tmp_path: Path
 ) -> None:
     principals = load_principals(CLIENTS)
-    env = tokens_env(principals, **LOAD_ENV, MCP_MEMORY_LOG_LEVEL="WARNING")
+    # Reads wait up to 5 s for their turn rather than the default 1 s: on a 2-core machine shared with
+    # other work, 32 clients flat out put the p99 near 1 s, and a read shed then (503, by design: tests/
+    # e2e/test_admission.py) is not the failure this test looks for.
+    env = tokens_env(
+        principals, **LOAD_ENV, MCP_MEMORY_LOG_LEVEL="WARNING", MCP_MEMORY_ADMISSION__MAX_WAIT_SECONDS="5"
+    )
     server = start_server("http", tmp_path / "data", env)
     report = await run_load(server, principals, SECONDS)
     print("\n" + report.summary())
