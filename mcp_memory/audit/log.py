@@ -36,12 +36,19 @@ class AuditQuery(BaseModel):
     thread_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
-    before: int | None = Field(default=None, description="Only records older than this seq (the cursor).")
+    before: int | None = Field(
+        default=None, description="One ledger's page: only records older than this seq (the cursor)."
+    )
+    before_at: datetime | None = Field(
+        default=None, description="Every ledger's page, newest first by time: only records older than this."
+    )
     limit: int = 50
 
 
 class AuditLog(Protocol):
-    """One tamper-evident chain of records, shared by every replica that shares the store."""
+    """Tamper-evident chains of records, one per ledger (audit/records.py), shared by every replica that
+    shares the store. `on_retry` (a metric) hears of each append that found another writer's record
+    where it meant to put its own, and tried again."""
 
     async def append(self, draft: Draft) -> AuditRecord:
         """Write the draft's record now, in a transaction of its own (reads, refusals, late changes)."""
@@ -52,15 +59,17 @@ class AuditLog(Protocol):
         ...
 
     def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
-        """Every record (of one ledger, or all), oldest first: for export."""
+        """Every record of one ledger, oldest first (by seq); of every ledger, each ledger's in that
+        order: for export."""
         ...
 
-    async def verify(self) -> Verification:
-        """Walk the whole chain from its anchor; the first record that does not match, if any."""
+    async def verify(self, ledger: str | None = None) -> Verification:
+        """Walk one ledger's chain (None: every chain, and the archive) from its anchor; the first
+        record that does not match, if any, and its ledger."""
         ...
 
     async def prune(self, before: datetime) -> int:
-        """Drop records older than `before` (retention), keeping the chain verifiable from what is left."""
+        """Drop records older than `before` (retention), keeping each chain verifiable from what is left."""
         ...
 
     async def pseudonymize(self, user_id: str, *, own_trail_only: bool = False) -> int:

@@ -9,6 +9,12 @@ the record before it, so editing, removing or reordering one breaks the chain at
 Identities enter the hash as pseudonyms, HMAC-SHA256 of the id under the ledger's own key: when
 forget_user replaces a user's id by that pseudonym, the hash is unchanged and the chain still verifies,
 while replacing an id by anyone else's is still detected.
+
+Each ledger has a chain of its own (`chain_of`), so changes to different users' and spaces' memories
+never wait for each other: `seq` counts within the ledger's chain. A deployment that kept one chain for
+every ledger (before chains per ledger) keeps it as its archive: those records keep their seqs, up to the
+archive's tip (`Split`), and every ledger's chain goes on from there, at the archive tip's seq + 1 and
+hash, so one ledger's records still read in seq order, the archived ones first.
 """
 
 from __future__ import annotations
@@ -142,13 +148,41 @@ def _without_owner(memory_id: str, ledger: str) -> str:
     return _owner_replaced(memory_id, ledger, "~")
 
 
+ARCHIVE = ""  # the chain of records written before chains per ledger: the deployment's single chain
+
+
+def chain_of(ledger: str, names: Pseudonyms) -> str:
+    """The chain a ledger's records join, named by the ledger's pseudonym (a space by its own name): the
+    key a store keeps the chain under never names a user, so forgetting one leaves no trace of them."""
+    return names.of(ledger)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Where every ledger's chain starts: the archive's tip (seq 0 and GENESIS on a deployment that
+    never had the single chain)."""
+
+    seq: int = 0
+    hash: str = GENESIS
+
+
 @dataclass
 class Verification:
-    """What `verify` found: how many records it checked and the first one that does not match."""
+    """What `verify` found: how many records and chains it checked and the first record that does not
+    match, with its ledger."""
 
     checked: int = 0
     first_bad: int | None = None
     problem: str | None = None
+    ledger: str | None = None
+    chains: int = 0
+
+    def add(self, part: Verification, ledger: str) -> None:
+        """A chain's walk added to the whole: its counts, and its break if it is the first."""
+        self.checked += part.checked
+        self.chains += 1
+        if self.first_bad is None and part.first_bad is not None:
+            self.first_bad, self.problem, self.ledger = part.first_bad, part.problem, ledger
 
     @property
     def ok(self) -> bool:

@@ -1,6 +1,7 @@
 """`mcp-memory audit`: the operator's view of the audit trail (audit/, docs/security.md).
 
-- `verify`: walk the whole chain; exit 1 naming the first record that does not match.
+- `verify`: walk every ledger's chain (or one: `--space`, `--user`); exit 1 naming the ledger and the
+  first record that does not match.
 - `show`: a readable page of one trail, newest first, e.g. who removed a thread and when:
   `mcp-memory audit show --space team --action forget --thread plan`.
 - `export`: every record (of one space, from a time) as JSON Lines, oldest first, for a SIEM.
@@ -21,9 +22,12 @@ if TYPE_CHECKING:  # the parser is built on every start of the CLI: the service 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     audit = commands.add_parser("audit", help="verify, show or export the audit trail (docs/security.md)")
     actions = audit.add_subparsers(dest="audit_command", required=True)
-    actions.add_parser(
-        "verify", help="check the hash chain; exit 1 naming the first record that does not match"
+    check = actions.add_parser(
+        "verify",
+        help="check every ledger's hash chain (or one); exit 1 naming the ledger and record that does not match",
     )
+    check.add_argument("--space", help="only this shared space's chain")
+    check.add_argument("--user", help="only this user's personal chain")
     show = actions.add_parser("show", help="one trail, newest first (who did what, when, with which client)")
     _trail_filters(show)
     show.add_argument("--actor", help="only what this user id did")
@@ -52,15 +56,23 @@ async def audit_command(settings: Settings, args: argparse.Namespace, out: TextI
         if log is None:
             raise BackendUnavailableError("the audit trail is off with these settings (audit.enabled)")
         async with acting_as_operator():
+            ledger = _ledger(args)
             if args.audit_command == "verify":
-                found = await log.verify()
+                found = await log.verify(ledger)
                 service.metrics.audit_verified(found.ok)
                 if found.ok:
-                    print(f"audit trail verified: {found.checked} records, the chain is intact", file=out)
+                    print(
+                        f"audit trail verified: {found.checked} records in {found.chains} chains, "
+                        "every chain is intact",
+                        file=out,
+                    )
                     return 0
-                print(f"audit trail broken at record {found.first_bad}: it {found.problem}", file=out)
+                print(
+                    f"audit trail broken in ledger {found.ledger} at record {found.first_bad}: "
+                    f"it {found.problem}",
+                    file=out,
+                )
                 return 1
-            ledger = _ledger(args)
             if args.audit_command == "export":
                 since = check.timestamp(args.since, "--since")
                 async for record in log.since(ledger, since):

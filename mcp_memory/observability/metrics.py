@@ -100,6 +100,10 @@ _DESCRIPTIONS = {
         "(ok, refused)."
     ),
     "audit_verifications": "Audit chain verifications (mcp-memory audit verify), by result (ok, broken).",
+    "audit_chain_retries": (
+        "Audit appends that found another writer's record where they meant to put their own (a chain "
+        "conflict: another replica appended to the same ledger first) and tried again."
+    ),
     "model_tokens": (
         "Tokens sent to and received from models (counted with the server's tokenizer), by provider "
         "and direction (prompt, answer)."
@@ -144,6 +148,7 @@ class Metrics:
         self.model_tokens = _counter(r, "model_tokens", ["provider", "direction"])
         self.audit_records = _counter(r, "audit_records", ["action", "outcome"])
         self.audit_verifications = _counter(r, "audit_verifications", ["result"])
+        self.audit_chain_retries = _counter(r, "audit_chain_retries")
         self._audit_children: dict[tuple[str, str], Counter] = {}
         r.register(_FigureCollector(self))
         ProcessCollector(registry=r)  # process_* : CPU seconds, resident memory, open files (Linux)
@@ -180,6 +185,9 @@ class Metrics:
         if child is None:  # labels() takes a lock and builds a tuple: once per pair, not per record
             child = self._audit_children[key] = self.audit_records.labels(*key)
         child.inc()
+
+    def audit_chain_retried(self) -> None:
+        self.audit_chain_retries.inc()
 
     def audit_verified(self, ok: bool) -> None:
         self.audit_verifications.labels("ok" if ok else "broken").inc()

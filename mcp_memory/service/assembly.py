@@ -86,7 +86,7 @@ async def open_service(
         if learning is not None:
             await _connect_graph(settings, graph, learning)
         auditor = Auditor(
-            await open_audit_log(settings, stores, stack),
+            await open_audit_log(settings, stores, stack, metrics.audit_chain_retried),
             default_actor=SERVICE_ACTOR,  # a call outside any request or command (a test, an embedding app)
             reads=settings.audit.reads,
             retention_days=settings.audit.retention_days,

@@ -39,7 +39,10 @@ class AuditPage(BaseModel):
 
     ledger: str = Field(description='Whose trail: a user id, "@" + a space, or "*" (every one).')
     records: list[AuditRecord]
-    next_cursor: str | None = Field(description="Pass as `before` for the next (older) page; null: no more.")
+    next_cursor: str | None = Field(
+        description="Pass as `before` for the next (older) page (one ledger's: a seq; every ledger's: a "
+        "time); null: no more."
+    )
 
 
 def ledger_for(viewer: Viewer, space: str | None) -> str | None:
@@ -81,14 +84,18 @@ async def read_page(  # noqa: PLR0913 - the trail's filters, each one optional
         thread_id=check.thread_id(thread_id) if thread_id else None,
         since=start,
         until=end,
-        before=_whole(before, "before") if before not in (None, "") else None,
         limit=check.count(_whole(limit, "limit"), "limit", low=1, high=MAX_PAGE),
     )
+    if before not in (None, ""):  # one ledger's pages go by seq, every ledger's by time
+        if ledger is None:
+            query.before_at = check.timestamp(str(before), "before")
+        else:
+            query.before = _whole(before, "before")
     records = await auditor.log.page(query)
-    more = len(records) == query.limit and records[-1].seq > 1
-    return AuditPage(
-        ledger=ledger or EVERY_LEDGER, records=records, next_cursor=str(records[-1].seq) if more else None
-    )
+    cursor = None
+    if len(records) == query.limit:
+        cursor = str(records[-1].seq) if ledger is not None else records[-1].at.isoformat()
+    return AuditPage(ledger=ledger or EVERY_LEDGER, records=records, next_cursor=cursor)
 
 
 def _whole(value: object, name: str) -> int:

@@ -7,7 +7,7 @@ Backends are imported only when chosen, so the Redis and Cosmos clients stay opt
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
 
@@ -164,9 +164,12 @@ async def open_learning_stores(
     return revisions or SqliteRevisionStore(db), counters or SqliteTriggerCounters(db)
 
 
-async def open_audit_log(settings: Settings, stores: Stores, stack: AsyncExitStack) -> AuditLog | None:
+async def open_audit_log(
+    settings: Settings, stores: Stores, stack: AsyncExitStack, on_retry: Callable[[], None] | None = None
+) -> AuditLog | None:
     """Where the audit trail lives: with long-term memory (audit/). In the SQLite file, each record in
-    its change's transaction; on Cosmos DB, in the learning container, written with the change."""
+    its change's transaction; on Cosmos DB, in the learning container, written with the change.
+    `on_retry` hears of each append that found another writer's record where it meant to put its own."""
     if not settings.audit.enabled:
         return None
     if settings.long_term.resolved_backend == "cosmos":
@@ -176,14 +179,16 @@ async def open_audit_log(settings: Settings, stores: Stores, stack: AsyncExitSta
 
         if isinstance(stores.long_term, CosmosLongTermStore):
             container = await stores.long_term.open_learning_container()
-            return CosmosAuditLog(container, timeout_seconds=stores.long_term.settings.timeout_seconds)
+            return CosmosAuditLog(
+                container, timeout_seconds=stores.long_term.settings.timeout_seconds, on_retry=on_retry
+            )
         return None
 
     from mcp_memory.storage.sqlite.audit import SqliteAuditLog
     from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
     if isinstance(stores.long_term, SqliteLongTermStore):
-        return SqliteAuditLog(stores.long_term.db)
+        return SqliteAuditLog(stores.long_term.db, on_retry=on_retry)
     return None
 
 

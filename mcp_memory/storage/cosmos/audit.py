@@ -1,33 +1,31 @@
-"""The audit trail on Azure Cosmos DB (AuditLog, audit/log.py): one hash-chained log shared by every
-replica, in the learning container (cosmos/setup.py, partitioned /user_id, /group_id).
+"""The audit trail on Azure Cosmos DB (AuditLog, audit/log.py): a hash chain per ledger, shared by every
+replica, in the learning container (cosmos/setup.py, partitioned /user_id, /group_id). Where each
+document lives: storage/cosmos/audit_documents.py.
 
-Everything lives in one logical partition of its own, [AUDIT_PARTITION, AUDIT_PARTITION] ("~audit" is
-outside the memory-id alphabet of revisions' group ids, as "~counters" and "~graph" are), so every read
-is a single-partition query:
-- one document per record, id `audit-<seq, 12 digits>`, holding exactly the record's fields;
-- the head ("audit-head"): the tip's seq and hash, and the retention anchor (the seq and hash of the
-  last record prune removed, GENESIS before any), from which verify walks;
-- the pseudonym key ("audit-key"): 32 random bytes, hex, created once (create refuses a second).
+An append is one request in the steady state: create the record with id = the chain's tip seq + 1 in
+the chain's partition. Cosmos DB refuses a second item with an id in one partition (409), so among any
+number of writers exactly one stores each seq, and a record is only ever built on the record before it,
+so the chain has no fork and no gap. The tip is the chain's newest record: a writer keeps the tip it
+last wrote or read for TIP_SECONDS and builds on it; on a 409 (another replica wrote first) it reads the
+tip and tries again (counted: `on_retry`). Appends to one chain take turns within a process (a lock per
+chain), so only replicas race, and appends to different chains never touch the same document: no lock
+or document is shared by every change of a deployment.
 
-Concurrency, without a transactional batch (the local test server has none for hierarchical keys): an
-append reads the head and *first* creates the record with id = head.seq + 1. Cosmos DB refuses a second
-item with an id in one partition (409), so among any number of writers exactly one stores each seq; a
-loser moves the head onto the winner's record if the winner has not yet (a writer that stopped between
-its two writes never blocks the chain), then reads the head again. The winner then moves the head onto
-its record under the head's ETag (If-Match, 412 on a rival's change: read again). A record is only
-ever chained onto the head it was built from, and the head only moves one seq forward onto a record
-that follows it, so the chain has no gap and no fork. Each instance also appends one record at a time,
-so only replicas race each other.
+A deployment that kept the single chain (its head and records in the deployment's partition) is moved on
+first use: the split is written from the head (the archive's tip and anchor), then each record is moved,
+as it is, into its ledger's partition, then the head is removed; replicas doing this at once do the
+same writes, and a move that stops is taken up by the next start.
 
-Prune moves the anchor first, then deletes: a prune that stops half-way leaves records below the
-anchor, which verify skips and the next prune deletes.
+Prune moves an anchor first, then deletes: a prune that stops half-way leaves records below the anchor,
+which verify skips and the next prune deletes.
 """
 
 from __future__ import annotations
 
 import random
 import secrets
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import Any
@@ -43,30 +41,40 @@ from mcp_memory.audit.records import (
     GENESIS,
     AuditRecord,
     Pseudonyms,
+    Split,
     Verification,
+    chain_of,
     digest,
     pseudonymized,
     verify,
 )
 from mcp_memory.errors import ConflictError
 from mcp_memory.storage.cosmos.audit_documents import (
+    ANCHOR_ID,
+    ANCHOR_TYPE,
+    AUDIT_PARTITION,
     BOOKKEEPING,
+    DEPLOYMENT,
     HEAD_ID,
-    HEAD_TYPE,
     KEY_ID,
     KEY_TYPE,
-    PARTITION_KEY,
-    HeadChange,
+    SPLIT_ID,
+    SPLIT_TYPE,
+    archive_query,
     bookkeeping,
+    chain_query,
+    chains_query,
     checked,
     document_query,
-    newest_before_query,
+    moving_query,
     of_user_query,
+    older_query,
+    page_query,
+    partition_of,
     record_document,
-    record_id,
     record_of,
-    records_query,
     through_query,
+    tip_query,
 )
 from mcp_memory.storage.cosmos.calls import each_concurrently, query_all
 from mcp_memory.storage.cosmos.documents import timestamp
@@ -77,179 +85,206 @@ from mcp_memory.storage.cosmos.queries import CosmosQuery
 _ATTEMPTS = 32
 _BACKOFF_CAP_SECONDS = 0.05
 _CONCURRENCY = 16
-_PAGE = 1000  # records read at a time by verify and export
-_VERIFY_PASSES = 3  # a prune moving the anchor during a walk: walk again from the new anchor
+_PAGE = 1000  # records read at a time by verify, export and the move
+# How long a tip this process wrote is built on without reading it again. Far shorter than any retention
+# (a record another replica wrote after it must not be pruned and its seq taken again within it).
+TIP_SECONDS = 30.0
+_LOCKS_KEPT = 10_000  # idle chain locks beyond this many are dropped
 
 
 class CosmosAuditLog:
-    def __init__(self, container: ContainerProxy, *, timeout_seconds: float) -> None:
+    def __init__(
+        self,
+        container: ContainerProxy,
+        *,
+        timeout_seconds: float,
+        on_retry: Callable[[], None] | None = None,
+    ) -> None:
         self._container = container
         self._timeout = timeout_seconds
         self._names: Pseudonyms | None = None
-        self._appending = anyio.Lock()  # this instance's appends one at a time: only replicas race
+        self._split: Split | None = None
+        self._tips: dict[str, tuple[int, str, float]] = {}  # chain -> (seq, hash, when known)
+        self._locks: dict[str, anyio.Lock] = {}  # a chain's appends one at a time: only replicas race
+        self._starting = anyio.Lock()
         self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
+        self._on_retry = on_retry or (lambda: None)
 
     # ---- writing -------------------------------------------------------------------------------
 
     async def append(self, draft: Draft) -> AuditRecord:
-        names = await self._pseudonyms()
-        async with self._appending:
-            return await self._append(draft, names)
-
-    async def _append(self, draft: Draft, names: Pseudonyms) -> AuditRecord:
-        for attempt in range(_ATTEMPTS):
-            head = await self._head()
-            fields: dict[str, Any] = {
-                "seq": int(head["seq"]) + 1,
-                "at": timestamp(datetime.now(UTC)),
-                **draft.fields(),
-                "prev_hash": head["hash"],
-            }
-            fields["hash"] = digest(fields, names)
-            try:
-                with cosmos_errors("recording an audit record", self._timeout):
-                    created = await self._container.create_item(record_document(fields))
-            except ConflictError:  # another writer took this seq: help its head along, then read again
-                await self._help(head)
-                await _backoff(attempt)
-                continue
-            if await self._link(fields, created):
+        names, split = await self._start()
+        chain = chain_of(draft.ledger, names)
+        async with self._lock(chain):
+            for attempt in range(_ATTEMPTS):
+                seq, prev = await self._tip(chain, split)
+                fields: dict[str, Any] = {
+                    "seq": seq + 1,
+                    "at": timestamp(datetime.now(UTC)),
+                    **draft.fields(),
+                    "prev_hash": prev,
+                }
+                fields["hash"] = digest(fields, names)
+                try:
+                    with cosmos_errors("recording an audit record", self._timeout):
+                        await self._container.create_item(record_document(chain, fields), no_response=True)
+                except ConflictError:  # another replica took this seq: read the tip, then again
+                    self._tips.pop(chain, None)
+                    self._on_retry()
+                    await _backoff(attempt)
+                    continue
+                self._tips[chain] = (fields["seq"], fields["hash"], time.monotonic())
                 return AuditRecord.model_validate(fields)
-            await _backoff(attempt)
         raise ConflictError(
             f"the audit trail kept moving under us ({_ATTEMPTS} attempts); the change's record was not "
             "written, try again"
         )
 
-    async def _help(self, head: dict[str, Any]) -> None:
-        """Move the head onto the record that follows it, if one does (its writer may have stopped)."""
-        following = await self._document(record_id(int(head["seq"]) + 1), "reading the audit trail")
-        if following is not None:
-            await self._move_head(_onto(following["seq"], following["prev_hash"], following["hash"]))
+    def _lock(self, chain: str) -> anyio.Lock:
+        lock = self._locks.get(chain)
+        if lock is None:
+            if len(self._locks) >= _LOCKS_KEPT:
+                self._locks = {c: held for c, held in self._locks.items() if held.locked()}
+            lock = self._locks[chain] = anyio.Lock()
+        return lock
 
-    async def _link(self, fields: dict[str, Any], created: dict[str, Any]) -> bool:
-        """Move the head onto the record just created. False: the record does not follow the chain (its
-        seq was pruned and taken again meanwhile), so it is removed and the append starts over."""
-        seq, mine = fields["seq"], fields["hash"]
-        head = await self._move_head(_onto(seq, fields["prev_hash"], mine))
-        if head["seq"] == seq and head["hash"] == mine:
-            return True
-        if head["seq"] > seq:
-            following = await self._document(record_id(seq + 1), "reading the audit trail")
-            if following is not None and following["prev_hash"] == mine:
-                return True
-        with (
-            cosmos_errors("removing an unchained audit record", self._timeout),
-            suppress(CosmosResourceNotFoundError, ConflictError),
-        ):
-            await self._container.delete_item(
-                record_id(seq),
-                partition_key=PARTITION_KEY,
-                etag=created.get("_etag"),
-                match_condition=MatchConditions.IfNotModified,
-            )
-        return False
-
-    async def _move_head(self, change: HeadChange) -> dict[str, Any]:
-        """Apply `change` to the head (None = leave it) under its ETag, retrying when another writer
-        moved it in between. Returns the head as written, or as found when left alone."""
-        for attempt in range(_ATTEMPTS):
-            head = await self._head()
-            wanted = change(head)
-            if wanted is None:
-                return head
-            body = {k: v for k, v in wanted.items() if not k.startswith("_")}
-            try:
-                with cosmos_errors("moving the audit trail's head", self._timeout):
-                    return dict(
-                        await self._container.replace_item(
-                            HEAD_ID, body, etag=head["_etag"], match_condition=MatchConditions.IfNotModified
-                        )
-                    )
-            except ConflictError:  # 412: another writer moved it first
-                await _backoff(attempt)
-        raise ConflictError(
-            f"the audit trail's head kept changing under us ({_ATTEMPTS} attempts); try again"
-        )
+    async def _tip(self, chain: str, split: Split) -> tuple[int, str]:
+        """The seq and hash the chain's next record follows: the newest record (kept from this
+        process's last append for TIP_SECONDS), else the chain's anchor, else where every chain starts."""
+        known = self._tips.get(chain)
+        if known is not None and time.monotonic() - known[2] < TIP_SECONDS:
+            return known[0], known[1]
+        newest = await self._query(tip_query(chain, split.seq), "reading the audit trail")
+        if newest:
+            return int(newest[0]["seq"]), str(newest[0]["hash"])
+        anchor = await self._document(chain, ANCHOR_ID, "reading the audit trail")
+        if anchor is not None:
+            return int(anchor["seq"]), str(anchor["hash"])
+        return split.seq, split.hash
 
     # ---- reading -------------------------------------------------------------------------------
 
     async def page(self, query: AuditQuery) -> list[AuditRecord]:
-        docs = await self._query(records_query(query), "reading the audit trail")
+        names, _ = await self._start()
+        chain = chain_of(query.ledger, names) if query.ledger is not None else None
+        docs = await self._query(page_query(chain, query), "reading the audit trail")
         return [AuditRecord.model_validate(record_of(d)) for d in docs]
 
     async def since(self, ledger: str | None, since: datetime | None) -> AsyncIterator[AuditRecord]:
-        wanted, after = AuditQuery(ledger=ledger, since=since), 0
+        names, split = await self._start()
+        if ledger is not None:
+            chains = [chain_of(ledger, names)]
+        else:
+            chains = await self._chains(split)
+            async for doc in self._archive(0, split.seq):
+                if since is None or doc["at"] >= timestamp(since):
+                    yield AuditRecord.model_validate(record_of(doc))
+        wanted = AuditQuery(ledger=ledger, since=since)
+        for chain in chains:
+            low = 0 if ledger is not None else split.seq  # a ledger's own archived records come first
+            async for doc in self._walk(chain, wanted, low):
+                yield AuditRecord.model_validate(record_of(doc))
+
+    async def verify(self, ledger: str | None = None) -> Verification:
+        names, split = await self._start()
+        total = Verification()
+        if ledger is None:
+            archive = await self._document(AUDIT_PARTITION, SPLIT_ID, "reading the audit trail")
+            start = (int(archive["anchor_seq"]), str(archive["anchor_hash"])) if archive else (0, GENESIS)
+            docs = [checked(d, None) async for d in self._archive(start[0], split.seq)]
+            part = verify(docs, start[1], names)
+            if part.ok and (docs[-1]["seq"] if docs else start[0]) != split.seq:
+                part.first_bad, part.problem = split.seq, "is missing (the archive's tip)"
+            if docs or split.seq:
+                total.add(part, "the archive (the single chain kept before chains per ledger)")
+        chains = [chain_of(ledger, names)] if ledger is not None else await self._chains(split)
+        for chain in chains:
+            anchor = await self._document(chain, ANCHOR_ID, "reading the audit trail")
+            seq, previous = (int(anchor["seq"]), str(anchor["hash"])) if anchor else (split.seq, split.hash)
+            stored = [d async for d in self._walk(chain, AuditQuery(), seq)]
+            part = verify([checked(d, chain) for d in stored], previous, names)
+            said = next((d.get("ledger") for d in stored if d.get("seq") == part.first_bad), None)
+            total.add(part, ledger or (said if isinstance(said, str) and said else chain))
+        return total
+
+    async def _walk(self, chain: str, query: AuditQuery, after: int) -> AsyncIterator[dict[str, Any]]:
         while True:
             docs = await self._query(
-                records_query(wanted, after=after, page=_PAGE), "exporting the audit trail"
+                chain_query(chain, query, after=after, page=_PAGE), "reading the audit trail"
             )
             for doc in docs:
-                yield AuditRecord.model_validate(record_of(doc))
+                yield doc
             if len(docs) < _PAGE:
                 return
-            after = docs[-1]["seq"]
+            after = int(docs[-1]["seq"])
 
-    async def verify(self) -> Verification:
-        names = await self._pseudonyms()
-        result = Verification()
-        for _ in range(_VERIFY_PASSES):
-            head = await self._head()
-            result = await self._walk(head, names)
-            if result.ok or (await self._head())["anchor_seq"] == head["anchor_seq"]:
-                return result
-        return result
-
-    async def _walk(self, head: dict[str, Any], names: Pseudonyms) -> Verification:
-        """The chain from the head's anchor, a page at a time; then that nothing is missing up to the head."""
-        total = Verification()
-        previous, after = head["anchor_hash"], int(head["anchor_seq"])
-        while True:
+    async def _archive(self, after: int, through: int) -> AsyncIterator[dict[str, Any]]:
+        while after < through:
             docs = await self._query(
-                records_query(AuditQuery(), after=after, page=_PAGE), "verifying the audit trail"
+                archive_query(after=after, through=through, page=_PAGE), "reading the audit trail's archive"
             )
-            part = verify([checked(d) for d in docs], previous, names)
-            total.checked += part.checked
-            if not part.ok:
-                total.first_bad, total.problem = part.first_bad, part.problem
-                return total
-            if docs:
-                previous, after = docs[-1]["hash"], int(docs[-1]["seq"])
+            for doc in docs:
+                yield doc
             if len(docs) < _PAGE:
-                break
-        if after < int(head["seq"]):
-            total.first_bad, total.problem = after + 1, f"is missing (the chain's head is at {head['seq']})"
-        return total
+                return
+            after = int(docs[-1]["seq"])
+
+    async def _chains(self, split: Split) -> list[str]:
+        found = await self._query(chains_query(split.seq), "listing the audit trail's ledgers")
+        return sorted({str(d["user_id"]) for d in found})
 
     # ---- retention and forgetting --------------------------------------------------------------
 
     async def prune(self, before: datetime) -> int:
-        newest = await self._query(newest_before_query(before), "finding audit records past their retention")
-        if not newest:
-            return 0
-        seq, last = int(newest[0]["seq"]), newest[0]["hash"]
-        await self._move_head(
-            lambda head: (
-                {**head, "anchor_seq": seq, "anchor_hash": last} if head["anchor_seq"] < seq else None
+        _, split = await self._start()
+        cuts: dict[str, tuple[int, str]] = {}
+        for doc in await self._query(older_query(before), "finding audit records past their retention"):
+            chain = AUDIT_PARTITION if doc["seq"] <= split.seq else str(doc["user_id"])
+            if doc["seq"] > cuts.get(chain, (-1, ""))[0]:
+                cuts[chain] = (int(doc["seq"]), str(doc["hash"]))
+        self._tips.clear()
+        removed = 0
+        for chain, (seq, last) in cuts.items():
+            archive = chain == AUDIT_PARTITION
+            await self._move_anchor(chain, SPLIT_ID if archive else ANCHOR_ID, seq, last)
+            low = 0 if archive else split.seq
+            doomed = await self._query(
+                through_query(None if archive else chain, low, seq),
+                "finding audit records past their retention",
             )
-        )
-        doomed = await self._query(through_query(seq), "finding audit records past their retention")
+            await each_concurrently(
+                [lambda d=d: self._delete(partition_of(d["user_id"]), d["id"]) for d in doomed],  # type: ignore[misc]
+                self._limiter,
+            )
+            removed += len(doomed)
+        return removed
 
-        async def delete(doc_id: str) -> None:
-            with (
-                cosmos_errors("deleting audit records past their retention", self._timeout),
-                suppress(CosmosResourceNotFoundError),
-            ):
-                await self._container.delete_item(doc_id, partition_key=PARTITION_KEY)
-
-        await each_concurrently([lambda i=d["id"]: delete(i) for d in doomed], self._limiter)  # type: ignore[misc]
-        return len(doomed)
+    async def _move_anchor(self, chain: str, doc_id: str, seq: int, last: str) -> None:
+        """Move a chain's anchor (the archive's: the split's) forward onto (seq, last), under its ETag."""
+        for attempt in range(_ATTEMPTS):
+            anchor = await self._document(chain, doc_id, "reading the audit trail's anchor")
+            if anchor is None:
+                fresh = {**bookkeeping(chain, doc_id, ANCHOR_TYPE), "seq": seq, "hash": last}
+                await self._create_once(fresh, "moving the audit trail's anchor")
+                continue
+            key = ("anchor_seq", "anchor_hash") if doc_id == SPLIT_ID else ("seq", "hash")
+            if int(anchor[key[0]]) >= seq:
+                return
+            body = {k: v for k, v in anchor.items() if not k.startswith("_")} | {key[0]: seq, key[1]: last}
+            try:
+                with cosmos_errors("moving the audit trail's anchor", self._timeout):
+                    await self._container.replace_item(
+                        doc_id, body, etag=anchor["_etag"], match_condition=MatchConditions.IfNotModified
+                    )
+                return
+            except ConflictError:  # 412: another prune moved it first
+                await _backoff(attempt)
+        raise ConflictError("the audit trail's anchor kept changing under us; try again")
 
     async def pseudonymize(self, user_id: str, *, own_trail_only: bool = False) -> int:
-        names = await self._pseudonyms()
-        found = await self._query(
-            of_user_query(user_id, own_trail_only=own_trail_only), "finding a user's audit records"
-        )
+        names, _ = await self._start()
+        query = of_user_query(user_id, chain_of(user_id, names), own_trail_only=own_trail_only)
+        found = await self._query(query, "finding a user's audit records")
         docs = [d for d in found if pseudonymized(record_of(d), user_id, names) != record_of(d)]
 
         async def rewrite(doc: dict[str, Any] | None) -> None:
@@ -265,37 +300,66 @@ class CosmosAuditLog:
                     return
                 except ConflictError:  # 412: rewritten meanwhile (another user's pseudonym): again
                     await _backoff(attempt)
-                    doc = await self._document(doc["id"], "reading an audit record")
+                    doc = await self._document(doc["user_id"], doc["id"], "reading an audit record")
             raise ConflictError("an audit record kept changing while it was pseudonymized; try again")
 
         await each_concurrently([lambda d=d: rewrite(d) for d in docs], self._limiter)  # type: ignore[misc]
         return len(docs)
 
-    # ---- the head and the key ------------------------------------------------------------------
+    # ---- the key, the split and the single chain's move ----------------------------------------
 
-    async def _head(self) -> dict[str, Any]:
-        """The head, created on first use (from the newest record, if one is stored without a head)."""
-        head = await self._document(HEAD_ID, "reading the audit trail's head")
-        if head is not None:
-            return head
-        newest = await self._query(records_query(AuditQuery(limit=1)), "reading the audit trail")
-        fresh = {
-            **bookkeeping(HEAD_ID, HEAD_TYPE),
-            "seq": int(newest[0]["seq"]) if newest else 0,
-            "hash": newest[0]["hash"] if newest else GENESIS,
-            "anchor_seq": 0,
-            "anchor_hash": GENESIS,
-        }
-        return await self._create_once(fresh, "starting the audit trail")
+    async def _start(self) -> tuple[Pseudonyms, Split]:
+        """The pseudonym key and the split, read (or made) once per process."""
+        if self._names is None or self._split is None:
+            async with self._starting:
+                if self._names is None:
+                    self._names = await self._pseudonyms()
+                if self._split is None:
+                    self._split = await self._make_split(self._names)
+        return self._names, self._split
 
     async def _pseudonyms(self) -> Pseudonyms:
-        if self._names is None:
-            key = await self._document(KEY_ID, "reading the audit trail's pseudonym key")
-            if key is None:
-                fresh = {**bookkeeping(KEY_ID, KEY_TYPE), "key": secrets.token_hex(32)}
-                key = await self._create_once(fresh, "creating the audit trail's pseudonym key")
-            self._names = Pseudonyms(bytes.fromhex(key["key"]))
-        return self._names
+        key = await self._document(AUDIT_PARTITION, KEY_ID, "reading the audit trail's pseudonym key")
+        if key is None:
+            fresh = {**bookkeeping(AUDIT_PARTITION, KEY_ID, KEY_TYPE), "key": secrets.token_hex(32)}
+            key = await self._create_once(fresh, "creating the audit trail's pseudonym key")
+        return Pseudonyms(bytes.fromhex(key["key"]))
+
+    async def _make_split(self, names: Pseudonyms) -> Split:
+        """The split: made from the single chain's head (and that chain moved), or 0 and GENESIS."""
+        split = await self._document(AUDIT_PARTITION, SPLIT_ID, "reading the audit trail")
+        if split is None:
+            head = await self._document(AUDIT_PARTITION, HEAD_ID, "reading the audit trail's head")
+            old = head or {"seq": 0, "hash": GENESIS, "anchor_seq": 0, "anchor_hash": GENESIS}
+            fresh = {
+                **bookkeeping(AUDIT_PARTITION, SPLIT_ID, SPLIT_TYPE),
+                **{k: old[k] for k in ("seq", "hash", "anchor_seq", "anchor_hash")},
+            }
+            split = await self._create_once(fresh, "starting the audit trail's chains per ledger")
+        if split["seq"]:
+            await self._move_single_chain(names)
+        return Split(int(split["seq"]), str(split["hash"]))
+
+    async def _move_single_chain(self, names: Pseudonyms) -> None:
+        """Each record of the single chain, as it is, into its ledger's partition; then its head goes."""
+        while docs := await self._query(moving_query(_PAGE), "moving the audit trail into its ledgers"):
+
+            async def move(doc: dict[str, Any]) -> None:
+                chain = chain_of(str(doc["ledger"]), names)
+                body = {k: v for k, v in doc.items() if not k.startswith("_")} | {"user_id": chain}
+                with cosmos_errors("moving the audit trail into its ledgers", self._timeout):
+                    await self._container.upsert_item(body)
+                await self._delete(DEPLOYMENT, doc["id"])
+
+            await each_concurrently([lambda d=d: move(d) for d in docs], self._limiter)  # type: ignore[misc]
+        await self._delete(DEPLOYMENT, HEAD_ID)
+
+    async def _delete(self, partition: list[str], doc_id: str) -> None:
+        with (
+            cosmos_errors("removing an audit document", self._timeout),
+            suppress(CosmosResourceNotFoundError),
+        ):
+            await self._container.delete_item(doc_id, partition_key=partition)
 
     async def _create_once(self, doc: dict[str, Any], what: str) -> dict[str, Any]:
         """Create the document, or read the one a concurrent first use created (409)."""
@@ -303,28 +367,17 @@ class CosmosAuditLog:
             with cosmos_errors(what, self._timeout):
                 return dict(await self._container.create_item(doc))
         except ConflictError:
-            found = await self._document(doc["id"], what)
+            found = await self._document(doc["user_id"], doc["id"], what)
             if found is None:
                 raise
             return found
 
-    async def _document(self, doc_id: str, what: str) -> dict[str, Any] | None:
-        docs = await self._query(document_query(doc_id), what)
+    async def _document(self, chain: str, doc_id: str, what: str) -> dict[str, Any] | None:
+        docs = await self._query(document_query(chain, doc_id), what)
         return docs[0] if docs else None
 
     async def _query(self, query: CosmosQuery, what: str) -> list[dict[str, Any]]:
         return await query_all(self._container, query, what, self._timeout)
-
-
-def _onto(seq: int, prev_hash: str, hash_: str) -> HeadChange:
-    """The head moved one seq forward onto the record (seq, hash_), if that record follows it."""
-
-    def change(head: dict[str, Any]) -> dict[str, Any] | None:
-        if head["seq"] == seq - 1 and head["hash"] == prev_hash:
-            return {**head, "seq": seq, "hash": hash_}
-        return None
-
-    return change
 
 
 async def _backoff(attempt: int) -> None:

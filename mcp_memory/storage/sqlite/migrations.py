@@ -288,6 +288,39 @@ MIGRATIONS: list[str] = [
     CREATE INDEX audit_log_by_ledger ON audit_log (ledger, seq);
     INSERT INTO meta (key, value) VALUES ('audit_key', lower(hex(randomblob(32))));
     """,
+    # 12: one audit chain per ledger (audit/records.py): a record's chain (its ledger's pseudonym) and seq
+    # within it. The single chain kept so far is the archive (chain ''), as it was; every ledger's chain
+    # goes on from its tip ('audit_split'); each chain's retention anchor is a row of audit_anchors.
+    """
+    CREATE TABLE audit_chains (
+        chain TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        at TEXT NOT NULL,
+        ledger TEXT NOT NULL,
+        actor TEXT NOT NULL,
+        action TEXT NOT NULL,
+        thread_id TEXT,
+        hash TEXT NOT NULL,
+        record TEXT NOT NULL,
+        PRIMARY KEY (chain, seq)
+    );
+    INSERT INTO audit_chains (chain, seq, at, ledger, actor, action, thread_id, hash, record)
+        SELECT '', seq, at, ledger, actor, action, thread_id, hash, record FROM audit_log;
+    DROP TABLE audit_log;
+    ALTER TABLE audit_chains RENAME TO audit_log;
+    CREATE INDEX audit_log_by_ledger ON audit_log (ledger, seq);
+    CREATE INDEX audit_log_by_time ON audit_log (at);
+    CREATE TABLE audit_anchors (chain TEXT PRIMARY KEY, seq INTEGER NOT NULL, hash TEXT NOT NULL);
+    INSERT INTO audit_anchors (chain, seq, hash)
+        SELECT '', CAST(substr(value, 1, instr(value, ':') - 1) AS INTEGER), substr(value, instr(value, ':') + 1)
+        FROM meta WHERE key = 'audit_anchor';
+    DELETE FROM meta WHERE key = 'audit_anchor';
+    INSERT INTO meta (key, value) SELECT 'audit_split', coalesce(
+        (SELECT seq || ':' || hash FROM audit_log ORDER BY seq DESC LIMIT 1),
+        (SELECT seq || ':' || hash FROM audit_anchors WHERE chain = ''),
+        '0:' || '0000000000000000000000000000000000000000000000000000000000000000'
+    );
+    """,
 ]
 
 
