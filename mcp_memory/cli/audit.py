@@ -62,8 +62,8 @@ async def audit_command(settings: Settings, args: argparse.Namespace, out: TextI
                 service.metrics.audit_verified(found.ok)
                 if found.ok:
                     print(
-                        f"audit trail verified: {found.checked} records in {found.chains} chains, "
-                        "every chain is intact",
+                        f"audit trail verified: {found.checked} records in {found.chains} "
+                        f"chain{'' if found.chains == 1 else 's'}, every chain is intact",
                         file=out,
                     )
                     return 0

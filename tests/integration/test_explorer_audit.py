@@ -188,7 +188,9 @@ async def test_an_admin_reads_every_trail_and_verifies_the_chain(team_site: Site
             "/ui/audit/verify", data={"csrf": csrf_of(page.text)}, headers=bearer(TOKENS["root"])
         )
         assert verified.status_code == 200
-        assert "4 records, the chain is intact" in verified.text  # 3 changes and the membership first seen
+        assert (
+            "4 records in 2 chains, every chain is intact" in verified.text
+        )  # 3 changes and the membership first seen
         assert metrics.get_sample_value("mcp_memory_audit_verifications_total", {"result": "ok"}) == 1
         for user in ("olga", "ann", "nora"):
             refused = await client.post(
@@ -212,7 +214,7 @@ async def test_an_admin_reads_every_trail_and_verifies_the_chain(team_site: Site
         verified = await browser.post(
             "/ui/audit/verify", data={"csrf": csrf_of(page.text)}, headers={"Origin": ORIGIN}
         )
-        assert verified.status_code == 200 and "4 records, the chain is intact" in verified.text
+        assert verified.status_code == 200 and "4 records in 2 chains, every chain is intact" in verified.text
     assert metrics.get_sample_value("mcp_memory_audit_verifications_total", {"result": "ok"}) == 2
 
 
@@ -220,15 +222,16 @@ async def test_verify_names_the_record_that_was_edited(team_site: Site) -> None:
     log = team_site.service.audit.log
     assert isinstance(log, SqliteAuditLog)
     with sqlite3.connect(Path(log.db.path)) as db:
-        text = db.execute("SELECT record FROM audit_log WHERE seq = 2").fetchone()[0]
-        edited = json.loads(text) | {"actor": "olga"}
-        db.execute("UPDATE audit_log SET record = ?, actor = 'olga' WHERE seq = 2", (json.dumps(edited),))
+        where = "WHERE ledger = '@team' AND seq = 2"
+        text = db.execute(f"SELECT record FROM audit_log {where}").fetchone()[0]
+        edited = json.loads(text) | {"counts": {"turn": 99}}
+        db.execute(f"UPDATE audit_log SET record = ? {where}", (json.dumps(edited),))
     page = await get(team_site, "root", "/audit")
     async with team_site.client() as client:
         verified = await client.post(
             "/ui/audit/verify", data={"csrf": csrf_of(page.text)}, headers=bearer(TOKENS["root"])
         )
-    assert verified.status_code == 200 and "broken at record 2: it " in verified.text
+    assert verified.status_code == 200 and "broken in ledger @team at record 2: it " in verified.text
     metrics = team_site.service.metrics.registry
     assert metrics.get_sample_value("mcp_memory_audit_verifications_total", {"result": "broken"}) == 1
 

@@ -108,9 +108,16 @@ async def test_an_owner_sees_who_removed_a_thread_and_when_and_no_record_holds_t
     assert shown.returncode == 0, shown.stderr[-2000:]
     assert "olga (olga-read-write): forget in @team thread plan, 2 ids (2 turn)" in shown.stdout
     verified = cli(server, "verify")
-    assert verified.returncode == 0 and "the chain is intact" in verified.stdout, (
+    assert verified.returncode == 0 and "every chain is intact" in verified.stdout, (
         verified.stdout + verified.stderr
     )
+    # One ledger's chain alone: the space's, Ann's own.
+    for ledger, expected in (
+        (("--space", "team"), "in 1 chain,"),
+        (("--user", "ann"), "1 records in 1 chain,"),
+    ):
+        one = cli(server, "verify", *ledger)
+        assert one.returncode == 0 and expected in one.stdout, one.stdout + one.stderr
 
 
 async def test_the_explorer_shows_the_owner_who_removed_the_thread_and_refuses_the_writer(
@@ -195,9 +202,7 @@ async def test_forget_user_leaves_a_pseudonym_and_a_chain_that_verifies_until_a_
         edited = json.loads(text) | {"actor": "olga"}
         db.execute("UPDATE audit_log SET record = ?, actor = 'olga' WHERE seq = ?", (json.dumps(edited), seq))
     broken = cli(server, "verify")
-    assert broken.returncode == 1 and f"broken at record {seq}:" in broken.stdout, (
-        broken.stdout + broken.stderr
-    )
+    assert broken.returncode == 1 and f"at record {seq}:" in broken.stdout, broken.stdout + broken.stderr
     exported = cli(server, "export", "--space", "team")
     lines = [json.loads(line) for line in exported.stdout.splitlines()]
     assert exported.returncode == 0 and [r["seq"] for r in lines] == sorted(r["seq"] for r in page["records"])
@@ -274,7 +279,7 @@ async def test_two_writers_and_an_owner_for_a_minute_each_change_has_one_record_
     assert all(r["outcome"] == "ok" for r in records)
     assert any(r["action"] == "read" for r in records)
     verified = cli(server, "verify")
-    expected = f"audit trail verified: {len(records)} records, the chain is intact"
+    expected = f"audit trail verified: {len(records)} records in 1 chain, every chain is intact"  # one space
     assert verified.returncode == 0 and expected in verified.stdout, verified.stdout + verified.stderr
     # An edit in the file is found, at the record edited.
     middle = changes[len(changes) // 2]["seq"]
@@ -282,4 +287,6 @@ async def test_two_writers_and_an_owner_for_a_minute_each_change_has_one_record_
         text = db.execute("SELECT record FROM audit_log WHERE seq = ?", (middle,)).fetchone()[0]
         db.execute("UPDATE audit_log SET record = ? WHERE seq = ?", (text.replace('"ok"', '"OK"'), middle))
     broken = cli(server, "verify")
-    assert broken.returncode == 1 and f"broken at record {middle}:" in broken.stdout, broken.stdout
+    assert broken.returncode == 1 and f"broken in ledger @team at record {middle}:" in broken.stdout, (
+        broken.stdout
+    )

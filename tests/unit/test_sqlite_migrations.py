@@ -65,7 +65,7 @@ async def test_an_older_file_is_migrated_and_still_searched(tmp_path: Path, sche
     assert {h.memory.id for h in after_write} == {"bike", "car"}
     conn = sqlite3.connect(path)
     try:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(migrations.MIGRATIONS) == 11
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == len(migrations.MIGRATIONS) == 12
         assert conn.execute("SELECT count(*) FROM memories").fetchone()[0] == 3
         names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
         # Schema 3 added memories_active, schema 4 dropped it (unread since text search moved to memory);
