@@ -10,7 +10,9 @@ when the change happens. A session that can no longer be reached is dropped.
 
 Behind a load balancer a session's requests reach several replicas: `persist` (set by
 mcp/shared_sessions.py when Redis keeps the sessions) records each subscribe and unsubscribe with the
-session, and a replica serving the session restores them on its own connection (`restore`).
+session, and a replica serving the session restores them on its own connection (`restore`): at each of
+the session's requests it serves, and before each event while it holds the session's listening stream
+(`refresh`), so a subscription made through another replica is heard on the stream wherever it is open.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ class LegacySubscriptions:
         self._subscribers: dict[Subscription, dict[int, Any]] = {}  # -> {id(connection): session}
         self._pending: set[asyncio.Task[None]] = set()
         self.persist: Persist | None = None
+        self.refresh: Callable[[UserEvent], Awaitable[None]] | None = None  # restore before each event
 
     async def subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         key = (self._principal(), str(params.uri))
@@ -77,6 +80,8 @@ class LegacySubscriptions:
 
     async def forward(self, envelope: UserEvent) -> None:
         """Notify the sessions of the event's user subscribed to its URI."""
+        if self.refresh is not None:
+            await self.refresh(envelope)
         for key in self._keys_for(envelope):
             sessions = self._subscribers.get(key, {})
             for session_id, session in list(sessions.items()):
@@ -88,7 +93,7 @@ class LegacySubscriptions:
 
     def forward_soon(self, envelope: UserEvent) -> None:
         """For events arriving from another replica on a synchronous relay callback."""
-        if not self._keys_for(envelope):
+        if self.refresh is None and not self._keys_for(envelope):
             return
         # The send runs as its own task (kept referenced until done).
         task = asyncio.get_running_loop().create_task(self.forward(envelope))

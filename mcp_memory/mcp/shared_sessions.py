@@ -39,6 +39,7 @@ from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.runner import serve_connection
 from mcp.server.streamable_http import MCP_SESSION_ID_HEADER, StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.subscriptions import ResourceUpdated
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.transport_context import TransportContext
@@ -52,7 +53,8 @@ from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.connections import connection_of
 from mcp_memory.mcp.host import SessionStore
-from mcp_memory.security.principals import principal_of
+from mcp_memory.models import UserEvent
+from mcp_memory.security.principals import Principal, principal_of
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +77,9 @@ class SharedSessions:
         self._adopting = anyio.Lock()
         self._held: dict[str, tuple[str, Connection]] = {}  # this process's sessions: state, connection
         server.middleware.append(self.remember)
+        self._listening: dict[str, Principal] = {}  # sessions whose GET stream is open on this process
         server.bus.legacy.persist = self._persist_subscription
+        server.bus.legacy.refresh = self._refresh_subscriptions
 
     @property
     def _store(self) -> SessionStore | None:
@@ -139,13 +143,33 @@ class SharedSessions:
             await self._hold(session_id, state, uris, scope)
         elif session_id in self._held and session_id in self._manager._server_instances:
             await self._write_back(store, session_id)
-        status = await _served(self.app, scope, receive, send)
+        if scope["method"] == "GET":  # a listening stream keeps its session alive, as the SDK's idle timer
+            self._listening[session_id] = self._principal(scope)
+            try:
+                async with anyio.create_task_group() as tasks:
+                    tasks.start_soon(self._keep_alive, store, session_id)
+                    status = await _served(self.app, scope, receive, send)
+                    tasks.cancel_scope.cancel()
+            finally:
+                self._listening.pop(session_id, None)
+        else:
+            status = await _served(self.app, scope, receive, send)
         if scope["method"] == "DELETE" and status is not None and status < 400:
             self._held.pop(session_id, None)
             try:
                 await store.end(session_id, self._ttl_ms)
             except BackendUnavailableError as e:
                 log.warning("session %s ended here only: %s", session_id[:16], e)
+
+    async def _keep_alive(self, store: SessionStore, session_id: str) -> None:
+        """Re-arm the session's expiry while its stream is open: a client that only listens for longer
+        than the idle timeout must still find its session on every replica."""
+        while True:
+            await anyio.sleep(self._ttl_ms / 1000 / 3)
+            try:
+                await store.touch(session_id, self._ttl_ms)
+            except BackendUnavailableError as e:  # the next period tries again
+                log.warning("session %s not refreshed: %s", session_id[:16], e)
 
     async def _hold(self, session_id: str, state: str, uris: frozenset[str], scope: Scope) -> None:
         """Adopt the session unless this process holds it or the credential is not its owner; either way,
@@ -158,9 +182,30 @@ class SharedSessions:
                 self._held[session_id] = (state, await self._adopt(session_id, recorded))
         held = self._held.get(session_id)
         if held is not None:
-            user = scope.get("user")
-            token = user.access_token if isinstance(user, AuthenticatedUser) else None
-            self._server.bus.legacy.restore(principal_of(token, self._server.config), held[1], uris)
+            self._server.bus.legacy.restore(self._principal(scope), held[1], uris)
+
+    def _principal(self, scope: Scope) -> Principal:
+        user = scope.get("user")
+        token = user.access_token if isinstance(user, AuthenticatedUser) else None
+        return principal_of(token, self._server.config)
+
+    async def _refresh_subscriptions(self, envelope: UserEvent) -> None:
+        """Before an event reaches the 2025 sessions: the subscriptions of those listening here, as
+        recorded, so one made through another replica since this one last served the session counts."""
+        store = self._store
+        if store is None or not isinstance(envelope.event, ResourceUpdated):
+            return
+        for session_id, principal in list(self._listening.items()):
+            held = self._held.get(session_id)
+            if held is None or not self._server.bus.hears(principal, envelope):
+                continue
+            try:
+                _, ended, uris = await store.touch(session_id, self._ttl_ms)
+            except BackendUnavailableError as e:  # the subscriptions this replica knows still hold
+                log.warning("subscriptions of session %s not refreshed: %s", session_id[:16], e)
+                continue
+            if not ended:
+                self._server.bus.legacy.restore(principal, held[1], uris)
 
     async def _adopt(self, session_id: str, recorded: SessionState) -> Connection:
         """A transport with the session's id, served by a connection that is already initialized (as the

@@ -196,16 +196,17 @@ async def test_another_credential_presenting_the_session_id_gets_404(deployment:
         assert (await session.result(second, "tools/list", {}))["tools"]  # still ann's, on both
 
 
+@pytest.mark.parametrize("order", ["subscribe-then-listen", "listen-then-subscribe"])
 async def test_a_subscription_made_on_one_replica_notifies_on_the_others_stream(
-    deployment: Deployment,
+    deployment: Deployment, order: str
 ) -> None:
+    """The client subscribes through the first replica and listens (GET) on the second, which adopts
+    the session either after the subscription or before it; the change is written through the first."""
     first, second = deployment.replicas
     uri = thread_uri("watched")
     async with raw(deployment.ann.token) as session:
         await session.open(first)
-        await session.result(first, "resources/subscribe", {"uri": uri})
-        heard = anyio.Event()
-        listening = anyio.Event()
+        heard, listening = anyio.Event(), anyio.Event()
 
         async def listen() -> None:
             headers = session.headers() | {"Accept": "text/event-stream"}
@@ -221,14 +222,12 @@ async def test_a_subscription_made_on_one_replica_notifies_on_the_others_stream(
 
         with anyio.fail_after(EVENT_SECONDS):
             async with anyio.create_task_group() as tasks:
+                if order == "subscribe-then-listen":
+                    await session.result(first, "resources/subscribe", {"uri": uri})
                 tasks.start_soon(listen)
                 await listening.wait()
-                await session.result(
-                    first,
-                    "tools/call",
-                    {
-                        "name": "add_turn",
-                        "arguments": {"thread_id": "watched", "role": "user", "content": "a change"},
-                    },
-                )
+                if order == "listen-then-subscribe":
+                    await session.result(first, "resources/subscribe", {"uri": uri})
+                arguments = {"thread_id": "watched", "role": "user", "content": "a change"}
+                await session.result(first, "tools/call", {"name": "add_turn", "arguments": arguments})
                 await heard.wait()
