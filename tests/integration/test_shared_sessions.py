@@ -58,6 +58,14 @@ def deployment(start_server: ServerStarter, tmp_path: Path, redis_url: str) -> I
         yield Deployment(replicas, nginx, ann, bob)
 
 
+@pytest.fixture
+def unshared(start_server: ServerStarter, tmp_path: Path) -> tuple[Credential, list[NetworkServer]]:
+    """Two replicas without Redis: each keeps its own sessions, as the SDK does."""
+    ann = credential("ann")
+    env = tokens_env([ann], **UNMETERED)
+    return ann, [start_server("http", tmp_path / "data", env) for _ in range(2)]
+
+
 @asynccontextmanager
 async def client(url: str, token: str, **options: Any) -> AsyncIterator[Client]:
     async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
@@ -158,6 +166,17 @@ async def test_a_session_opened_on_one_replica_is_served_by_the_other(deployment
         )
         assert not written.get("isError"), written
         assert (await session.result(first, "tools/list", {}))["tools"] == tools["tools"]
+
+
+async def test_without_redis_a_session_stays_with_its_replica(
+    unshared: tuple[Credential, list[NetworkServer]],
+) -> None:
+    ann, (first, second) = unshared
+    async with raw(ann.token) as session:
+        await session.open(first)
+        assert (await session.result(first, "tools/list", {}))["tools"]
+        response = await session.post(second, "tools/list", {})
+        assert response.status_code == 404, response.text
 
 
 async def test_a_replica_stopped_mid_session_loses_nothing(deployment: Deployment) -> None:
