@@ -49,7 +49,7 @@ from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from mcp_memory.errors import BackendUnavailableError
+from mcp_memory.errors import BackendUnavailableError, MemoryServerError
 from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.connections import connection_of
 from mcp_memory.mcp.host import SessionStore
@@ -64,9 +64,8 @@ NO_IDLE_TIMEOUT_MS = 24 * 3600 * 1000  # sessions the SDK never reaps still leav
 class SessionState(BaseModel):
     """What a replica needs to serve a session it did not open."""
 
-    owner: (
-        dict[str, str | None] | None
-    )  # the SDK's AuthorizationContext (a TypedDict pydantic reads on 3.12+)
+    # The SDK's AuthorizationContext, as a plain dict: pydantic reads typing.TypedDict on 3.12+ only.
+    owner: dict[str, str | None] | None
     protocol_version: str
     client_params: dict[str, Any]
 
@@ -143,8 +142,9 @@ class SharedSessions:
             await self._hold(session_id, state, uris, scope)
         elif session_id in self._held and session_id in self._manager._server_instances:
             await self._write_back(store, session_id)
-        if scope["method"] == "GET":  # a listening stream keeps its session alive, as the SDK's idle timer
-            self._listening[session_id] = self._principal(scope)
+        principal = self._principal(scope)
+        if scope["method"] == "GET" and principal is not None:  # a stream keeps its session alive
+            self._listening[session_id] = principal
             try:
                 async with anyio.create_task_group() as tasks:
                     tasks.start_soon(self._keep_alive, store, session_id)
@@ -180,14 +180,18 @@ class SharedSessions:
         async with self._adopting:
             if session_id not in self._manager._server_instances:
                 self._held[session_id] = (state, await self._adopt(session_id, recorded))
-        held = self._held.get(session_id)
-        if held is not None:
-            self._server.bus.legacy.restore(self._principal(scope), held[1], uris)
+        held, principal = self._held.get(session_id), self._principal(scope)
+        if held is not None and principal is not None:
+            self._server.bus.legacy.restore(principal, held[1], uris)
 
-    def _principal(self, scope: Scope) -> Principal:
+    def _principal(self, scope: Scope) -> Principal | None:
+        """Who the request's credential stands for; None for one naming no user (the tools refuse it)."""
         user = scope.get("user")
         token = user.access_token if isinstance(user, AuthenticatedUser) else None
-        return principal_of(token, self._server.config)
+        try:
+            return principal_of(token, self._server.config)
+        except MemoryServerError:
+            return None
 
     async def _refresh_subscriptions(self, envelope: UserEvent) -> None:
         """Before an event reaches the 2025 sessions: the subscriptions of those listening here, as
