@@ -34,7 +34,7 @@ from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, S
 pytestmark = pytest.mark.anyio
 
 VERSION = "2025-11-25"
-CALLS = 40
+CALLS = 15  # per session; four sessions at once
 EVENT_SECONDS = 30
 
 
@@ -141,11 +141,20 @@ async def raw(token: str) -> AsyncIterator[RawSession]:
 
 @pytest.mark.parametrize("mode", ["legacy", "default"])
 async def test_many_calls_through_the_balancer_lose_none(deployment: Deployment, mode: str) -> None:
+    """Ann and Bob, two sessions each, call at once; every call of every session must succeed."""
     options = {"mode": "legacy"} if mode == "legacy" else {}
-    async with client(deployment.nginx.url, deployment.ann.token, **options) as session:
-        for n in range(CALLS):
-            await call(session, "add_turn", thread_id="balanced", role="user", content=f"turn {n} of {mode}")
-            await call(session, "search_memory", query=f"turn {n}")
+
+    async def calls(who: Credential, thread_id: str) -> None:
+        async with client(deployment.nginx.url, who.token, **options) as session:
+            for n in range(CALLS):
+                content = f"turn {n} of {thread_id} ({mode})"
+                await call(session, "add_turn", thread_id=thread_id, role="user", content=content)
+                await call(session, "search_memory", query=f"turn {n}")
+
+    async with anyio.create_task_group() as tasks:
+        for who in (deployment.ann, deployment.bob):
+            for thread_id in ("first", "second"):
+                tasks.start_soon(calls, who, thread_id)
     served = set(deployment.nginx.upstreams())
     assert served == {f"127.0.0.1:{replica.port}" for replica in deployment.replicas}, served
 
