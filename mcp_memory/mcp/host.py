@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Protocol
 
 import anyio
 
@@ -26,6 +27,23 @@ from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage import REDIS_WORKING, needs_extra
 
 log = logging.getLogger(__name__)
+
+
+class SessionStore(Protocol):
+    """Where 2025-protocol MCP sessions live for every replica (storage/redis/sessions.py). The state is
+    mcp/shared_sessions.py's JSON; every call re-arms the session's expiry."""
+
+    async def save(self, session_id: str, state: str, ttl_ms: int) -> None: ...
+
+    async def touch(self, session_id: str, ttl_ms: int) -> tuple[str | None, bool, frozenset[str]]:
+        """(state, ended, subscribed URIs); (None, False, {}) for a session Redis does not know."""
+        ...
+
+    async def end(self, session_id: str, ttl_ms: int) -> None: ...
+
+    async def subscribe(self, session_id: str, uri: str, ttl_ms: int) -> None: ...
+
+    async def unsubscribe(self, session_id: str, uri: str) -> None: ...
 
 
 class ServiceHost:
@@ -46,6 +64,8 @@ class ServiceHost:
         self._service: MemoryService | None = None
         # Open with the service when Redis is configured: the replicas' shared request buckets.
         self.request_buckets: SharedBuckets | None = None
+        # Open with the service when Redis is configured: 2025 sessions every replica can serve.
+        self.session_store: SessionStore | None = None
 
     @property
     def service(self) -> MemoryService:
@@ -68,6 +88,7 @@ class ServiceHost:
                     )
                     await self._connect_bus(stack)
                     await self._open_request_buckets(stack)
+                    await self._open_session_store(stack)
                 except BaseException:
                     await stack.aclose()
                     raise
@@ -113,6 +134,16 @@ class ServiceHost:
             )
         )
         stack.callback(setattr, self, "request_buckets", None)
+
+    async def _open_session_store(self, stack: AsyncExitStack) -> None:
+        """With Redis configured, 2025-protocol sessions are kept there (mcp/shared_sessions.py)."""
+        if self.settings.working.redis_url is None:
+            return
+        with needs_extra(REDIS_WORKING):
+            from mcp_memory.storage.redis.sessions import RedisSessionStore
+
+        self.session_store = await stack.enter_async_context(RedisSessionStore.open(self.settings.working))
+        stack.callback(setattr, self, "session_store", None)
 
     async def _notify(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:

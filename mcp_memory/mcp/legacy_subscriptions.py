@@ -7,13 +7,19 @@ another replica. URIs name a thread, not its owner (`memory://threads/default` i
 default thread), so the principal is part of the key: a session only hears about its own principal's
 memory, and about the shared spaces (`memory://spaces/{space}/threads/...`) the principal is a member of
 when the change happens. A session that can no longer be reached is dropped.
+
+Behind a load balancer a session's requests reach several replicas: `persist` (set by
+mcp/shared_sessions.py when Redis keeps the sessions) records each subscribe and unsubscribe with the
+session, and a replica serving the session restores them on its own connection (`restore`): at each of
+the session's requests it serves, and before each event while it holds the session's listening stream
+(`refresh`), so a subscription made through another replica is heard on the stream wherever it is open.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -27,6 +33,7 @@ from mcp_memory.security.principals import Principal
 log = logging.getLogger(__name__)
 
 Subscription = tuple[Principal, str]  # (who subscribed, uri)
+Persist = Callable[[str, str, bool], Awaitable[None]]  # (session id, uri, subscribed)
 
 
 class LegacySubscriptions:
@@ -37,24 +44,44 @@ class LegacySubscriptions:
         self._hears = hears  # whether that principal may hear an event (its own, or its spaces')
         self._subscribers: dict[Subscription, dict[int, Any]] = {}  # -> {id(connection): session}
         self._pending: set[asyncio.Task[None]] = set()
+        self.persist: Persist | None = None
+        self.refresh: Callable[[UserEvent], Awaitable[None]] | None = None  # restore before each event
 
     async def subscribe(self, ctx: Any, params: SubscribeRequestParams) -> EmptyResult:
         key = (self._principal(), str(params.uri))
         # Keyed by the connection: ctx.session is a proxy made for this one request, so an unsubscribe
         # (another request) would not find it. The proxy kept sends on the connection's own channel.
-        self._subscribers.setdefault(key, {})[id(connection_of(ctx.session))] = ctx.session
+        connection = connection_of(ctx.session)
+        self._subscribers.setdefault(key, {})[id(connection)] = ctx.session
+        if self.persist is not None and connection.session_id is not None:
+            await self.persist(connection.session_id, key[1], True)
         return EmptyResult()
+
+    def restore(self, principal: Principal, connection: Any, uris: frozenset[str]) -> None:
+        """The session's subscriptions as recorded, made through any replica, on this one's connection."""
+        for key in [key for key in self._subscribers if key[0] == principal and key[1] not in uris]:
+            sessions = self._subscribers[key]
+            sessions.pop(id(connection), None)
+            if not sessions:
+                del self._subscribers[key]
+        for uri in uris:
+            self._subscribers.setdefault((principal, uri), {}).setdefault(id(connection), connection)
 
     async def unsubscribe(self, ctx: Any, params: UnsubscribeRequestParams) -> EmptyResult:
         key = (self._principal(), str(params.uri))
+        connection = connection_of(ctx.session)
         sessions = self._subscribers.get(key, {})
-        sessions.pop(id(connection_of(ctx.session)), None)
+        sessions.pop(id(connection), None)
         if not sessions:
             self._subscribers.pop(key, None)
+        if self.persist is not None and connection.session_id is not None:
+            await self.persist(connection.session_id, key[1], False)
         return EmptyResult()
 
     async def forward(self, envelope: UserEvent) -> None:
         """Notify the sessions of the event's user subscribed to its URI."""
+        if self.refresh is not None:
+            await self.refresh(envelope)
         for key in self._keys_for(envelope):
             sessions = self._subscribers.get(key, {})
             for session_id, session in list(sessions.items()):
@@ -66,7 +93,7 @@ class LegacySubscriptions:
 
     def forward_soon(self, envelope: UserEvent) -> None:
         """For events arriving from another replica on a synchronous relay callback."""
-        if not self._keys_for(envelope):
+        if self.refresh is None and not self._keys_for(envelope):
             return
         # The send runs as its own task (kept referenced until done).
         task = asyncio.get_running_loop().create_task(self.forward(envelope))

@@ -37,6 +37,7 @@ from mcp_memory.mcp.middleware.admission import Admission
 from mcp_memory.mcp.middleware.oauth import ResourceGuard, metadata_routes
 from mcp_memory.mcp.routes import PATH, add_readiness_route, exposition, metrics_route
 from mcp_memory.mcp.server import MemoryServer
+from mcp_memory.mcp.shared_sessions import SharedSessions
 from mcp_memory.observability.tracing import open_tracing
 from mcp_memory.security.exposure import check_exposure
 from mcp_memory.security.oauth.bearer import Challenges
@@ -117,7 +118,7 @@ async def _serve_network(
     taking_turns: ASGIApp = app
     if transport == "http":  # SSE answers each POST before its work is done: nothing to hold there
         taking_turns = Admission(
-            app,
+            SharedSessions(app, server),  # with Redis, any replica serves any session
             settings=settings.admission,
             tools=server.tool_scopes,
             endpoint="/mcp",

@@ -13,6 +13,8 @@ Layout (prefix `mm`, user `ann`, thread `t1`):
     mm:events              pub/sub channel of resource-change events (redis/relay.py)
     mm:rate:<digest>       hash: one principal's request bucket, shared by replicas (redis/rate.py);
                            named by a digest of the user id, and expiring once idle
+    mm:session:<id>        hash: one 2025-protocol MCP session, for every replica (redis/sessions.py):
+                           state, sub:<uri> per subscription, ended once deleted; expiring once idle
 
 The braces are a Redis Cluster hash tag: every key of one thread hashes to the same slot, so one Lua
 script can update them all atomically. The user's index and learning counters live in the user's own
@@ -100,6 +102,10 @@ class RedisKeys:
     def request_bucket(self, user_id: str) -> str:
         """A digest, not the id: the bucket outlives a forgotten user by a few seconds, their id need not."""
         return f"{self.prefix}:rate:{hashlib.sha256(user_id.encode()).hexdigest()[:32]}"
+
+    def session(self, session_id: str) -> str:
+        """The id is the client's header, encoded like any id (it cannot widen a pattern or move a slot)."""
+        return f"{self.prefix}:session:{_encode(session_id)}"
 
     def everything_pattern(self) -> str:
         """SCAN pattern of every key under this prefix (tests clean up with it)."""

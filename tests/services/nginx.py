@@ -1,0 +1,117 @@
+"""A real nginx in front of several `mcp-memory serve` processes, balancing plain round-robin: no sticky
+sessions, as a load balancer that knows nothing of MCP would. Debian's `nginx-light` is enough
+(scripts/test installs it); without nginx the fixture fails naming the package."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.services.server_process import NetworkServer, free_port, tail
+
+START_SECONDS = 10.0
+
+CONFIG = """\
+worker_processes 1;
+daemon off;
+pid {prefix}/nginx.pid;
+error_log {prefix}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    log_format upstreams '$request_method $status $upstream_addr';
+    access_log {prefix}/access.log upstreams;
+    client_body_temp_path {prefix}/body;
+    proxy_temp_path {prefix}/proxy;
+    upstream replicas {{
+{servers}
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://replicas;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_buffering off;          # event streams go through as they are written
+            proxy_read_timeout 1h;
+        }}
+    }}
+}}
+"""
+
+
+def nginx_binary() -> str:
+    binary = shutil.which("nginx") or next(
+        (path for path in ("/usr/sbin/nginx", "/usr/local/sbin/nginx") if Path(path).is_file()), None
+    )
+    if binary is None:
+        pytest.fail(
+            "nginx is needed to balance requests between server replicas; install the Debian package "
+            "nginx-light (`apt-get install -y nginx-light`; scripts/test does it when run as root)"
+        )
+    return binary
+
+
+class Nginx:
+    """nginx balancing round-robin over `replicas`, on a free loopback port, until stopped."""
+
+    def __init__(self, replicas: Sequence[NetworkServer], workdir: Path) -> None:
+        self.replicas = replicas
+        self.prefix = workdir / "nginx"
+        self.port = 0
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def start(self) -> None:
+        binary = nginx_binary()
+        self.prefix.mkdir(parents=True, exist_ok=True)
+        self.port = free_port()
+        servers = "\n".join(f"        server 127.0.0.1:{replica.port};" for replica in self.replicas)
+        config = self.prefix / "nginx.conf"
+        config.write_text(CONFIG.format(prefix=self.prefix, port=self.port, servers=servers))
+        self._process = subprocess.Popen(
+            [binary, "-p", str(self.prefix), "-c", str(config)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=(self.prefix / "stderr.log").open("ab"),
+        )
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline and self._process.poll() is None:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=1):
+                    return
+            except OSError:
+                time.sleep(0.05)  # polling a starting process, not a test waiting on behaviour
+        pytest.fail(f"nginx did not start; it said:\n{tail(self.log('stderr.log') + self.log('error.log'))}")
+
+    def upstreams(self) -> list[str]:
+        """The replica (host:port) each request went to, in order (the access log)."""
+        return [line.split()[-1] for line in self.log("access.log").splitlines() if line.strip()]
+
+    def log(self, name: str) -> str:
+        path = self.prefix / name
+        return path.read_text(errors="replace") if path.is_file() else ""
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def balanced(replicas: Sequence[NetworkServer], workdir: Path) -> Iterator[Nginx]:
+    nginx = Nginx(replicas, workdir)
+    nginx.start()
+    try:
+        yield nginx
+    finally:
+        nginx.stop()
