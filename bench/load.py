@@ -272,7 +272,8 @@ class Team:
             while (now := time.perf_counter()) < deadline:
                 into = row if now >= row.started else warming
                 if name == "writes":
-                    self.acknowledged += await _timed(client, into, "add_turn", self.turn(user, n))
+                    ok = await _timed(client, into, "add_turn", self.turn(user, n))
+                    self.acknowledged += ok  # after the await: `+= await` read the count before the call
                 else:
                     await _timed(client, into, "search_memory", self.search(user, n))
                 n += 1
@@ -305,7 +306,8 @@ class Team:
                     return
                 await anyio.sleep(max(0.0, at - time.perf_counter()))
                 if n % 2 == 0:
-                    self.acknowledged += await _timed(client, row, "add_turn", self.turn(user, 10_000 + n))
+                    ok = await _timed(client, row, "add_turn", self.turn(user, 10_000 + n))
+                    self.acknowledged += ok
                 else:
                     await _timed(client, row, "search_memory", self.search(user, n))
                 n += 1
