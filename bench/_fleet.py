@@ -262,9 +262,9 @@ def cpu_seconds(pids: Sequence[int]) -> float:
     return total
 
 
-def scrape(server: NetworkServer, token: str, prefix: str) -> dict[str, float]:
-    """The samples of /metrics whose names start with `prefix` (name with labels -> value); {} when the
-    server serves no metrics or none such."""
+def scrape(server: NetworkServer, token: str, prefix: str) -> dict[str, float] | None:
+    """The samples of /metrics whose names start with `prefix` (name with labels -> value); None when
+    /metrics cannot be read."""
     request = urllib.request.Request(
         f"{server.base_url}/metrics", headers={"Authorization": f"Bearer {token}"}
     )
@@ -272,7 +272,7 @@ def scrape(server: NetworkServer, token: str, prefix: str) -> dict[str, float]:
         with urllib.request.urlopen(request, timeout=5) as response:
             text = response.read().decode()
     except OSError:
-        return {}
+        return None
     samples = {}
     for line in text.splitlines():
         if line.startswith(prefix):

@@ -17,8 +17,8 @@ Each row: turns/s (turns acknowledged within the counted window, per second), p5
 turns begun in it), errors; the server processes' CPU ms per add_turn (user + system, from
 /proc, over the counted window); HTTP requests the proxy forwarded to Cosmos per add_turn; the local
 Cosmos server's and the proxy's cores (on 2 cores they compete with ours); the audit chain's retries
-when the server exports a metric for them (`mcp_memory_audit_chain*` on /metrics of
-each process, summed), else n/a. Then the ratio audit on / off per replica count. Nothing is asserted.
+when the server exports a counter of them (`mcp_memory_audit_*retr*_total` or `*conflict*_total`
+on /metrics of each process, summed, over the counted window), else n/a. Then the ratio audit on / off per replica count. Nothing is asserted.
 
 The local server is not Azure: its time per request is its own (one Node process, on the same cores),
 it charges no RUs and has no transactional batch; the proxy's delay stands in for the network, not
@@ -52,7 +52,7 @@ from tests.services.cosmos_server import local_cosmos_server
 from tests.services.latency_proxy import ProxyProcess, latency_proxy_process
 
 SPACES = ("team-a", "team-b")
-CHAIN_METRIC = "mcp_memory_audit_chain"
+AUDIT_METRICS = "mcp_memory_audit_"
 
 
 def where_to_write(user: int) -> str | None:
@@ -78,13 +78,13 @@ class Result:
     row: Row
     cpu_ms_per_turn: float = float("nan")
     requests_per_turn: float = float("nan")
-    chain_retries: float | None = None
+    chain_retries: float | str = "n/a"
     turns_per_second: float = 0.0  # turns completed in the counted window / its length
     backend_cores: float = float("nan")  # the local Cosmos server and the proxy, CPU s per s
 
     def line(self) -> str:
         p = _percentiles(self.row.latencies) if self.row.latencies else {50: float("nan"), 99: float("nan")}
-        retries = "n/a" if self.chain_retries is None else f"{self.chain_retries:g}"
+        retries = self.chain_retries if isinstance(self.chain_retries, str) else f"{self.chain_retries:g}"
         return (
             f"| {self.replicas} | {'on' if self.audit else 'off'} | {self.row.users} | {len(self.row.latencies)} "
             f"| {self.turns_per_second:.1f} | {p[50]:.1f} | {p[99]:.1f} | {len(self.row.errors)} "
@@ -92,11 +92,18 @@ class Result:
         )
 
 
-def _chain_retries(running: Fleet, metrics_token: str) -> float | None:
-    samples = [scrape(server, metrics_token, CHAIN_METRIC) for server in running.servers]
-    if not any(samples):
-        return None
-    return sum(value for found in samples for name, value in found.items() if "_total" in name)
+def _chain_retries(running: Fleet, metrics_token: str) -> float | str:
+    """The audit chain's retries (or conflicts) counted by every process, or why there is no figure."""
+    scraped = [scrape(server, metrics_token, AUDIT_METRICS) for server in running.servers]
+    if any(samples is None for samples in scraped):
+        return "n/a (/metrics unreadable)"
+    counted = [
+        value
+        for samples in scraped
+        for name, value in (samples or {}).items()
+        if "_total" in name and ("retr" in name or "conflict" in name)
+    ]
+    return sum(counted) if counted else "n/a"
 
 
 async def writers(
@@ -147,7 +154,10 @@ async def writers(
         result.cpu_ms_per_turn = cpu * 1000 / done
         result.requests_per_turn = requests / done
         after = await anyio.to_thread.run_sync(_chain_retries, running, metrics_token)
-        result.chain_retries = None if after is None else after - (retries or 0.0)
+        if isinstance(after, str) or isinstance(retries, str):
+            result.chain_retries = after if isinstance(after, str) else str(retries)
+        else:
+            result.chain_retries = after - retries
 
     async with anyio.create_task_group() as holders:
         for client in clients:
