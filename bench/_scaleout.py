@@ -36,6 +36,11 @@ CONNECT_ATTEMPTS = 10
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
+        "--new-session-on-404",
+        action="store_true",
+        help="--protocol 2025: a client starts a new session on a 404",
+    )
+    parser.add_argument(
         "--processes", type=int, nargs="+", help="scale out: N server processes behind nginx, for each N"
     )
     parser.add_argument(
