@@ -9,6 +9,9 @@ On a 404 the SDK's Client keeps its session, and so do these clients (about half
 calls then fail with 2 processes); with --new-session-on-404 a client starts a new session before its
 next call, as the specification asks of a client (counted as sessions started again). A client whose
 connection closed always connects again.
+
+--store cosmos runs on the local Cosmos-protocol server, which has no vector or full-text search
+functions (tests/services/cosmos_server.py): its searches fail, counted as errors; its writes row holds.
 """
 
 from __future__ import annotations
