@@ -192,6 +192,7 @@ def run(args: argparse.Namespace) -> list[Result]:
                     MCP_MEMORY_LOG_LEVEL="WARNING",
                     MCP_MEMORY_AUDIT__ENABLED=str(audit).lower(),
                     MCP_MEMORY_SECURITY__SPACES=spaces_setting(principals),
+                    **dict(item.split("=", 1) for item in args.setting),
                 )
                 result = Result(replicas, audit, Row("writes", args.users))
                 where = work / f"r{replicas}-audit-{audit}"
@@ -209,7 +210,8 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
         f"\nwriters flat out: {args.users} users (half personal, half in {len(SPACES)} spaces), add_turn "
         f"over streamable HTTP (MCP 2026) through nginx round-robin; Redis working memory; long term the "
         f"local Cosmos-protocol server (@vercel/cosmosdb-server) +{args.latency_ms:g} ms each way; embedder "
-        f"{args.embedder}; {args.seconds:g} s counted after {args.warmup:g} s; {platform.machine()}, "
+        f"{args.embedder}; {args.seconds:g} s counted after {args.warmup:g} s; "
+        f"{''.join(f'{item}; ' for item in args.setting)}{platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}\n"
     )
     print(
@@ -243,7 +245,12 @@ def main() -> None:
         "--latency-ms", type=float, default=4.0, help="added each way between server and Cosmos"
     )
     parser.add_argument("--embedder", choices=["hash", "local"], default="hash")
+    parser.add_argument(
+        "--setting", action="append", default=[], metavar="NAME=VALUE", help="a server setting (repeatable)"
+    )
     args = parser.parse_args()
+    if bad := [item for item in args.setting if not item.startswith("MCP_MEMORY_") or "=" not in item]:
+        parser.error(f"--setting takes MCP_MEMORY_NAME=VALUE; got {', '.join(bad)}")
     report(run(args), args)
 
 
