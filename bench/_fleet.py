@@ -22,7 +22,7 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import ExitStack, asynccontextmanager, contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,7 +42,7 @@ Protocol = Literal["2025", "2026"]
 
 
 def nginx_binary() -> str:
-    found = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx",) if os.access(p, os.X_OK)), None)
+    found = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin:/sbin")  # often not on PATH
     if found is None:
         raise SystemExit(NGINX_MISSING)
     return found
@@ -185,7 +185,6 @@ class Fleet:
     port: int
     data_dir: Path
     proxy: ProxyProcess | None = None
-    notes: list[str] = field(default_factory=list)
 
     @property
     def url(self) -> str:
@@ -210,6 +209,7 @@ def fleet(
     proxy: ProxyProcess | None = None,
 ) -> Iterator[Fleet]:
     """`processes` servers on one data dir, Redis and (cosmos) a fresh database behind `proxy`."""
+    nginx_binary()  # before anything starts: without nginx there is no fleet
     run = uuid.uuid4().hex[:8]
     shared = {
         **env,

@@ -74,8 +74,11 @@ class UserClient:
         self._ready = anyio.Event()
         self._lost = anyio.Event()
         self._closing = False
+        self._gave_up = False
 
     async def hold(self) -> None:
+        """Keep a session open until close(); a new one whenever a call found it lost; give up after
+        CONNECT_ATTEMPTS failed connections in a row."""
         failures = 0
         while not self._closing and failures < CONNECT_ATTEMPTS:
             try:
@@ -92,6 +95,7 @@ class UserClient:
                 if not self._ready.is_set():
                     self._ready.set()  # wake callers, who see no client and wait for the next one
                 self._ready = anyio.Event()
+        self._gave_up = True
         self._ready.set()
 
     def close(self) -> None:
@@ -100,7 +104,7 @@ class UserClient:
 
     async def call_tool(self, name: str, arguments: dict[str, Any]) -> Any:
         while (client := self.client) is None:
-            if self._closing or (len(self.connect_errors) >= CONNECT_ATTEMPTS and self._ready.is_set()):
+            if self._closing or self._gave_up:
                 raise ConnectionError(self.connect_errors[-1] if self.connect_errors else "closed")
             await self._ready.wait()
         try:
