@@ -15,6 +15,7 @@ The four rows of the throughput table in docs/benchmarks.md ("A team on one serv
     .venv/bin/python bench/load.py                                  # 1 8 32 users, 10 s a phase
     .venv/bin/python bench/load.py --users 32 --seconds 20 --corpus ../shared/data/locomo/locomo_dev.json
     .venv/bin/python bench/load.py --mixed --clients 8 --seconds 20 --embedder hash   # the older mix
+    .venv/bin/python bench/load.py --processes 1 2 4 --users 32 --protocol 2026   # behind nginx: _scaleout.py
 
 Flat-out phases run --warmup seconds (2) before they are counted: every user's first calls load their
 indexes and threads, and 32 first calls land at once; the rows give the steady state that follows.
@@ -40,7 +41,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -183,7 +184,7 @@ def own_cpu_seconds() -> float:
 
 
 @asynccontextmanager
-async def cores_at_work(row: Row, server_pid: int | None) -> AsyncIterator[None]:
+async def cores_at_work(row: Row, server_pid: int | Sequence[int] | None) -> AsyncIterator[None]:
     """Record in `row` the cores the server and the clients kept busy while the block ran."""
     began, server_began, own_began = time.perf_counter(), _cpu(server_pid), own_cpu_seconds()
     yield
@@ -194,8 +195,11 @@ async def cores_at_work(row: Row, server_pid: int | None) -> AsyncIterator[None]
     row.client_cores = (own_cpu_seconds() - own_began) / wall
 
 
-def _cpu(pid: int | None) -> float | None:
-    return None if pid is None else process_cpu_seconds(pid)
+def _cpu(pid: int | Sequence[int] | None) -> float | None:
+    """One process's CPU seconds, or the sum of several's (the processes of bench/_scaleout.py)."""
+    if pid is None or isinstance(pid, int):
+        return None if pid is None else process_cpu_seconds(pid)
+    return sum(process_cpu_seconds(one) or 0.0 for one in pid)
 
 
 ROW_HEADER = (
@@ -231,7 +235,12 @@ class Team:
     """Every user's connected client, and what each has written (for counting what was lost)."""
 
     def __init__(
-        self, clients: list[Any], texts: list[str], questions: list[str], tag: str, server_pid: int | None
+        self,
+        clients: list[Any],
+        texts: list[str],
+        questions: list[str],
+        tag: str,
+        server_pid: int | Sequence[int] | None,
     ) -> None:
         self.clients = clients
         self.server_pid = server_pid
@@ -263,7 +272,8 @@ class Team:
             while (now := time.perf_counter()) < deadline:
                 into = row if now >= row.started else warming
                 if name == "writes":
-                    self.acknowledged += await _timed(client, into, "add_turn", self.turn(user, n))
+                    ok = await _timed(client, into, "add_turn", self.turn(user, n))
+                    self.acknowledged += ok  # after the await: `+= await` read the count before the call
                 else:
                     await _timed(client, into, "search_memory", self.search(user, n))
                 n += 1
@@ -296,7 +306,8 @@ class Team:
                     return
                 await anyio.sleep(max(0.0, at - time.perf_counter()))
                 if n % 2 == 0:
-                    self.acknowledged += await _timed(client, row, "add_turn", self.turn(user, 10_000 + n))
+                    ok = await _timed(client, row, "add_turn", self.turn(user, 10_000 + n))
+                    self.acknowledged += ok
                 else:
                     await _timed(client, row, "search_memory", self.search(user, n))
                 n += 1
@@ -450,6 +461,9 @@ def mixed(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    from _scaleout import add_arguments as scale_arguments  # imports this module: not at the top
+    from _scaleout import scale_out
+
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -467,10 +481,13 @@ def main() -> None:
     )
     parser.add_argument("--mixed", action="store_true", help="the older mixed loop instead")
     parser.add_argument("--clients", type=int, default=32, help="--mixed: clients")
+    scale_arguments(parser)
     args = parser.parse_args()
     if bad := [item for item in args.setting if not item.startswith("MCP_MEMORY_") or "=" not in item]:
         parser.error(f"--setting takes MCP_MEMORY_NAME=VALUE; got {', '.join(bad)}")
-    if args.mixed:
+    if args.processes:
+        scale_out(args)
+    elif args.mixed:
         mixed(args)
     else:
         four_rows(args)
