@@ -15,6 +15,8 @@ by every request.
   accepted leaves a tombstone, so the replicas still holding the session drop it at their next request
   for it (404 on every replica). A session Redis lost (a flush, a new server) is written back by the
   replica holding it.
+- A POST carrying the client's answer to a request this process did not send (sampling, elicitation) is
+  passed on to the replica that sent it (mcp/client_answers.py).
 
 2026-protocol requests are stateless and pass straight through; so does everything while Redis does not
 answer (each process then serves the sessions it holds, as without Redis). The session manager's
