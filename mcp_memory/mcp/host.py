@@ -9,7 +9,7 @@ closes it when the last user leaves.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Protocol
 
@@ -46,6 +46,16 @@ class SessionStore(Protocol):
     async def unsubscribe(self, session_id: str, uri: str) -> None: ...
 
 
+class AnswerRelay(Protocol):
+    """Carries a 2025 client's answer to the replica whose request it answers (storage/redis/answers.py)."""
+
+    async def publish(self, session_id: str, message: str) -> None: ...
+
+
+# Hears the answers other replicas relayed: (session id, the JSON-RPC message); mcp/client_answers.py.
+AnswerListener = Callable[[str, str], Awaitable[None]]
+
+
 class ServiceHost:
     """A reference-counted MemoryService: opened by the first user, closed after the last."""
 
@@ -66,6 +76,9 @@ class ServiceHost:
         self.request_buckets: SharedBuckets | None = None
         # Open with the service when Redis is configured: 2025 sessions every replica can serve.
         self.session_store: SessionStore | None = None
+        # Open with the session store: clients' answers to other replicas' requests, and who hears them.
+        self.answer_relay: AnswerRelay | None = None
+        self.answer_listener: AnswerListener | None = None
 
     @property
     def service(self) -> MemoryService:
@@ -140,10 +153,19 @@ class ServiceHost:
         if self.settings.working.redis_url is None:
             return
         with needs_extra(REDIS_WORKING):
+            from mcp_memory.storage.redis.answers import RedisAnswerRelay
             from mcp_memory.storage.redis.sessions import RedisSessionStore
 
         self.session_store = await stack.enter_async_context(RedisSessionStore.open(self.settings.working))
         stack.callback(setattr, self, "session_store", None)
+        self.answer_relay = await stack.enter_async_context(
+            RedisAnswerRelay.open(self.settings.working, self._hear_answer)
+        )
+        stack.callback(setattr, self, "answer_relay", None)
+
+    async def _hear_answer(self, session_id: str, message: str) -> None:
+        if self.answer_listener is not None:
+            await self.answer_listener(session_id, message)
 
     async def _notify(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:

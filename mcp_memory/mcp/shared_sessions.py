@@ -15,6 +15,8 @@ by every request.
   accepted leaves a tombstone, so the replicas still holding the session drop it at their next request
   for it (404 on every replica). A session Redis lost (a flush, a new server) is written back by the
   replica holding it.
+- A POST carrying the client's answer to a request this process did not send (sampling, elicitation) is
+  passed on to the replica that sent it (mcp/client_answers.py).
 
 2026-protocol requests are stateless and pass straight through; so does everything while Redis does not
 answer (each process then serves the sessions it holds, as without Redis). The session manager's
@@ -51,6 +53,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from mcp_memory.errors import BackendUnavailableError, MemoryServerError
 from mcp_memory.mcp.app import MemoryServer
+from mcp_memory.mcp.client_answers import ClientAnswers, spread_request_ids
 from mcp_memory.mcp.connections import connection_of
 from mcp_memory.mcp.host import SessionStore
 from mcp_memory.models import UserEvent
@@ -79,6 +82,7 @@ class SharedSessions:
         self._listening: dict[str, Principal] = {}  # sessions whose GET stream is open on this process
         server.bus.legacy.persist = self._persist_subscription
         server.bus.legacy.refresh = self._refresh_subscriptions
+        self._answers = ClientAnswers(server.host, self._locate)
 
     @property
     def _store(self) -> SessionStore | None:
@@ -111,6 +115,7 @@ class SharedSessions:
         for gone in [held for held in self._held if held not in self._manager._server_instances]:
             del self._held[gone]  # sessions the SDK reaped once idle
         self._held[connection.session_id] = (state, connection)
+        spread_request_ids(connection)
         try:
             await store.save(connection.session_id, state, self._ttl_ms)
         except BackendUnavailableError as e:  # the session works here; other replicas will not find it
@@ -152,6 +157,11 @@ class SharedSessions:
                     tasks.cancel_scope.cancel()
             finally:
                 self._listening.pop(session_id, None)
+        elif scope["method"] == "POST":  # perhaps the client's answer to another replica's request
+            receive, answer = await self._answers.unclaimed(session_id, receive)
+            status = await _served(self.app, scope, receive, send)
+            if answer is not None and status == 202:  # the SDK accepted it (the session's owner posted it)
+                await self._answers.relay(answer)
         else:
             status = await _served(self.app, scope, receive, send)
         if scope["method"] == "DELETE" and status is not None and status < 400:
@@ -236,6 +246,7 @@ class SharedSessions:
                     dispatcher, session_id=session_id, protocol_version_hint=recorded.protocol_version
                 )
                 connection.client_params = InitializeRequestParams.model_validate(recorded.client_params)
+                spread_request_ids(connection)
                 connection.initialized.set()
                 task_status.started(connection)
                 try:
@@ -257,6 +268,11 @@ class SharedSessions:
         connection: Connection = await task_group.start(run_server)
         log.info("serving session %s opened on another replica", session_id[:16])
         return connection
+
+    def _locate(self, session_id: str) -> tuple[Connection, StreamableHTTPServerTransport] | None:
+        """The session's connection and transport, when this process serves it."""
+        held, transport = self._held.get(session_id), self._manager._server_instances.get(session_id)
+        return None if held is None or transport is None else (held[1], transport)
 
     async def _drop(self, session_id: str) -> None:
         """The client deleted the session through another replica."""

@@ -104,6 +104,10 @@ _DESCRIPTIONS = {
         "Audit appends that found another writer's record where they meant to put their own (a chain "
         "conflict: another replica appended to the same ledger first) and tried again."
     ),
+    "client_answers": (
+        "2025 clients' answers to server requests (sampling, elicitation), by route: here (this replica "
+        "asked), relayed (passed to the other replicas through Redis), fed (relayed here, where it was asked)."
+    ),
     "model_tokens": (
         "Tokens sent to and received from models (counted with the server's tokenizer), by provider "
         "and direction (prompt, answer)."
@@ -149,6 +153,7 @@ class Metrics:
         self.audit_records = _counter(r, "audit_records", ["action", "outcome"])
         self.audit_verifications = _counter(r, "audit_verifications", ["result"])
         self.audit_chain_retries = _counter(r, "audit_chain_retries")
+        self.client_answers = _counter(r, "client_answers", ["route"])
         self._audit_children: dict[tuple[str, str], Counter] = {}
         r.register(_FigureCollector(self))
         ProcessCollector(registry=r)  # process_* : CPU seconds, resident memory, open files (Linux)
@@ -215,6 +220,11 @@ class Metrics:
         self.model_calls.labels(provider, purpose, OK if ok else ERROR).inc()
         self.model_tokens.labels(provider, "prompt").inc(prompt_tokens)
         self.model_tokens.labels(provider, "answer").inc(answer_tokens)
+
+    def client_answer(self, route: str) -> None:
+        """A 2025 client's answer to a server request: "here" (this replica asked), "relayed" (passed
+        on to the replicas through Redis), "fed" (relayed to this replica, which asked)."""
+        self.client_answers.labels(route).inc()
 
     # ---- exposition -------------------------------------------------------------------------------
 

@@ -61,8 +61,11 @@ def nginx_binary() -> str:
 class Nginx:
     """nginx balancing round-robin over `replicas`, on a free loopback port, until stopped."""
 
-    def __init__(self, replicas: Sequence[NetworkServer], workdir: Path) -> None:
+    def __init__(
+        self, replicas: Sequence[NetworkServer], workdir: Path, weights: Sequence[int] | None = None
+    ) -> None:
         self.replicas = replicas
+        self.weights = list(weights or [1] * len(replicas))
         self.prefix = workdir / "nginx"
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
@@ -75,7 +78,10 @@ class Nginx:
         binary = nginx_binary()
         self.prefix.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        servers = "\n".join(f"        server 127.0.0.1:{replica.port};" for replica in self.replicas)
+        servers = "\n".join(
+            f"        server 127.0.0.1:{replica.port} weight={weight};"
+            for replica, weight in zip(self.replicas, self.weights, strict=True)
+        )
         config = self.prefix / "nginx.conf"
         config.write_text(CONFIG.format(prefix=self.prefix, port=self.port, servers=servers))
         self._process = subprocess.Popen(
@@ -108,8 +114,11 @@ class Nginx:
             process.wait(timeout=10)
 
 
-def balanced(replicas: Sequence[NetworkServer], workdir: Path) -> Iterator[Nginx]:
-    nginx = Nginx(replicas, workdir)
+def balanced(
+    replicas: Sequence[NetworkServer], workdir: Path, weights: Sequence[int] | None = None
+) -> Iterator[Nginx]:
+    """nginx over `replicas`; with `weights`, weighted round-robin (nginx spreads each replica's turns)."""
+    nginx = Nginx(replicas, workdir, weights)
     nginx.start()
     try:
         yield nginx

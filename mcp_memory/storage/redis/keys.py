@@ -11,6 +11,8 @@ Layout (prefix `mm`, user `ann`, thread `t1`):
     mm:{ann}:learning:<key>  hash: one learning trigger counter (n = number, mark = the mark), with
                            its own PX expiry when it is a rate window (redis/counters.py)
     mm:events              pub/sub channel of resource-change events (redis/relay.py)
+    mm:answers             pub/sub channel of clients' answers to server requests, for the replica
+                           that asked (redis/answers.py)
     mm:rate:<digest>       hash: one principal's request bucket, shared by replicas (redis/rate.py);
                            named by a digest of the user id, and expiring once idle
     mm:session:<id>        hash: one 2025-protocol MCP session, for every replica (redis/sessions.py):
@@ -114,3 +116,7 @@ class RedisKeys:
     @property
     def events_channel(self) -> str:
         return f"{self.prefix}:events"
+
+    @property
+    def answers_channel(self) -> str:
+        return f"{self.prefix}:answers"

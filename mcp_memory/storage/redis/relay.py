@@ -73,70 +73,50 @@ def decode_event(payload: str) -> tuple[str, UserEvent] | None:
         return None
 
 
-class RedisEventRelay:
-    """Fans events out to every other replica that shares the Redis and key prefix."""
+class ChannelRelay:
+    """One Redis pub/sub channel between replicas: publish, and a background reader that reconnects by
+    itself, with backoff. Subclasses say what a payload means (`_receive`)."""
 
-    def __init__(self, client: RedisClient, settings: WorkingSettings) -> None:
+    WHAT = "the replica relay"  # named in errors and logs
+
+    def __init__(self, client: RedisClient, settings: WorkingSettings, channel: str) -> None:
         self._client = client
-        self._channel = RedisKeys(settings.key_prefix).events_channel
+        self._channel = channel
         self._timeout = settings.timeout_seconds
         self._location = location_of(settings)
-        self._origin = uuid.uuid4().hex  # our own events come back from Redis; this tells them apart
-        self._listeners: dict[object, Listener] = {}
+        self._origin = uuid.uuid4().hex  # our own messages come back from Redis; this tells them apart
 
-    @classmethod
     @asynccontextmanager
-    async def open(cls, settings: WorkingSettings) -> AsyncIterator[Self]:
-        """Subscribe (raising BackendUnavailableError when Redis is unreachable now), run the reader
-        in the background while the context is open, then unsubscribe."""
-        client = connect(settings)
+    async def _reading(self, *, required: bool) -> AsyncIterator[None]:
+        """Subscribe, run the reader in the background while the context is open, then unsubscribe.
+        Redis unreachable now: BackendUnavailableError when `required`, else the reader keeps trying."""
+        pubsub: PubSub | None = None
         try:
-            relay = cls(client, settings)
-            try:
-                pubsub = await relay._subscribe()
-            except (redis.exceptions.RedisError, TimeoutError, OSError) as e:
+            pubsub = await self._subscribe()
+        except (redis.exceptions.RedisError, TimeoutError, OSError) as e:
+            if required:
                 raise BackendUnavailableError(
-                    f"resource notifications (Redis) are unreachable at {relay._location}", backend="redis"
+                    f"{self.WHAT} (Redis) are unreachable at {self._location}", backend="redis"
                 ) from e
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(relay._read_forever, pubsub)
-                try:
-                    yield relay
-                finally:
-                    tg.cancel_scope.cancel()
-        finally:
-            await client.aclose()
-
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Register `listener` for other replicas' events; returns an idempotent unsubscribe callable."""
-        token = object()  # the same callable may be registered twice
-        self._listeners[token] = listener
-
-        def unsubscribe() -> None:
-            self._listeners.pop(token, None)
-
-        return unsubscribe
-
-    async def publish(self, envelope: UserEvent) -> None:
-        """Send one of this replica's events to the others (it was delivered here already)."""
-        payload = encode_event(envelope, self._origin)
-        try:
-            with anyio.fail_after(self._timeout):
-                if isinstance(self._client, RedisCluster):
-                    await self._client.spublish(self._channel, payload)
-                else:
-                    await self._client.publish(self._channel, payload)
-        except (redis.exceptions.RedisError, TimeoutError) as e:
-            # Handled here: other replicas' clients miss one level-triggered event, the write stands.
-            kind = type(envelope.event).__name__
-            log.warning("could not publish %s to Redis at %s: %s", kind, self._location, e)
-
-    def _deliver(self, envelope: UserEvent) -> None:
-        for listener in list(self._listeners.values()):
+            log.warning(
+                "%s: Redis at %s is unreachable (%s); subscribing in the background",
+                self.WHAT,
+                self._location,
+                e,
+            )
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._read_forever, pubsub)
             try:
-                listener(envelope)
-            except Exception:  # fan-out boundary, as in the SDK's bus: one listener must not starve the rest
-                log.exception("relay listener raised; continuing")
+                yield
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _publish(self, payload: str) -> int:
+        """How many subscribers Redis handed the payload to (raises Redis errors and TimeoutError)."""
+        with anyio.fail_after(self._timeout):
+            if isinstance(self._client, RedisCluster):
+                return int(await self._client.spublish(self._channel, payload))
+            return int(await self._client.publish(self._channel, payload))
 
     async def _subscribe(self, *, again: bool = False) -> PubSub:
         client = self._client
@@ -172,7 +152,7 @@ class RedisEventRelay:
         message: dict[str, Any] | None = await pubsub.get_message(timeout=_POLL_SECONDS)
         return message
 
-    async def _read_forever(self, subscribed: PubSub) -> None:
+    async def _read_forever(self, subscribed: PubSub | None) -> None:
         pubsub: PubSub | None = subscribed
         failures = 0
         try:
@@ -180,19 +160,19 @@ class RedisEventRelay:
                 try:
                     if pubsub is None:
                         pubsub = await self._subscribe(again=True)
-                        log.info("event relay reconnected to Redis at %s", self._location)
+                        log.info("%s: reconnected to Redis at %s", self.WHAT, self._location)
                     failures = 0
                     while True:
                         message = await self._next_message(pubsub)
                         kind = None if message is None else message.get("type")
                         if message is not None and kind in _DATA:
-                            self._receive(message["data"])
+                            await self._receive(message["data"])
                         elif kind in _LOST:
                             raise SubscriptionLostError(f"Redis ended our subscription ({kind})")
                 except (redis.exceptions.RedisError, TimeoutError, OSError) as e:
                     failures += 1
                     if failures == 1:
-                        log.warning("event relay lost Redis at %s (%s); reconnecting", self._location, e)
+                        log.warning("%s: lost Redis at %s (%s); reconnecting", self.WHAT, self._location, e)
                     if pubsub is not None:
                         await self._close(pubsub)
                         pubsub = None
@@ -201,7 +181,59 @@ class RedisEventRelay:
             if pubsub is not None:
                 await self._close(pubsub)
 
-    def _receive(self, payload: str) -> None:
+    async def _receive(self, payload: str) -> None:
+        raise NotImplementedError
+
+
+class RedisEventRelay(ChannelRelay):
+    """Fans events out to every other replica that shares the Redis and key prefix."""
+
+    WHAT = "resource notifications"
+
+    def __init__(self, client: RedisClient, settings: WorkingSettings) -> None:
+        super().__init__(client, settings, RedisKeys(settings.key_prefix).events_channel)
+        self._listeners: dict[object, Listener] = {}
+
+    @classmethod
+    @asynccontextmanager
+    async def open(cls, settings: WorkingSettings) -> AsyncIterator[Self]:
+        """Subscribe (raising BackendUnavailableError when Redis is unreachable now), run the reader
+        in the background while the context is open, then unsubscribe."""
+        client = connect(settings)
+        try:
+            relay = cls(client, settings)
+            async with relay._reading(required=True):
+                yield relay
+        finally:
+            await client.aclose()
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Register `listener` for other replicas' events; returns an idempotent unsubscribe callable."""
+        token = object()  # the same callable may be registered twice
+        self._listeners[token] = listener
+
+        def unsubscribe() -> None:
+            self._listeners.pop(token, None)
+
+        return unsubscribe
+
+    async def publish(self, envelope: UserEvent) -> None:
+        """Send one of this replica's events to the others (it was delivered here already)."""
+        try:
+            await self._publish(encode_event(envelope, self._origin))
+        except (redis.exceptions.RedisError, TimeoutError) as e:
+            # Handled here: other replicas' clients miss one level-triggered event, the write stands.
+            kind = type(envelope.event).__name__
+            log.warning("could not publish %s to Redis at %s: %s", kind, self._location, e)
+
+    def _deliver(self, envelope: UserEvent) -> None:
+        for listener in list(self._listeners.values()):
+            try:
+                listener(envelope)
+            except Exception:  # fan-out boundary, as in the SDK's bus: one listener must not starve the rest
+                log.exception("relay listener raised; continuing")
+
+    async def _receive(self, payload: str) -> None:
         decoded = decode_event(payload)
         if decoded is None:
             log.warning("ignoring an event this version cannot read: %.200s", payload)
