@@ -341,6 +341,7 @@ class CosmosLongTermStore(SearchesBy):
         docs = [(c, d) for c, d in docs if d["thread_id"] != USAGE_GROUP]  # the count goes last, below
         counts = Counter(d["type"] for _, d in docs if d["type"] in MEMORY_TYPES)
         if not dry_run:
+            self._writes.forget_kept(scope.user_id)
             audit_context.note(d["id"] for _, d in docs if d["type"] in MEMORY_TYPES)  # the change's record
             deleted: list[int] = []
 
