@@ -92,7 +92,6 @@ class CosmosTriggerCounters:
     def __init__(self, container: ContainerProxy, *, timeout_seconds: float) -> None:
         self._container = container
         self._timeout = timeout_seconds
-        self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
 
     async def increment(
         self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None
@@ -154,7 +153,7 @@ class CosmosTriggerCounters:
             ):
                 await self._container.delete_item(doc["id"], partition_key=[user_id, COUNTERS_GROUP])
 
-        await each_concurrently([lambda d=d: delete(d) for d in docs], self._limiter)  # type: ignore[misc]
+        await each_concurrently([lambda d=d: delete(d) for d in docs], _CONCURRENCY)  # type: ignore[misc]
         return len(docs)
 
     # -- plumbing -------------------------------------------------------------------------------------

@@ -15,7 +15,6 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import anyio
 from azure.core import MatchConditions
 from azure.cosmos.aio import ContainerProxy
 from azure.cosmos.exceptions import CosmosAccessConditionFailedError, CosmosResourceNotFoundError
@@ -87,12 +86,11 @@ class CosmosWrites:
     turns: ContainerProxy
     memories: ContainerProxy
     usage: CosmosUsage
-    limiter: anyio.CapacityLimiter
+    concurrency: int  # requests one store call may have in flight
     # Threads whose entry this process has written: the entry is idempotent, this only saves RU.
     known_threads: set[tuple[str, str]] = field(default_factory=set)
-    # Passage writes run inside a memory's write, which holds a slot of `limiter`: their own limiter,
-    # so nested calls never wait on slots their callers hold.
-    passage_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(8))
+    # Passage writes of one memory in flight at once (inside its write's slot).
+    passage_concurrency: int = 8
     # Turns as this process last wrote them (kept_turn): a context rewrite patches them under their ETag
     # without reading them again; one changed elsewhere answers 412 and is read then.
     kept_turns: OrderedDict[tuple[str, str], dict[str, Any]] = field(default_factory=OrderedDict)
@@ -215,7 +213,7 @@ class CosmosWrites:
 
         calls = [lambda i=i, b=b: one(i, b) for i, b in items]
         try:
-            await each_concurrently(calls, self.passage_limiter)
+            await each_concurrently(calls, self.passage_concurrency)
         except MemoryServerError as e:
             if action != "delete":
                 raise
@@ -383,4 +381,4 @@ class CosmosWrites:
         return await query_all(container, query, what, self.settings.timeout_seconds)
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
-        await each_concurrently(calls, self.limiter)
+        await each_concurrently(calls, self.concurrency)
