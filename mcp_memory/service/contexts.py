@@ -4,12 +4,14 @@ leave the contexts of the turns around it.
 
 Writes to one thread's contexts (add_turn, forgetting a turn) take turns in this process: a forget
 between an add's read of its neighbours and its rewrite of their contexts would otherwise let the
-forgotten words back in. Striped: a fixed number of locks, whatever the threads.
+forgotten words back in. One lock per thread, made when a write needs it and dropped when none holds
+or waits for it: writes to other threads, of this user or another, never wait on it.
 """
 
 from __future__ import annotations
 
-import zlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -19,20 +21,31 @@ from mcp_memory.models import Memory
 from mcp_memory.search.context import TurnContexts, contexts_without, turn_contexts
 from mcp_memory.service.parts import ServiceParts
 
-CONTEXT_LOCK_STRIPES = 64
+
+@dataclass
+class _ThreadLock:
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    users: int = 0  # holding or waiting
 
 
 @dataclass
 class TurnContextKeeper:
     parts: ServiceParts
-    _locks: tuple[anyio.Lock, ...] = field(init=False, repr=False)
+    _locks: dict[tuple[str, str | None], _ThreadLock] = field(default_factory=dict, repr=False)
 
-    def __post_init__(self) -> None:
-        self._locks = tuple(anyio.Lock() for _ in range(CONTEXT_LOCK_STRIPES))
-
-    def lock(self, user_id: str, thread_id: str | None) -> anyio.Lock:
-        stripe = zlib.crc32(f"{user_id}\x00{thread_id}".encode()) % CONTEXT_LOCK_STRIPES
-        return self._locks[stripe]
+    @asynccontextmanager
+    async def lock(self, user_id: str, thread_id: str | None) -> AsyncIterator[None]:
+        """This thread's context writes, one at a time in this process."""
+        key = (user_id, thread_id)
+        held = self._locks.setdefault(key, _ThreadLock())
+        held.users += 1
+        try:
+            async with held.lock:
+                yield
+        finally:
+            held.users -= 1
+            if not held.users:
+                del self._locks[key]
 
     def reach(self) -> dict[str, int]:
         """How many turns before and after a turn its full-text context holds."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import anyio
 import pytest
 
 from mcp_memory.config import Settings
@@ -216,3 +217,28 @@ def test_the_patch_sets_the_context_its_text_and_hash_and_keeps_the_expiry() -> 
     assert "/ttl" not in {op["path"] for op in context_patch(no_ttl, "new", now=1030.2)}
     empty = {op["path"]: op["value"] for op in context_patch(doc, "", now=1000)}
     assert empty["/index_text"] == "hello" and empty["/index_context"] == ""
+
+
+async def test_a_kept_turn_rewritten_elsewhere_is_read_again(cosmos_server: CosmosServer) -> None:
+    """A store patches the turns it wrote last without reading them (kept under their ETag): when another
+    replica rewrote one meanwhile, the patch answers 412 and the turn is read and patched again."""
+    settings = local_cosmos_settings(cosmos_server)
+    async with (
+        CosmosLongTermStore.open(settings, EMBEDDING) as ours,
+        CosmosLongTermStore.open(settings, EMBEDDING) as theirs,
+    ):
+        turn = memory(USER, "kept-turn", "the kettle is on the stove")
+        await ours.put([turn])
+        assert (USER, turn.id) in ours._writes.kept_turns
+        assert await theirs.set_index_contexts(USER, {turn.id: "their context"}) == 1
+        assert await ours.set_index_contexts(USER, {turn.id: "our context"}) == 1
+        assert "our context" in indexed(await stored(ours, turn.id))
+        assert await ours.set_index_contexts(USER, {turn.id: "our next context"}) == 1, "kept again"
+        assert "our next context" in indexed(await stored(theirs, turn.id))
+
+
+async def test_a_thread_lock_is_dropped_when_no_write_needs_it(cosmos_service: MemoryService) -> None:
+    async with anyio.create_task_group() as tg:
+        for i in range(6):
+            tg.start_soon(cosmos_service.add_turn, USER, f"thread-{i % 3}", "user", f"turn {i} of a thread")
+    assert cosmos_service._turns.contexts._locks == {}

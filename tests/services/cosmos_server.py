@@ -46,14 +46,29 @@ def _install_dir() -> Path:
     return Path(override) if override else cache_dir("cosmosdb-server")
 
 
+# The server as its cli.js starts it, but answering with keep-alive (its cli has no flag for it).
+_KEEP_ALIVE = """
+const server = require(process.argv[1]).createHttpServer({ keepAlive: true });
+server.listen(0, "127.0.0.1", () => {
+  console.log(`Ready to accept HTTP connections at 127.0.0.1:${server.address().port}`);
+});
+"""
+
+
 @contextmanager
-def local_cosmos_server() -> Iterator[CosmosServer]:
-    """Install (once) and run the server until the block ends. Also used by bench/cosmos_local_latency.py."""
+def local_cosmos_server(*, keep_alive: bool = False) -> Iterator[CosmosServer]:
+    """Install (once) and run the server until the block ends. Also used by the Cosmos benches.
+
+    It closes every connection after its answer (a new TCP connection per request, which Azure does
+    not do); `keep_alive` keeps them open, as bench/cosmos_cost.py measures."""
     install_dir = _install_dir()
     entry = install_dir / "node_modules" / "@vercel" / "cosmosdb-server" / "lib" / "cli.js"
     cli = npm_install(PACKAGE, install_dir, entry)
+    command = [node("the local Cosmos DB server"), str(cli), "--host", "127.0.0.1", "-p", "0", "--no-ssl"]
+    if keep_alive:
+        command = [command[0], "-e", _KEEP_ALIVE, str(cli.parent)]
     process = subprocess.Popen(
-        [node("the local Cosmos DB server"), str(cli), "--host", "127.0.0.1", "-p", "0", "--no-ssl"],
+        command,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -22,13 +22,14 @@ async def query_all(
 
 
 async def each_concurrently(
-    calls: Sequence[Callable[[], Awaitable[None]]], limiter: anyio.CapacityLimiter
+    calls: Sequence[Callable[[], Awaitable[None]]], limit: anyio.CapacityLimiter | int
 ) -> None:
-    """Run calls concurrently (at most the limiter's capacity at once); the first failure is raised as
-    itself."""
+    """Run calls concurrently, at most `limit` at once; the first failure is raised as itself. A number
+    limits these calls only (a limiter of their own): other callers' calls never wait for their slots."""
     if len(calls) == 1:
         await calls[0]()
         return
+    limiter = anyio.CapacityLimiter(limit) if isinstance(limit, int) else limit
 
     async def limited(call: Callable[[], Awaitable[None]]) -> None:
         async with limiter:

@@ -7,6 +7,10 @@ another writer changed it in between, Cosmos DB answers 412 (or 409) and we read
 each increment is applied exactly once and returns a value no other caller sees, which is what makes a
 trigger fire on exactly one replica.
 
+An increment of a live counter is one patch (`incr`, atomic on the server) whose filter predicate
+holds only while the window is open; a missing item (404) or an ended window (412) takes the
+read-and-replace path, which creates the item or starts the window again.
+
 Rate windows (ttl_seconds) keep their end in the item (`expires`, epoch seconds) and count from zero
 after it; the item also carries a Cosmos `ttl` a little longer than the window, so Azure deletes
 windows nobody touches again. Expiry is decided by `expires`, never by the TTL sweep, whose timing is
@@ -26,7 +30,7 @@ from typing import Any
 import anyio
 from azure.core import MatchConditions
 from azure.cosmos.aio import ContainerProxy
-from azure.cosmos.exceptions import CosmosResourceNotFoundError
+from azure.cosmos.exceptions import CosmosAccessConditionFailedError, CosmosResourceNotFoundError
 
 from mcp_memory.errors import ConflictError
 from mcp_memory.storage.cosmos.calls import each_concurrently
@@ -88,11 +92,14 @@ class CosmosTriggerCounters:
     def __init__(self, container: ContainerProxy, *, timeout_seconds: float) -> None:
         self._container = container
         self._timeout = timeout_seconds
-        self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
 
     async def increment(
         self, user_id: str, key: str, *, by: int = 1, ttl_seconds: float | None = None
     ) -> int:
+        patched = await self._incremented(user_id, key, by)
+        if patched is not None:
+            return patched
+
         def change(doc: dict[str, Any] | None, now: float) -> dict[str, Any]:
             if doc is not None:
                 return {**doc, "number": int(doc.get("number", 0)) + by}
@@ -105,6 +112,22 @@ class CosmosTriggerCounters:
         written = await self._update(user_id, key, change, "counting")
         assert written is not None  # change() always writes
         return int(written["number"])
+
+    async def _incremented(self, user_id: str, key: str, by: int) -> int | None:
+        """The counter after adding `by` in one patch, or None when it is missing or its window has
+        ended (nothing was changed then)."""
+        live = f"FROM c WHERE NOT IS_NUMBER(c.expires) OR c.expires > {time.time()!r}"
+        with cosmos_errors(f"counting (learning counter {key!r})", self._timeout):
+            try:
+                doc = await self._container.patch_item(
+                    counter_id(key),
+                    partition_key=[user_id, COUNTERS_GROUP],
+                    patch_operations=[{"op": "incr", "path": "/number", "value": by}],
+                    filter_predicate=live,
+                )
+            except (CosmosResourceNotFoundError, CosmosAccessConditionFailedError):
+                return None
+        return int(doc["number"])
 
     async def read(self, user_id: str, key: str) -> str | None:
         doc = _live(await self._read(user_id, key), time.time())
@@ -130,7 +153,7 @@ class CosmosTriggerCounters:
             ):
                 await self._container.delete_item(doc["id"], partition_key=[user_id, COUNTERS_GROUP])
 
-        await each_concurrently([lambda d=d: delete(d) for d in docs], self._limiter)  # type: ignore[misc]
+        await each_concurrently([lambda d=d: delete(d) for d in docs], _CONCURRENCY)  # type: ignore[misc]
         return len(docs)
 
     # -- plumbing -------------------------------------------------------------------------------------

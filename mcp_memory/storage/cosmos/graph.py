@@ -17,7 +17,6 @@ from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
 
-import anyio
 from azure.cosmos.aio import ContainerProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
@@ -42,7 +41,6 @@ class CosmosGraphStore:
     def __init__(self, container: ContainerProxy, *, timeout_seconds: float) -> None:
         self._container = container
         self._timeout = timeout_seconds
-        self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
 
     # ---- writes ------------------------------------------------------------------------------------
 
@@ -330,4 +328,4 @@ class CosmosGraphStore:
                 await self._container.delete_item(doc_id, partition_key=[owner, GRAPH_GROUP])
 
         ids = list(dict.fromkeys(d["id"] for d in docs))
-        await each_concurrently([lambda i=i: delete(i) for i in ids], self._limiter)  # type: ignore[misc]
+        await each_concurrently([lambda i=i: delete(i) for i in ids], _CONCURRENCY)  # type: ignore[misc]

@@ -17,7 +17,6 @@ from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from datetime import datetime
 from typing import Any, Literal, Self
 
-import anyio
 from azure.cosmos.aio import ContainerProxy, DatabaseProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
@@ -93,11 +92,10 @@ class CosmosLongTermStore(SearchesBy):
         self._turns = turns
         self._memories = memories
         self._timeout = settings.timeout_seconds
-        self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
         self._usage = CosmosUsage(
             memories, [turns, memories], timeout_seconds=self._timeout, limit=max_stored_bytes
         )
-        self._writes = CosmosWrites(settings, embedding, turns, memories, self._usage, self._limiter)
+        self._writes = CosmosWrites(settings, embedding, turns, memories, self._usage, _CONCURRENCY)
         self._search = CosmosSearch(self._containers, self._queries)
 
     @classmethod
@@ -341,6 +339,7 @@ class CosmosLongTermStore(SearchesBy):
         docs = [(c, d) for c, d in docs if d["thread_id"] != USAGE_GROUP]  # the count goes last, below
         counts = Counter(d["type"] for _, d in docs if d["type"] in MEMORY_TYPES)
         if not dry_run:
+            self._writes.forget_kept(scope.user_id)
             audit_context.note(d["id"] for _, d in docs if d["type"] in MEMORY_TYPES)  # the change's record
             deleted: list[int] = []
 
@@ -411,7 +410,7 @@ class CosmosLongTermStore(SearchesBy):
         return answers
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
-        await each_concurrently(calls, self._limiter)
+        await each_concurrently(calls, _CONCURRENCY)
 
     async def memory_ids(self, user_id: str, prefix: str, limit: int) -> list[str]:
         # Only ids are read (no documents); each container's own thread entries have other types.

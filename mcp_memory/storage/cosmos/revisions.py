@@ -23,7 +23,6 @@ from contextlib import suppress
 from datetime import datetime
 from typing import Any
 
-import anyio
 from azure.cosmos.aio import ContainerProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
@@ -202,7 +201,6 @@ class CosmosRevisionStore:
         self._container = container
         self._usage = usage
         self._timeout = timeout_seconds
-        self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
         usage.count_also(self.counted_bytes)
 
     async def append(self, revision: Revision) -> Revision:
@@ -216,7 +214,12 @@ class CosmosRevisionStore:
             raise
 
     async def _create(self, revision: Revision) -> Revision:
-        seq = await self._last_seq(revision.user_id, revision.memory_id) + 1
+        """The first revision of a new memory is tried as seq 1 without a read; a memory with revisions
+        already answers 409, and the last seq is read then, as for every other change."""
+        if revision.action == "create":
+            seq = 1
+        else:
+            seq = await self._last_seq(revision.user_id, revision.memory_id) + 1
         for _ in range(_APPEND_ATTEMPTS):
             try:
                 with cosmos_errors(f"recording a revision of memory {revision.memory_id}", self._timeout):
@@ -272,7 +275,7 @@ class CosmosRevisionStore:
                 freed[doc["user_id"]] += counted_bytes_of(doc)
 
         try:
-            await each_concurrently([lambda d=d: delete(d) for d in docs], self._limiter)  # type: ignore[misc]
+            await each_concurrently([lambda d=d: delete(d) for d in docs], _CONCURRENCY)  # type: ignore[misc]
         finally:
             for user_id, removed in freed.items():
                 await self._give_back(user_id, removed)

@@ -10,8 +10,10 @@ https://learn.microsoft.com/azure/cosmos-db/gen-ai/sharded-diskann (vectorIndexS
 
 from __future__ import annotations
 
+import urllib.request
 from typing import Any
 
+from azure.core.pipeline.transport import AioHttpTransport
 from azure.cosmos import PartitionKey, ThroughputProperties
 from azure.cosmos.aio import ContainerProxy, CosmosClient, DatabaseProxy
 
@@ -28,6 +30,15 @@ LANGUAGE = "en-US"
 # SDK's documented defaults, spelled out); 503s are retried by the SDK's own policy.
 _RETRY_TOTAL = 9
 _RETRY_BACKOFF_MAX_SECONDS = 30
+
+
+def make_transport() -> AioHttpTransport | None:
+    """The HTTP transport: None (the SDK's default) when the environment names a proxy, else one that
+    does not read the environment. The default's aiohttp session trusts it, and so looks up ~/.netrc and
+    the proxy variables on a worker thread for every request: two thread hops each, for settings that
+    cannot change while the server runs (and a netrc login could never be used: the SDK signs its own
+    Authorization header)."""
+    return None if urllib.request.getproxies() else AioHttpTransport(use_env_settings=False)
 
 
 def make_client(settings: CosmosSettings) -> tuple[CosmosClient, Any]:
@@ -60,6 +71,7 @@ def make_client(settings: CosmosSettings) -> tuple[CosmosClient, Any]:
         user_agent_suffix="mcp-memory",
         retry_total=_RETRY_TOTAL,
         retry_backoff_max=_RETRY_BACKOFF_MAX_SECONDS,
+        transport=make_transport(),
     )
     return client, closable
 

@@ -6,6 +6,11 @@ not use when it fails, and a deletion gives back what it deleted. Every change r
 writes it back under its ETag (If-Match; a new item by create, which refuses an existing id), retrying
 when another writer was first, so each change is applied exactly once whatever runs concurrently.
 
+A change is first tried as one patch (`incr`) with a filter predicate that holds the limit (or, giving
+back, keeps the count from going below zero): Cosmos DB applies it atomically, so the common case is
+one request and no race. When the item is missing (404) or the predicate fails (412), the
+read-and-replace above decides: it creates the item, refuses with the figures, or clamps at zero.
+
 A user without the item (a new user, or data stored before the item existed) is counted once from their
 memories' content and from what other stores add (count_also: the revisions), inside the same
 compare-and-swap, so concurrent first writes agree on one figure. Giving back never creates the item:
@@ -22,12 +27,12 @@ from typing import Any
 import anyio
 from azure.core import MatchConditions
 from azure.cosmos.aio import ContainerProxy
-from azure.cosmos.exceptions import CosmosResourceNotFoundError
+from azure.cosmos.exceptions import CosmosAccessConditionFailedError, CosmosResourceNotFoundError
 
 from mcp_memory.errors import ConflictError
 from mcp_memory.storage.cosmos.errors import cosmos_errors
 from mcp_memory.storage.cosmos.queries import CosmosQuery
-from mcp_memory.storage.usage import Quota, content_bytes, refuse_growth
+from mcp_memory.storage.usage import Quota, content_bytes, limit_of, refuse_growth
 
 USAGE_GROUP = "~usage"  # the partition key's second level; never a thread id
 USAGE_ID = "~usage"
@@ -99,6 +104,8 @@ class CosmosUsage:
             await self._container.delete_item(USAGE_ID, partition_key=[user_id, USAGE_GROUP])
 
     async def _change(self, user_id: str, by: int, *, refuse: bool, create: bool) -> None:
+        if by and await self._patched(user_id, by, refuse=refuse):
+            return
         for attempt in range(_ATTEMPTS):
             stored = await self._read(user_id)
             if stored is None and not create:
@@ -129,6 +136,28 @@ class CosmosUsage:
             except ConflictError:  # 409 on create / 412 on replace: another writer was first
                 await anyio.sleep(random.uniform(0, min(_BACKOFF_CAP_SECONDS, 0.002 * 2**attempt)))
         raise ConflictError("the stored-bytes counter kept changing under us; try again later")
+
+    async def _patched(self, user_id: str, by: int, *, refuse: bool) -> bool:
+        """Add `by` in one atomic patch; False when the item is missing or the change needs the
+        read-and-replace path (past the limit, or below zero): nothing was changed then."""
+        limit = limit_of(self.limit, user_id) if refuse else None
+        predicate = None
+        if by < 0:
+            predicate = f"FROM c WHERE c.stored_bytes >= {-by}"
+        elif limit is not None:
+            predicate = f"FROM c WHERE c.stored_bytes <= {limit - by}"
+        with cosmos_errors("counting stored bytes", self._timeout):
+            try:
+                await self._container.patch_item(
+                    USAGE_ID,
+                    partition_key=[user_id, USAGE_GROUP],
+                    patch_operations=[{"op": "incr", "path": "/stored_bytes", "value": by}],
+                    filter_predicate=predicate,
+                    no_response=True,
+                )
+            except (CosmosResourceNotFoundError, CosmosAccessConditionFailedError):
+                return False
+        return True
 
     async def _read(self, user_id: str) -> dict[str, Any] | None:
         docs = await self._query(self._container, usage_query(user_id), "reading stored-bytes usage")

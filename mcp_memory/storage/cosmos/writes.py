@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import Counter, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import anyio
 from azure.core import MatchConditions
 from azure.cosmos.aio import ContainerProxy
 from azure.cosmos.exceptions import CosmosAccessConditionFailedError, CosmosResourceNotFoundError
@@ -45,6 +44,10 @@ from mcp_memory.storage.cosmos.usage import USAGE_GROUP, CosmosUsage
 from mcp_memory.storage.usage import content_bytes
 
 log = logging.getLogger(__name__)
+
+# Turns this process wrote last, kept whole (ETag, vector) for the context rewrite the next turns of
+# their thread make: the two turns before a new one were written or patched here a moment ago.
+_KEPT_TURNS = 256
 
 
 def is_long(content: str) -> bool:
@@ -83,12 +86,14 @@ class CosmosWrites:
     turns: ContainerProxy
     memories: ContainerProxy
     usage: CosmosUsage
-    limiter: anyio.CapacityLimiter
+    concurrency: int  # requests one store call may have in flight
     # Threads whose entry this process has written: the entry is idempotent, this only saves RU.
     known_threads: set[tuple[str, str]] = field(default_factory=set)
-    # Passage writes run inside a memory's write, which holds a slot of `limiter`: their own limiter,
-    # so nested calls never wait on slots their callers hold.
-    passage_limiter: anyio.CapacityLimiter = field(default_factory=lambda: anyio.CapacityLimiter(8))
+    # Passage writes of one memory in flight at once (inside its write's slot).
+    passage_concurrency: int = 8
+    # Turns as this process last wrote them (kept_turn): a context rewrite patches them under their ETag
+    # without reading them again; one changed elsewhere answers 412 and is read then.
+    kept_turns: OrderedDict[tuple[str, str], dict[str, Any]] = field(default_factory=OrderedDict)
 
     async def put(self, memories: Sequence[Memory]) -> None:
         self.spec.check_vectors(memories)
@@ -208,7 +213,7 @@ class CosmosWrites:
 
         calls = [lambda i=i, b=b: one(i, b) for i, b in items]
         try:
-            await each_concurrently(calls, self.passage_limiter)
+            await each_concurrently(calls, self.passage_concurrency)
         except MemoryServerError as e:
             if action != "delete":
                 raise
@@ -230,7 +235,7 @@ class CosmosWrites:
         reserved = content_bytes(memory.content)
         try:
             with cosmos_errors("saving a turn to long-term memory", self.settings.timeout_seconds):
-                await self.turns.create_item(doc)
+                self.keep_turn(await self.turns.create_item(doc))
             return None
         except ConflictError:
             pass
@@ -295,38 +300,48 @@ class CosmosWrites:
         Stored bytes count content only (bytes_of), which this never changes."""
         if not contexts:
             return 0
-        query = sql.documents(user_id, list(contexts), TURN_TYPES)
-        docs = await self._query(self.turns, query, "reading turns to re-index")
+        kept = [self.kept_turns.get((user_id, turn_id)) for turn_id in contexts]
+        docs = [doc for doc in kept if doc is not None]
+        if len(docs) < len(kept):
+            query = sql.documents(user_id, list(contexts), TURN_TYPES)
+            docs = await self._query(self.turns, query, "reading turns to re-index")
         updated: list[str] = []
 
         async def rewrite(doc: dict[str, Any]) -> None:
-            if await self._rewrite_context(user_id, doc, contexts[doc["id"]]):
+            if await self._rewrite_context(user_id, doc, contexts[doc["id"]], kept=len(docs) == len(kept)):
                 updated.append(doc["id"])
 
         await self._each([lambda d=d: rewrite(d) for d in docs if d["id"] in contexts])  # type: ignore[misc]
         return len(updated)
 
-    async def _rewrite_context(self, user_id: str, doc: dict[str, Any], context: str) -> bool:
+    async def _rewrite_context(
+        self, user_id: str, doc: dict[str, Any], context: str, *, kept: bool = False
+    ) -> bool:
         """Whether the turn holds the context now. Changed since the read (412): read again and patch
-        once more; changed again, ConflictError. Gone (404): False."""
+        once more; changed again, ConflictError. Gone (404): False. A `kept` turn (kept_turns) that
+        changed elsewhere is read and patched as if it had not been kept."""
         what = "re-indexing a turn's context"
-        for last in (False, True):
+        for last in (False, False, True) if kept else (False, True):
             operations = context_patch(doc, context, now=time.time())
             if not operations:
                 return True
             with cosmos_errors(what, self.settings.timeout_seconds):
                 try:
-                    await self.turns.patch_item(
-                        doc["id"],
-                        partition_key=[user_id, doc["thread_id"]],
-                        patch_operations=operations,
-                        etag=doc["_etag"],
-                        match_condition=MatchConditions.IfNotModified,
+                    self.keep_turn(
+                        await self.turns.patch_item(
+                            doc["id"],
+                            partition_key=[user_id, doc["thread_id"]],
+                            patch_operations=operations,
+                            etag=doc["_etag"],
+                            match_condition=MatchConditions.IfNotModified,
+                        )
                     )
                     return True
                 except CosmosResourceNotFoundError:
+                    self.kept_turns.pop((user_id, doc["id"]), None)
                     return False
                 except CosmosAccessConditionFailedError:
+                    self.kept_turns.pop((user_id, doc["id"]), None)
                     if last:
                         raise
             found = await self._query(self.turns, sql.documents(user_id, [doc["id"]], TURN_TYPES), what)
@@ -334,6 +349,18 @@ class CosmosWrites:
                 return False
             doc = found[0]
         return False  # not reached: the last attempt returns or raises
+
+    def keep_turn(self, doc: dict[str, Any]) -> None:
+        """Keep a turn as Cosmos DB answered a write of it (its ETag with it), newest last."""
+        key = (doc["user_id"], doc["id"])
+        self.kept_turns.pop(key, None)
+        self.kept_turns[key] = doc
+        while len(self.kept_turns) > _KEPT_TURNS:
+            self.kept_turns.popitem(last=False)
+
+    def forget_kept(self, user_id: str) -> None:
+        for key in [k for k in self.kept_turns if k[0] == user_id]:
+            del self.kept_turns[key]
 
     async def _give_back(self, user_id: str, unused: int) -> None:
         """Return reserved bytes a write did not use. Failing that, the count stays high (never low):
@@ -354,4 +381,4 @@ class CosmosWrites:
         return await query_all(container, query, what, self.settings.timeout_seconds)
 
     async def _each(self, calls: Sequence[Callable[[], Awaitable[None]]]) -> None:
-        await each_concurrently(calls, self.limiter)
+        await each_concurrently(calls, self.concurrency)
