@@ -31,10 +31,10 @@ http {{
     upstream replicas {{
 {servers}
     }}
-    server {{
+{streams}    server {{
         listen 127.0.0.1:{port};
         location / {{
-            proxy_pass http://replicas;
+            proxy_pass http://{pool};
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_set_header Host $http_host;
@@ -43,6 +43,18 @@ http {{
         }}
     }}
 }}
+"""
+
+
+# Requests by method: a session's stream (GET) to one replica, everything else to the balanced ones.
+STREAMS = """\
+    upstream streams {{
+        server 127.0.0.1:{port};
+    }}
+    map $request_method $pool {{
+        GET streams;
+        default replicas;
+    }}
 """
 
 
@@ -62,10 +74,15 @@ class Nginx:
     """nginx balancing round-robin over `replicas`, on a free loopback port, until stopped."""
 
     def __init__(
-        self, replicas: Sequence[NetworkServer], workdir: Path, weights: Sequence[int] | None = None
+        self,
+        replicas: Sequence[NetworkServer],
+        workdir: Path,
+        weights: Sequence[int] | None = None,
+        streams: NetworkServer | None = None,
     ) -> None:
         self.replicas = replicas
         self.weights = list(weights or [1] * len(replicas))
+        self.streams = streams  # when set, every GET (a session's stream) goes to this replica
         self.prefix = workdir / "nginx"
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
@@ -83,7 +100,13 @@ class Nginx:
             for replica, weight in zip(self.replicas, self.weights, strict=True)
         )
         config = self.prefix / "nginx.conf"
-        config.write_text(CONFIG.format(prefix=self.prefix, port=self.port, servers=servers))
+        streams, pool = "", "replicas"
+        if self.streams is not None:
+            streams = STREAMS.format(port=self.streams.port)
+            pool = "$pool"
+        config.write_text(
+            CONFIG.format(prefix=self.prefix, port=self.port, servers=servers, streams=streams, pool=pool)
+        )
         self._process = subprocess.Popen(
             [binary, "-p", str(self.prefix), "-c", str(config)],
             stdin=subprocess.DEVNULL,
@@ -115,10 +138,14 @@ class Nginx:
 
 
 def balanced(
-    replicas: Sequence[NetworkServer], workdir: Path, weights: Sequence[int] | None = None
+    replicas: Sequence[NetworkServer],
+    workdir: Path,
+    weights: Sequence[int] | None = None,
+    streams: NetworkServer | None = None,
 ) -> Iterator[Nginx]:
-    """nginx over `replicas`; with `weights`, weighted round-robin (nginx spreads each replica's turns)."""
-    nginx = Nginx(replicas, workdir, weights)
+    """nginx over `replicas`; with `weights`, weighted round-robin (nginx spreads each replica's turns);
+    with `streams`, every GET goes to that replica instead."""
+    nginx = Nginx(replicas, workdir, weights, streams)
     nginx.start()
     try:
         yield nginx
