@@ -3,7 +3,7 @@ serve` processes sharing one Redis, behind a real nginx (tests/services/nginx.py
 
 After add_turn with no model configured, background learning asks the client's own model (MCP sampling)
 on the session's stream, the GET the client keeps open. nginx sends every GET to the second replica and
-every other request to the first, so the first runs the learning and holds no stream: the question goes
+every other request to the first (but initialize, to either), so the first runs the learning and holds no stream: the question goes
 through Redis to the second, which writes it on the stream (mcp/client_streams.py), and the client's
 answer comes back to the first. Without that, the question never reaches the client and no fact is
 learned.
@@ -53,15 +53,24 @@ LEARNING = {
 
 @dataclass
 class Deployment:
-    calls: NetworkServer  # every request but GET
+    calls: NetworkServer  # every request but GET and initialize
     streams: NetworkServer  # every GET
+    opens: NetworkServer  # initialize
     nginx: Nginx
     ann: Credential
     ops: Credential
 
 
-@pytest.fixture
-def deployment(start_server: ServerStarter, tmp_path: Path, redis_url: str) -> Iterator[Deployment]:
+def address_of(replica: NetworkServer) -> str:
+    return f"127.0.0.1:{replica.port}"  # as nginx logs the upstream
+
+
+@pytest.fixture(params=["opened-where-it-learns", "opened-where-it-streams"])
+def deployment(
+    request: pytest.FixtureRequest, start_server: ServerStarter, tmp_path: Path, redis_url: str
+) -> Iterator[Deployment]:
+    """The replica the session is opened on (the SDK's own session) sends the question or writes it on
+    the stream; the other adopts the session: both ways round."""
     ann, ops = credential("ann"), credential("ops", "metrics")
     env = tokens_env([ann, ops], **UNMETERED) | LEARNING
     env |= {
@@ -69,8 +78,9 @@ def deployment(start_server: ServerStarter, tmp_path: Path, redis_url: str) -> I
         "MCP_MEMORY_WORKING__KEY_PREFIX": f"mmtest-{uuid.uuid4().hex[:12]}",
     }
     calls, streams = (start_server("http", tmp_path / "data", env) for _ in range(2))
-    for nginx in balanced([calls], tmp_path, streams=streams):
-        yield Deployment(calls, streams, nginx, ann, ops)
+    opens = calls if request.param == "opened-where-it-learns" else streams
+    for nginx in balanced([calls], tmp_path, streams=streams, opens=opens):
+        yield Deployment(calls, streams, opens, nginx, ann, ops)
 
 
 class ClientModel:
@@ -148,12 +158,11 @@ async def test_background_sampling_reaches_the_client_through_the_replica_holdin
     assert await stream_messages(deployment.calls, deployment.ops.token) == {"relayed": 1}
     assert await stream_messages(deployment.streams, deployment.ops.token) == {"fed": 1}
     routed = [line.split() for line in deployment.nginx.log("access.log").splitlines() if line.strip()]
-    ports = {
-        method: {address.rsplit(":", 1)[1] for m, _, address in routed if m == method}
-        for method in ("GET", "POST")
-    }
     # The client's stream is logged once it closes, perhaps after this: nginx's own health check stands in.
-    assert ports == {"GET": {str(deployment.streams.port)}, "POST": {str(deployment.calls.port)}}, routed
+    assert {address for method, _, address in routed if method == "GET"} == {address_of(deployment.streams)}
+    opened, *called = [address for method, _, address in routed if method == "POST"]
+    assert opened == address_of(deployment.opens), routed
+    assert set(called) == {address_of(deployment.calls)}, routed
 
 
 async def test_the_sdk_internals_the_stream_relay_reaches_are_where_they_were() -> None:

@@ -31,7 +31,7 @@ http {{
     upstream replicas {{
 {servers}
     }}
-{streams}    server {{
+{routes}    server {{
         listen 127.0.0.1:{port};
         location / {{
             proxy_pass http://{pool};
@@ -46,16 +46,19 @@ http {{
 """
 
 
-# Requests by method: a session's stream (GET) to one replica, everything else to the balanced ones.
-STREAMS = """\
-    upstream streams {{
-        server 127.0.0.1:{port};
-    }}
-    map $request_method $pool {{
-        GET streams;
+# Routes by request instead of balancing everything: a session's stream (GET) to one replica, a request
+# opening a session (it has no Mcp-Session-Id yet) to one replica, everything else balanced.
+ROUTES = """\
+{upstreams}    map $http_mcp_session_id $calls {{
+        "" {opens};
         default replicas;
     }}
+    map $request_method $pool {{
+        GET {streams};
+        default $calls;
+    }}
 """
+UPSTREAM = "    upstream {name} {{\n        server 127.0.0.1:{port};\n    }}\n"
 
 
 def nginx_binary() -> str:
@@ -79,10 +82,12 @@ class Nginx:
         workdir: Path,
         weights: Sequence[int] | None = None,
         streams: NetworkServer | None = None,
+        opens: NetworkServer | None = None,
     ) -> None:
         self.replicas = replicas
         self.weights = list(weights or [1] * len(replicas))
         self.streams = streams  # when set, every GET (a session's stream) goes to this replica
+        self.opens = opens  # when set, every request without a session id (initialize) goes to this one
         self.prefix = workdir / "nginx"
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
@@ -100,12 +105,21 @@ class Nginx:
             for replica, weight in zip(self.replicas, self.weights, strict=True)
         )
         config = self.prefix / "nginx.conf"
-        streams, pool = "", "replicas"
-        if self.streams is not None:
-            streams = STREAMS.format(port=self.streams.port)
+        routes, pool = "", "replicas"
+        if self.streams is not None or self.opens is not None:
+            upstreams = "".join(
+                UPSTREAM.format(name=name, port=replica.port)
+                for name, replica in (("streams", self.streams), ("opens", self.opens))
+                if replica is not None
+            )
+            routes = ROUTES.format(
+                upstreams=upstreams,
+                streams="streams" if self.streams is not None else "$calls",
+                opens="opens" if self.opens is not None else "replicas",
+            )
             pool = "$pool"
         config.write_text(
-            CONFIG.format(prefix=self.prefix, port=self.port, servers=servers, streams=streams, pool=pool)
+            CONFIG.format(prefix=self.prefix, port=self.port, servers=servers, routes=routes, pool=pool)
         )
         self._process = subprocess.Popen(
             [binary, "-p", str(self.prefix), "-c", str(config)],
@@ -142,10 +156,12 @@ def balanced(
     workdir: Path,
     weights: Sequence[int] | None = None,
     streams: NetworkServer | None = None,
+    opens: NetworkServer | None = None,
 ) -> Iterator[Nginx]:
     """nginx over `replicas`; with `weights`, weighted round-robin (nginx spreads each replica's turns);
-    with `streams`, every GET goes to that replica instead."""
-    nginx = Nginx(replicas, workdir, weights, streams)
+    with `streams`, every GET goes to that replica instead; with `opens`, every request that opens a
+    session (no Mcp-Session-Id) goes to that one."""
+    nginx = Nginx(replicas, workdir, weights, streams, opens)
     nginx.start()
     try:
         yield nginx
