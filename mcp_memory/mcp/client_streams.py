@@ -52,7 +52,7 @@ _FEED_SECONDS = 5.0  # the SDK's router takes a message at once; a stuck one mus
 Locate = Callable[[str], Connection | None]
 
 
-def _standalone(item: SessionMessage) -> bool:
+def is_standalone(item: SessionMessage) -> bool:
     """A message for the session's stream (GET) that another replica's stream must carry instead."""
     message, metadata = item.message, item.metadata
     if not isinstance(message, JSONRPCRequest | JSONRPCNotification):
@@ -70,7 +70,7 @@ class StandaloneStream:
 
     async def send(self, item: SessionMessage) -> None:
         await self._inner.send(item)  # first: a request is pending before anyone can answer it
-        if _standalone(item):
+        if is_standalone(item):
             await self._streams.relay(self._session_id, item)
 
     async def deliver(self, message: SessionMessage) -> None:
