@@ -46,14 +46,17 @@ class SessionStore(Protocol):
     async def unsubscribe(self, session_id: str, uri: str) -> None: ...
 
 
-class AnswerRelay(Protocol):
-    """Carries a 2025 client's answer to the replica whose request it answers (storage/redis/answers.py)."""
+class SessionMessageRelay(Protocol):
+    """Carries one of a 2025 session's JSON-RPC messages to the other replicas (storage/redis/answers.py):
+    a client's answer to the replica whose request it answers, or a server message to the replica that
+    holds the session's stream."""
 
     async def publish(self, session_id: str, message: str) -> None: ...
 
 
-# Hears the answers other replicas relayed: (session id, the JSON-RPC message); mcp/client_answers.py.
-AnswerListener = Callable[[str, str], Awaitable[None]]
+# Hears the messages other replicas relayed: (session id, the JSON-RPC message); mcp/client_answers.py
+# for answers, mcp/client_streams.py for messages to a client's stream.
+SessionMessageListener = Callable[[str, str], Awaitable[None]]
 
 
 class ServiceHost:
@@ -77,8 +80,11 @@ class ServiceHost:
         # Open with the service when Redis is configured: 2025 sessions every replica can serve.
         self.session_store: SessionStore | None = None
         # Open with the session store: clients' answers to other replicas' requests, and who hears them.
-        self.answer_relay: AnswerRelay | None = None
-        self.answer_listener: AnswerListener | None = None
+        self.answer_relay: SessionMessageRelay | None = None
+        self.answer_listener: SessionMessageListener | None = None
+        # Open with the session store: server messages for a client's stream open on another replica.
+        self.stream_relay: SessionMessageRelay | None = None
+        self.stream_listener: SessionMessageListener | None = None
 
     @property
     def service(self) -> MemoryService:
@@ -153,7 +159,7 @@ class ServiceHost:
         if self.settings.working.redis_url is None:
             return
         with needs_extra(REDIS_WORKING):
-            from mcp_memory.storage.redis.answers import RedisAnswerRelay
+            from mcp_memory.storage.redis.answers import RedisAnswerRelay, RedisStreamRelay
             from mcp_memory.storage.redis.sessions import RedisSessionStore
 
         self.session_store = await stack.enter_async_context(RedisSessionStore.open(self.settings.working))
@@ -162,10 +168,18 @@ class ServiceHost:
             RedisAnswerRelay.open(self.settings.working, self._hear_answer)
         )
         stack.callback(setattr, self, "answer_relay", None)
+        self.stream_relay = await stack.enter_async_context(
+            RedisStreamRelay.open(self.settings.working, self._hear_stream_message)
+        )
+        stack.callback(setattr, self, "stream_relay", None)
 
     async def _hear_answer(self, session_id: str, message: str) -> None:
         if self.answer_listener is not None:
             await self.answer_listener(session_id, message)
+
+    async def _hear_stream_message(self, session_id: str, message: str) -> None:
+        if self.stream_listener is not None:
+            await self.stream_listener(session_id, message)
 
     async def _notify(self, user_id: str, thread_id: str | None) -> None:
         if self.on_change is not None:

@@ -17,6 +17,8 @@ by every request.
   replica holding it.
 - A POST carrying the client's answer to a request this process did not send (sampling, elicitation) is
   passed on to the replica that sent it (mcp/client_answers.py).
+- A message the server sends outside a request (background sampling) while the session's stream (GET) is
+  open on another replica is passed on to that replica (mcp/client_streams.py).
 
 2026-protocol requests are stateless and pass straight through; so does everything while Redis does not
 answer (each process then serves the sessions it holds, as without Redis). The session manager's
@@ -54,6 +56,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from mcp_memory.errors import BackendUnavailableError, MemoryServerError
 from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.client_answers import ClientAnswers, spread_request_ids
+from mcp_memory.mcp.client_streams import ClientStreams
 from mcp_memory.mcp.connections import connection_of
 from mcp_memory.mcp.host import SessionStore
 from mcp_memory.models import UserEvent
@@ -83,6 +86,7 @@ class SharedSessions:
         server.bus.legacy.persist = self._persist_subscription
         server.bus.legacy.refresh = self._refresh_subscriptions
         self._answers = ClientAnswers(server.host, self._locate)
+        self._streams = ClientStreams(server.host, self._connection_held, self._listening.__contains__)
 
     @property
     def _store(self) -> SessionStore | None:
@@ -116,6 +120,7 @@ class SharedSessions:
             del self._held[gone]  # sessions the SDK reaped once idle
         self._held[connection.session_id] = (state, connection)
         spread_request_ids(connection)
+        self._streams.install(connection)
         try:
             await store.save(connection.session_id, state, self._ttl_ms)
         except BackendUnavailableError as e:  # the session works here; other replicas will not find it
@@ -240,13 +245,16 @@ class SharedSessions:
         async def run_server(*, task_status: TaskStatus[Connection]) -> None:
             async with transport.connect() as (read_stream, write_stream):
                 dispatcher: JSONRPCDispatcher[TransportContext] = JSONRPCDispatcher(
-                    read_stream, write_stream, inline_methods=frozenset({"initialize"})
+                    read_stream,
+                    self._streams.wrap(session_id, write_stream),
+                    inline_methods=frozenset({"initialize"}),
                 )
                 connection = Connection.for_loop(
                     dispatcher, session_id=session_id, protocol_version_hint=recorded.protocol_version
                 )
                 connection.client_params = InitializeRequestParams.model_validate(recorded.client_params)
                 spread_request_ids(connection)
+                self._streams.install(connection)
                 connection.initialized.set()
                 task_status.started(connection)
                 try:
@@ -273,6 +281,10 @@ class SharedSessions:
         """The session's connection and transport, when this process serves it."""
         held, transport = self._held.get(session_id), self._manager._server_instances.get(session_id)
         return None if held is None or transport is None else (held[1], transport)
+
+    def _connection_held(self, session_id: str) -> Connection | None:
+        held = self._locate(session_id)
+        return None if held is None else held[0]
 
     async def _drop(self, session_id: str) -> None:
         """The client deleted the session through another replica."""

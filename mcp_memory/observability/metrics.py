@@ -108,6 +108,11 @@ _DESCRIPTIONS = {
         "2025 clients' answers to server requests (sampling, elicitation), by route: here (this replica "
         "asked), relayed (passed to the other replicas through Redis), fed (relayed here, where it was asked)."
     ),
+    "stream_messages": (
+        "Server messages outside a request (background sampling, log notifications) for a 2025 session "
+        "whose stream (GET) is open on another replica, by route: relayed (passed to the other replicas "
+        "through Redis), fed (relayed here and written to the stream open on this replica)."
+    ),
     "model_tokens": (
         "Tokens sent to and received from models (counted with the server's tokenizer), by provider "
         "and direction (prompt, answer)."
@@ -154,6 +159,7 @@ class Metrics:
         self.audit_verifications = _counter(r, "audit_verifications", ["result"])
         self.audit_chain_retries = _counter(r, "audit_chain_retries")
         self.client_answers = _counter(r, "client_answers", ["route"])
+        self.stream_messages = _counter(r, "stream_messages", ["route"])
         self._audit_children: dict[tuple[str, str], Counter] = {}
         r.register(_FigureCollector(self))
         ProcessCollector(registry=r)  # process_* : CPU seconds, resident memory, open files (Linux)
@@ -225,6 +231,11 @@ class Metrics:
         """A 2025 client's answer to a server request: "here" (this replica asked), "relayed" (passed
         on to the replicas through Redis), "fed" (relayed to this replica, which asked)."""
         self.client_answers.labels(route).inc()
+
+    def stream_message(self, route: str) -> None:
+        """A server message for a 2025 session's stream open on another replica: "relayed" (passed on
+        through Redis), "fed" (relayed to this replica, which wrote it to the stream open here)."""
+        self.stream_messages.labels(route).inc()
 
     # ---- exposition -------------------------------------------------------------------------------
 

@@ -31,10 +31,10 @@ http {{
     upstream replicas {{
 {servers}
     }}
-    server {{
+{routes}    server {{
         listen 127.0.0.1:{port};
         location / {{
-            proxy_pass http://replicas;
+            proxy_pass http://{pool};
             proxy_http_version 1.1;
             proxy_set_header Connection "";
             proxy_set_header Host $http_host;
@@ -44,6 +44,21 @@ http {{
     }}
 }}
 """
+
+
+# Routes by request instead of balancing everything: a session's stream (GET) to one replica, a request
+# opening a session (it has no Mcp-Session-Id yet) to one replica, everything else balanced.
+ROUTES = """\
+{upstreams}    map $http_mcp_session_id $calls {{
+        "" {opens};
+        default replicas;
+    }}
+    map $request_method $pool {{
+        GET {streams};
+        default $calls;
+    }}
+"""
+UPSTREAM = "    upstream {name} {{\n        server 127.0.0.1:{port};\n    }}\n"
 
 
 def nginx_binary() -> str:
@@ -62,10 +77,17 @@ class Nginx:
     """nginx balancing round-robin over `replicas`, on a free loopback port, until stopped."""
 
     def __init__(
-        self, replicas: Sequence[NetworkServer], workdir: Path, weights: Sequence[int] | None = None
+        self,
+        replicas: Sequence[NetworkServer],
+        workdir: Path,
+        weights: Sequence[int] | None = None,
+        streams: NetworkServer | None = None,
+        opens: NetworkServer | None = None,
     ) -> None:
         self.replicas = replicas
         self.weights = list(weights or [1] * len(replicas))
+        self.streams = streams  # when set, every GET (a session's stream) goes to this replica
+        self.opens = opens  # when set, every request without a session id (initialize) goes to this one
         self.prefix = workdir / "nginx"
         self.port = 0
         self._process: subprocess.Popen[bytes] | None = None
@@ -83,7 +105,22 @@ class Nginx:
             for replica, weight in zip(self.replicas, self.weights, strict=True)
         )
         config = self.prefix / "nginx.conf"
-        config.write_text(CONFIG.format(prefix=self.prefix, port=self.port, servers=servers))
+        routes, pool = "", "replicas"
+        if self.streams is not None or self.opens is not None:
+            upstreams = "".join(
+                UPSTREAM.format(name=name, port=replica.port)
+                for name, replica in (("streams", self.streams), ("opens", self.opens))
+                if replica is not None
+            )
+            routes = ROUTES.format(
+                upstreams=upstreams,
+                streams="streams" if self.streams is not None else "$calls",
+                opens="opens" if self.opens is not None else "replicas",
+            )
+            pool = "$pool"
+        config.write_text(
+            CONFIG.format(prefix=self.prefix, port=self.port, servers=servers, routes=routes, pool=pool)
+        )
         self._process = subprocess.Popen(
             [binary, "-p", str(self.prefix), "-c", str(config)],
             stdin=subprocess.DEVNULL,
@@ -115,10 +152,16 @@ class Nginx:
 
 
 def balanced(
-    replicas: Sequence[NetworkServer], workdir: Path, weights: Sequence[int] | None = None
+    replicas: Sequence[NetworkServer],
+    workdir: Path,
+    weights: Sequence[int] | None = None,
+    streams: NetworkServer | None = None,
+    opens: NetworkServer | None = None,
 ) -> Iterator[Nginx]:
-    """nginx over `replicas`; with `weights`, weighted round-robin (nginx spreads each replica's turns)."""
-    nginx = Nginx(replicas, workdir, weights)
+    """nginx over `replicas`; with `weights`, weighted round-robin (nginx spreads each replica's turns);
+    with `streams`, every GET goes to that replica instead; with `opens`, every request that opens a
+    session (no Mcp-Session-Id) goes to that one."""
+    nginx = Nginx(replicas, workdir, weights, streams, opens)
     nginx.start()
     try:
         yield nginx

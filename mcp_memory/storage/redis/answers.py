@@ -1,14 +1,24 @@
-"""Clients' answers to server requests, carried to the replica that asked: a relay over Redis pub/sub.
+"""A 2025 session's JSON-RPC messages, carried to the replica that needs them: relays over Redis pub/sub.
 
-A server replica that asks a 2025-protocol client something (MCP sampling, elicitation) waits for the
-answer; the client posts it through the load balancer, which may hand it to another replica. That one
-publishes it here, with its session id, on one channel per deployment prefix; every other replica's
-reader hands it to the MCP surface (mcp/client_answers.py), which feeds it to the session's waiting
-request if this replica has one, and drops it otherwise. Answers are rare (one per sampling call) and
-small, so one channel read by every replica beats a registry of who asked what, which would have to be
-written per request and cleaned up after replicas that died. Like change notifications, delivery is
-fire-and-forget: an answer that cannot be published is logged and lost, and the request that waited
-for it times out as it would without a reply.
+Behind a load balancer one session is served by several replicas, and two kinds of its messages can
+reach the wrong one:
+
+- `RedisAnswerRelay`: a replica that asks a 2025-protocol client something (MCP sampling, elicitation)
+  waits for the answer; the client posts it through the load balancer, which may hand it to another
+  replica. That one publishes it here, and every other replica's reader hands it to the MCP surface
+  (mcp/client_answers.py), which feeds it to the session's waiting request if this replica has one.
+- `RedisStreamRelay`: a replica that sends the client a message outside any request (background
+  sampling, a log notification) writes it to the session's stream (its GET); when that stream is open on
+  another replica, it publishes the message here, and the replica holding the stream writes it there
+  (mcp/client_streams.py).
+
+Each kind has one channel per deployment prefix, read by every replica, with the session id in each
+message; a replica drops what is not for it. These messages are rare (one per sampling call) and small,
+so one channel beats a registry of who asked what or who holds which stream (written per request or per
+stream, cleaned up after replicas that died), and beats a channel per session (a subscription per open
+stream, and on a cluster a connection per shard). Like change notifications, delivery is
+fire-and-forget: a message that cannot be published is logged and lost, and a request waiting on it
+times out as it would without a reply.
 """
 
 from __future__ import annotations
@@ -28,24 +38,30 @@ from mcp_memory.storage.redis.relay import ChannelRelay
 
 log = logging.getLogger(__name__)
 
-# (session id, the client's JSON-RPC message as it posted it)
-AnswerListener = Callable[[str, str], Awaitable[None]]
+# (session id, the JSON-RPC message as the client posted it or the server would write it)
+SessionMessageListener = Callable[[str, str], Awaitable[None]]
 
 
-class RedisAnswerRelay(ChannelRelay):
-    """Publishes the answers this replica received for requests it did not send; hears the others'."""
+class SessionMessageRelay(ChannelRelay):
+    """Publishes one kind of session message for the other replicas; hears theirs."""
 
-    WHAT = "the relay of client answers"
+    WHAT = "the relay of session messages"
 
-    def __init__(self, client: RedisClient, settings: WorkingSettings, listener: AnswerListener) -> None:
-        super().__init__(client, settings, RedisKeys(settings.key_prefix).answers_channel)
+    def __init__(
+        self, client: RedisClient, settings: WorkingSettings, listener: SessionMessageListener
+    ) -> None:
+        super().__init__(client, settings, self.channel_of(RedisKeys(settings.key_prefix)))
         self._listener = listener
+
+    @staticmethod
+    def channel_of(keys: RedisKeys) -> str:
+        raise NotImplementedError
 
     @classmethod
     @asynccontextmanager
-    async def open(cls, settings: WorkingSettings, listener: AnswerListener) -> AsyncIterator[Self]:
-        """No failure when Redis is down at start (the reader subscribes once it is back): answers
-        then stay on the replica they reach, as without Redis."""
+    async def open(cls, settings: WorkingSettings, listener: SessionMessageListener) -> AsyncIterator[Self]:
+        """No failure when Redis is down at start (the reader subscribes once it is back): messages then
+        stay on the replica they reach, as without Redis."""
         client = connect(settings)
         try:
             relay = cls(client, settings, listener)
@@ -55,24 +71,44 @@ class RedisAnswerRelay(ChannelRelay):
             await client.aclose()
 
     async def publish(self, session_id: str, message: str) -> None:
-        """Hand one answer to the other replicas; one of them asked."""
+        """Hand one message to the other replicas; one of them needs it."""
         payload = json.dumps({"origin": self._origin, "session": session_id, "message": message})
         try:
             await self._publish(payload)
         except (redis.exceptions.RedisError, TimeoutError) as e:
-            # Handled here: the request that waits for this answer times out, as if the client never answered.
-            log.warning("could not relay a client answer through Redis at %s: %s", self._location, e)
+            # Handled here: a request waiting on this message times out, as if the client never answered.
+            log.warning("%s: could not publish through Redis at %s: %s", self.WHAT, self._location, e)
 
     async def _receive(self, payload: str) -> None:
         try:
             body = json.loads(payload)
             origin, session_id, message = str(body["origin"]), str(body["session"]), str(body["message"])
         except (ValueError, KeyError, TypeError):
-            log.warning("ignoring a client answer this version cannot read: %.200s", payload)
+            log.warning("%s: ignoring a message this version cannot read: %.200s", self.WHAT, payload)
             return
         if origin == self._origin:  # our own went to the other replicas
             return
         try:
             await self._listener(session_id, message)
-        except Exception:  # the reader's boundary, as the event relay's: one answer must not stop the rest
-            log.exception("client answer listener raised; continuing")
+        except Exception:  # the reader's boundary, as the event relay's: one message must not stop the rest
+            log.exception("%s: listener raised; continuing", self.WHAT)
+
+
+class RedisAnswerRelay(SessionMessageRelay):
+    """Clients' answers to server requests, for the replica that asked."""
+
+    WHAT = "the relay of client answers"
+
+    @staticmethod
+    def channel_of(keys: RedisKeys) -> str:
+        return keys.answers_channel
+
+
+class RedisStreamRelay(SessionMessageRelay):
+    """Server messages for a session's stream (GET), for the replica where it is open."""
+
+    WHAT = "the relay of messages to client streams"
+
+    @staticmethod
+    def channel_of(keys: RedisKeys) -> str:
+        return keys.streams_channel

@@ -120,3 +120,7 @@ class RedisKeys:
     @property
     def answers_channel(self) -> str:
         return f"{self.prefix}:answers"
+
+    @property
+    def streams_channel(self) -> str:
+        return f"{self.prefix}:streams"
