@@ -4,6 +4,7 @@ costs a team's turns, and whether a second replica adds throughput.
 
     .venv/bin/python bench/cosmos_scale.py                                  # 16 users, 15 s a phase
     .venv/bin/python bench/cosmos_scale.py --replicas 1 2 --users 16 --seconds 15 --latency-ms 4
+    .venv/bin/python bench/cosmos_scale.py --keep-alive      # connections kept open, as on Azure
 
 For each replica count and audit setting: fresh processes (`mcp-memory serve --transport http`, behind
 nginx round-robin, Redis working memory: bench/_fleet.py) on a fresh database of one local
@@ -179,7 +180,7 @@ def run(args: argparse.Namespace) -> list[Result]:
     with tempfile.TemporaryDirectory(prefix="mcp-memory-cosmos-scale-") as tmp, ExitStack() as services:
         work = Path(tmp)
         redis_url = services.enter_context(shared_redis(work))
-        cosmos = services.enter_context(local_cosmos_server())
+        cosmos = services.enter_context(local_cosmos_server(keep_alive=args.keep_alive))
         host, port = cosmos.endpoint.removeprefix("http://").split(":")
         proxy: ProxyProcess = services.enter_context(latency_proxy_process(host, int(port), args.latency_ms))
         backend_pids = [proxy.process.pid, *([cosmos.process.pid] if cosmos.process else [])]
@@ -245,6 +246,11 @@ def main() -> None:
         "--latency-ms", type=float, default=4.0, help="added each way between server and Cosmos"
     )
     parser.add_argument("--embedder", choices=["hash", "local"], default="hash")
+    parser.add_argument(
+        "--keep-alive",
+        action="store_true",
+        help="the local server keeps connections open, as Azure does (by default it closes each one)",
+    )
     parser.add_argument(
         "--setting", action="append", default=[], metavar="NAME=VALUE", help="a server setting (repeatable)"
     )

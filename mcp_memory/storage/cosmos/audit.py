@@ -6,8 +6,11 @@ An append is one request in the steady state: create the record with id = the ch
 the chain's partition. Cosmos DB refuses a second item with an id in one partition (409), so among any
 number of writers exactly one stores each seq, and a record is only ever built on the record before it,
 so the chain has no fork and no gap. The tip is the chain's newest record: a writer keeps the tip it
-last wrote or read for TIP_SECONDS and builds on it; on a 409 (another replica wrote first) it reads the
-tip and tries again (counted: `on_retry`). Appends to one chain take turns within a process (a lock per
+last wrote for TIP_SECONDS and builds on it (one user's chain is written by one replica at a time, so
+the kept tip is right); on a 409 (another replica wrote first) it reads the tip and tries again
+(counted: `on_retry`), and for TIP_SECONDS after that it reads the tip before each append to that
+chain (a space written through several replicas: two requests an append, instead of a create that is
+refused most of the time, a read and a create). Appends to one chain take turns within a process (a lock per
 chain), so only replicas race, and appends to different chains never touch the same document: no lock
 or document is shared by every change of a deployment.
 
@@ -105,6 +108,7 @@ class CosmosAuditLog:
         self._names: Pseudonyms | None = None
         self._split: Split | None = None
         self._tips: dict[str, tuple[int, str, float]] = {}  # chain -> (seq, hash, when known)
+        self._contended: dict[str, float] = {}  # chain -> when another replica last wrote first
         self._locks: dict[str, anyio.Lock] = {}  # a chain's appends one at a time: only replicas race
         self._starting = anyio.Lock()
         self._limiter = anyio.CapacityLimiter(_CONCURRENCY)
@@ -130,6 +134,7 @@ class CosmosAuditLog:
                         await self._container.create_item(record_document(chain, fields), no_response=True)
                 except ConflictError:  # another replica took this seq: read the tip, then again
                     self._tips.pop(chain, None)
+                    self._contended[chain] = time.monotonic()
                     self._on_retry()
                     await _backoff(attempt)
                     continue
@@ -145,14 +150,20 @@ class CosmosAuditLog:
         if lock is None:
             if len(self._locks) >= _LOCKS_KEPT:
                 self._locks = {c: held for c, held in self._locks.items() if held.locked()}
+                self._contended = {c: self._contended[c] for c in self._locks if c in self._contended}
+                self._tips = {c: self._tips[c] for c in self._locks if c in self._tips}
             lock = self._locks[chain] = anyio.Lock()
         return lock
 
     async def _tip(self, chain: str, split: Split) -> tuple[int, str]:
         """The seq and hash the chain's next record follows: the newest record (kept from this
         process's last append for TIP_SECONDS), else the chain's anchor, else where every chain starts."""
-        known = self._tips.get(chain)
-        if known is not None and time.monotonic() - known[2] < TIP_SECONDS:
+        known, now = self._tips.get(chain), time.monotonic()
+        if (
+            known is not None
+            and now - known[2] < TIP_SECONDS
+            and now - self._contended.get(chain, -TIP_SECONDS) >= TIP_SECONDS
+        ):
             return known[0], known[1]
         newest = await self._query(tip_query(chain, split.seq), "reading the audit trail")
         if newest:
