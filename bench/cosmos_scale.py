@@ -210,7 +210,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
     print(
         f"\nwriters flat out: {args.users} users (half personal, half in {len(SPACES)} spaces), add_turn "
         f"over streamable HTTP (MCP 2026) through nginx round-robin; Redis working memory; long term the "
-        f"local Cosmos-protocol server (@vercel/cosmosdb-server) +{args.latency_ms:g} ms each way; embedder "
+        f"local Cosmos-protocol server (@vercel/cosmosdb-server, connections {'kept open' if args.keep_alive else 'closed after each request'}) +{args.latency_ms:g} ms each way; embedder "
         f"{args.embedder}; {args.seconds:g} s counted after {args.warmup:g} s; "
         f"{''.join(f'{item}; ' for item in args.setting)}{platform.machine()}, "
         f"{os.cpu_count()} cores, Python {platform.python_version()}\n"
