@@ -78,6 +78,8 @@ def _pending_here(connection: Connection, request_id: str | int) -> bool:
 
 def _answered_id(body: bytes) -> str | int | None:
     """The id a posted JSON-RPC response answers; None for anything else (the SDK 2.3 takes no batches)."""
+    if b'"result"' not in body and b'"error"' not in body:
+        return None  # a request or notification, as most posts are: not parsed twice
     try:
         message: Any = json.loads(body)
     except ValueError:

@@ -81,6 +81,9 @@ class SharedSessions:
         self.app, self._server, self._endpoint = app, server, endpoint
         self._adopting = anyio.Lock()
         self._held: dict[str, tuple[str, Connection]] = {}  # this process's sessions: state, connection
+        # What each held session's record said when this process last brought it up to date (its state
+        # and subscriptions): a request finding the same is served without parsing or restoring again.
+        self._seen: dict[str, tuple[str, frozenset[str], dict[str, str | None] | None]] = {}
         server.middleware.append(self.remember)
         self._listening: dict[str, Principal] = {}  # sessions whose GET stream is open on this process
         server.bus.legacy.persist = self._persist_subscription
@@ -118,6 +121,7 @@ class SharedSessions:
         ).model_dump_json()
         for gone in [held for held in self._held if held not in self._manager._server_instances]:
             del self._held[gone]  # sessions the SDK reaped once idle
+            self._seen.pop(gone, None)
         self._held[connection.session_id] = (state, connection)
         spread_request_ids(connection)
         self._streams.install(connection)
@@ -171,6 +175,7 @@ class SharedSessions:
             status = await _served(self.app, scope, receive, send)
         if scope["method"] == "DELETE" and status is not None and status < 400:
             self._held.pop(session_id, None)
+            self._seen.pop(session_id, None)
             try:
                 await store.end(session_id, self._ttl_ms)
             except BackendUnavailableError as e:
@@ -189,8 +194,14 @@ class SharedSessions:
     async def _hold(self, session_id: str, state: str, uris: frozenset[str], scope: Scope) -> None:
         """Adopt the session unless this process holds it or the credential is not its owner; either way,
         bring its subscriptions up to date on this process's connection."""
+        owner = _owner(scope)
+        if (
+            self._seen.get(session_id) == (state, uris, owner)
+            and session_id in self._manager._server_instances
+        ):
+            return  # held, its owner asking, nothing changed since the last request
         recorded = SessionState.model_validate_json(state)
-        if recorded.owner != _owner(scope):
+        if recorded.owner != owner:
             return  # the SDK answers 404, as for a session it never heard of
         async with self._adopting:
             if session_id not in self._manager._server_instances:
@@ -198,6 +209,7 @@ class SharedSessions:
         held, principal = self._held.get(session_id), self._principal(scope)
         if held is not None and principal is not None:
             self._server.bus.legacy.restore(principal, held[1], uris)
+            self._seen[session_id] = (state, uris, owner)
 
     def _principal(self, scope: Scope) -> Principal | None:
         """Who the request's credential stands for; None for one naming no user (the tools refuse it)."""
@@ -289,6 +301,7 @@ class SharedSessions:
     async def _drop(self, session_id: str) -> None:
         """The client deleted the session through another replica."""
         self._held.pop(session_id, None)
+        self._seen.pop(session_id, None)
         transport = self._manager._server_instances.get(session_id)
         if transport is not None:
             await self._manager._discard_session(session_id, transport)
