@@ -32,6 +32,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.services.cosmos_server import EMULATOR_KEY
 from tests.services.latency_proxy import ProxyProcess
+from tests.services.redis_server import answers_ping
 from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, free_port, server_env
 
 NGINX_MISSING = (
@@ -135,21 +136,10 @@ def children(pid: int) -> list[int]:
     return found
 
 
-def _redis_answers(port: int) -> bool:
-    import socket
-
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
-            s.sendall(b"PING\r\n")
-            return s.recv(16).startswith(b"+PONG")
-    except OSError:
-        return False
-
-
 @contextmanager
 def shared_redis(workdir: Path) -> Iterator[str]:
     """The URL of a Redis: 127.0.0.1:6379 if it answers, else a private server for this run."""
-    if _redis_answers(6379):
+    if answers_ping(6379):
         yield "redis://127.0.0.1:6379/0"
         return
     from tests.services.redis_server import RedisServer, find_redis_binary

@@ -13,32 +13,27 @@ on the other replica is dropped there and that call fails.
 from __future__ import annotations
 
 import json
-import re
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import mcp_types as types
 import pytest
-from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.streamable_http import streamable_http_client
 from mcp.server.streamable_http import StreamableHTTPServerTransport
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from mcp_memory.storage.redis.answers import RedisAnswerRelay
 from tests.security.bearer import UNMETERED, Credential, credential, tokens_env
+from tests.services.http_clients import client, counted_by_route
 from tests.services.mcp_client import call
 from tests.services.nginx import Nginx, balanced
 from tests.services.redis_cluster import RedisDeployment
 from tests.services.redis_server import redis_settings
-from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, ServerStarter, free_port
+from tests.services.server_process import NetworkServer, ServerStarter, free_port
 
 pytestmark = pytest.mark.anyio
 
@@ -106,21 +101,8 @@ class ClientModel:
         )
 
 
-@asynccontextmanager
-async def client(url: str, token: str, **options: Any) -> AsyncIterator[Client]:
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
-        transport = streamable_http_client(url, http_client=http)
-        async with Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS, **options) as opened:
-            yield opened
-
-
 async def answers_counted(replica: NetworkServer, token: str) -> dict[str, int]:
-    """mcp_memory_client_answers_total by route, as the replica's /metrics says."""
-    async with httpx2.AsyncClient(timeout=10) as http:
-        response = await http.get(f"{replica.base_url}/metrics", headers={"Authorization": f"Bearer {token}"})
-    assert response.status_code == 200, response.text
-    found = re.findall(r'^mcp_memory_client_answers_total\{route="(\w+)"\} ([0-9.]+)$', response.text, re.M)
-    return {route: int(float(value)) for route, value in found}
+    return await counted_by_route(replica, token, "mcp_memory_client_answers_total")
 
 
 async def test_sampling_answers_reach_the_replica_that_asked(deployment: Deployment) -> None:

@@ -12,31 +12,27 @@ learned.
 from __future__ import annotations
 
 import json
-import re
 import uuid
 import warnings
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx2
 import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.client.session import ClientRequestContext
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 from mcp.shared.message import SessionMessage
 
 from mcp_memory.mcp.server import thread_uri
 from tests.security.bearer import UNMETERED, Credential, credential, tokens_env
+from tests.services.http_clients import client, counted_by_route
 from tests.services.mcp_client import call
 from tests.services.nginx import Nginx, balanced
-from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, ServerStarter
+from tests.services.server_process import NetworkServer, ServerStarter
 
 pytestmark = pytest.mark.anyio
 
@@ -101,21 +97,8 @@ class ClientModel:
         )
 
 
-@asynccontextmanager
-async def client(url: str, token: str, **options: Any) -> AsyncIterator[Client]:
-    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as http:
-        transport = streamable_http_client(url, http_client=http)
-        async with Client(transport, read_timeout_seconds=READ_TIMEOUT_SECONDS, **options) as opened:
-            yield opened
-
-
 async def stream_messages(replica: NetworkServer, token: str) -> dict[str, int]:
-    """mcp_memory_stream_messages_total by route, as the replica's /metrics says."""
-    async with httpx2.AsyncClient(timeout=10) as http:
-        response = await http.get(f"{replica.base_url}/metrics", headers={"Authorization": f"Bearer {token}"})
-    assert response.status_code == 200, response.text
-    found = re.findall(r'^mcp_memory_stream_messages_total\{route="(\w+)"\} ([0-9.]+)$', response.text, re.M)
-    return {route: int(float(value)) for route, value in found}
+    return await counted_by_route(replica, token, "mcp_memory_stream_messages_total")
 
 
 async def learned(ann: Client) -> list[str]:

@@ -63,7 +63,8 @@ def _free_port(*, with_cluster_bus: bool = False) -> int:
             return port
 
 
-def _answers_ping(port: int) -> bool:
+def answers_ping(port: int) -> bool:
+    """A Redis server answers PING on this loopback port."""
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
             s.sendall(b"PING\r\n")
@@ -113,7 +114,7 @@ class RedisServer:
                 stderr=subprocess.STDOUT,
             )
         deadline = time.monotonic() + _START_DEADLINE_SECONDS
-        while not _answers_ping(self.port):
+        while not answers_ping(self.port):
             if self._process.poll() is not None or time.monotonic() > deadline:
                 self.stop()
                 tail = self._log.read_text(errors="replace")[-2000:]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import logging
+from abc import abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Self
@@ -54,8 +55,9 @@ class SessionMessageRelay(ChannelRelay):
         self._listener = listener
 
     @staticmethod
+    @abstractmethod
     def channel_of(keys: RedisKeys) -> str:
-        raise NotImplementedError
+        """The channel of this kind of message under the deployment's key prefix."""
 
     @classmethod
     @asynccontextmanager

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Self
@@ -73,7 +74,7 @@ def decode_event(payload: str) -> tuple[str, UserEvent] | None:
         return None
 
 
-class ChannelRelay:
+class ChannelRelay(ABC):
     """One Redis pub/sub channel between replicas: publish, and a background reader that reconnects by
     itself, with backoff. Subclasses say what a payload means (`_receive`)."""
 
@@ -181,8 +182,9 @@ class ChannelRelay:
             if pubsub is not None:
                 await self._close(pubsub)
 
+    @abstractmethod
     async def _receive(self, payload: str) -> None:
-        raise NotImplementedError
+        """One message another replica published."""
 
 
 class RedisEventRelay(ChannelRelay):
