@@ -32,6 +32,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.services.cosmos_server import EMULATOR_KEY
 from tests.services.latency_proxy import ProxyProcess
+from tests.services.node_service import stop
 from tests.services.redis_server import answers_ping
 from tests.services.server_process import READ_TIMEOUT_SECONDS, NetworkServer, free_port, server_env
 
@@ -101,12 +102,7 @@ def round_robin(ports: Sequence[int], workdir: Path) -> Iterator[tuple[int, subp
         _wait_for(f"http://127.0.0.1:{port}/health", process, workdir / "error.log")
         yield port, process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop(process)
 
 
 def _wait_for(url: str, process: subprocess.Popen[bytes], log: Path) -> None:

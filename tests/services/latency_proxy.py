@@ -201,12 +201,9 @@ def latency_proxy_process(host: str, port: int, latency_ms: float) -> Iterator[P
             raise RuntimeError(f"the latency proxy did not start (exit code {process.poll()})")
         yield ProxyProcess(int(ready.group(2)), process)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        from tests.services.node_service import stop  # here: the proxy's own process never needs it
+
+        stop(process)
 
 
 async def _serve(upstream: str, latency_ms: float, port: int) -> None:

@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -84,7 +85,7 @@ def wait_for_line(process: subprocess.Popen[str], ready: re.Pattern[str], what: 
     return found[0]
 
 
-def stop(process: subprocess.Popen[str]) -> None:
+def stop(process: subprocess.Popen[Any]) -> None:
     """SIGTERM, then SIGKILL after a grace period."""
     process.terminate()
     try:
