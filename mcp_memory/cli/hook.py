@@ -53,9 +53,14 @@ def run(client: str, event_name: str | None, stdin: bytes, out: Any = None) -> i
     root = data_dir()
     output, error = "", None
     event: HookEvent | None = None
+    payload = _payload(stdin)
+    if payload is None:  # never a real event: logged, and recorded as a failure, not as the hooks firing
+        error = f"the payload on stdin is not a JSON object ({len(stdin)} bytes)"
+        _log(root, f"{client} {event_name or '?'}: {error}")
+        _fired(root, client, event_name or "?", error)
+        return 0
     try:
-        payload = json.loads(stdin) if stdin.strip() else {}
-        event = clients.parse(client, payload if isinstance(payload, dict) else {}, event_name)
+        event = clients.parse(client, payload, event_name)
         output = clients.render_nothing(event)
         output = _handle(root, event) or output
     except Exception as e:  # the boundary: a hook must never fail its client (module docstring)
@@ -68,6 +73,14 @@ def run(client: str, event_name: str | None, stdin: bytes, out: Any = None) -> i
         out.write(output)
         out.flush()
     return 0
+
+
+def _payload(stdin: bytes) -> dict[str, Any] | None:
+    try:
+        payload = json.loads(stdin)
+    except ValueError:  # not JSON, or not UTF-8
+        return None
+    return payload if isinstance(payload, dict) else None
 
 
 def _handle(root: Path, event: HookEvent) -> str:
@@ -214,16 +227,60 @@ def _log(root: Path, line: str) -> None:
         pass
 
 
+USAGE = """usage: mcp-memory hook CLIENT [--event NAME]  (JSON payload on stdin)
+
+Handle one lifecycle event of a coding agent: the client runs this command with the event as JSON on
+stdin, and reads what to inject from stdout. `mcp-memory install CLIENT` writes these commands into the
+client's hooks; there is no need to run it by hand.
+
+  CLIENT        {clients}
+  --event NAME  the client's own event name (default: the payload's hook_event_name)
+
+It always exits 0, so a broken store or a wrong call never fails the client: problems go to
+<data dir>/hooks/hooks.log, and `mcp-memory doctor` shows when each client's hooks last fired.
+"""
+
+
+def malformed(argv: list[str]) -> str | None:
+    """Why a command line is not a hook call (None when it is one): then nothing is read or written."""
+    from mcp_memory.hooks.events import CLIENTS
+
+    if not argv or argv[0].startswith("-"):
+        return "no client named (mcp-memory hook CLIENT [--event NAME])"
+    if argv[0] not in CLIENTS:
+        return f"unknown client {argv[0][:40]!r}: expected one of {', '.join(CLIENTS)}"
+    rest = argv[1:]
+    if rest[:1] == ["--event"] and len(rest) == 2 and rest[1] and not rest[1].startswith("-"):
+        return None
+    if not rest:
+        return None
+    return f"unexpected arguments {' '.join(rest)[:80]!r} (mcp-memory hook CLIENT [--event NAME])"
+
+
+def refuse(problem: str) -> None:
+    """A malformed call: said on stderr, and in hooks.log when there is one; nothing is created, and it
+    is not recorded as an event (doctor never counts it as the hooks firing)."""
+    print(f"mcp-memory hook: {problem}", file=sys.stderr)
+    log_file = _log_file(data_dir())
+    if log_file.parent.is_dir():
+        _log(data_dir(), f"malformed call: {problem}")
+
+
 def main(argv: list[str]) -> None:
     """`mcp-memory hook <client> [--event NAME]`, parsed by hand: argparse's help machinery is not
     needed on this path, and every millisecond counts."""
-    client = argv[0] if argv else ""
-    event_name = None
-    if "--event" in argv:
-        index = argv.index("--event")
-        event_name = argv[index + 1] if index + 1 < len(argv) else None
+    if "-h" in argv or "--help" in argv:
+        from mcp_memory.hooks.events import CLIENTS
+
+        print(USAGE.format(clients=", ".join(CLIENTS)), end="")
+        raise SystemExit(0)
+    problem = malformed(argv)
+    if problem is not None:
+        refuse(problem)
+        raise SystemExit(0)
+    event_name = argv[2] if len(argv) == 3 else None
     try:
         stdin = sys.stdin.buffer.read()
     except (OSError, ValueError):
         stdin = b""
-    raise SystemExit(run(client, event_name, stdin))
+    raise SystemExit(run(argv[0], event_name, stdin))

@@ -39,6 +39,53 @@ def test_anything_on_stdin_exits_0_and_prints_nothing_invalid(data_dir: Path, st
         assert printed == "" or json.loads(printed) is not None
     fired = json.loads((data_dir / "hooks" / "fired" / "claude-code.json").read_text())
     assert fired["event"] == "PostToolUse"
+    if stdin != b'{"session_id": 5}':  # doctor never counts a payload that is no event as the hooks firing
+        assert fired["ok"] is False
+        assert "not a JSON object" in fired["error"]
+
+
+def run_cli(args: list[str], data_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": "/usr/bin:/bin", "MCP_MEMORY_DATA_DIR": str(data_dir), "HOME": str(data_dir.parent)}
+    return subprocess.run(
+        [sys.executable, "-m", "mcp_memory", *args], input="{}", capture_output=True, text=True, env=env
+    )
+
+
+@pytest.mark.parametrize("args", [["hook", "--help"], ["hook", "claude-code", "--help"], ["hook", "-h"]])
+def test_help_prints_usage_and_touches_nothing(tmp_path: Path, args: list[str]) -> None:
+    done = run_cli(args, tmp_path / "data")
+    assert done.returncode == 0
+    assert done.stdout.startswith("usage: mcp-memory hook CLIENT [--event NAME]")
+    assert "claude-code, cursor, vscode, codex, gemini" in done.stdout
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["hook"], "no client named"),
+        (["hook", "emacs", "--event", "Start"], "unknown client 'emacs'"),
+        (["hook", "claude-code", "--event"], "unexpected arguments '--event'"),
+        (["hook", "claude-code", "--evnt", "Stop"], "unexpected arguments '--evnt Stop'"),
+    ],
+)
+def test_a_malformed_call_exits_0_says_why_and_creates_nothing(
+    tmp_path: Path, args: list[str], said: str
+) -> None:
+    done = run_cli(args, tmp_path / "data")
+    assert done.returncode == 0
+    assert done.stdout == ""
+    assert said in done.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_malformed_call_is_logged_where_hooks_ran_before_and_never_counts_as_fired(tmp_path: Path) -> None:
+    hooks = tmp_path / "data" / "hooks"
+    hooks.mkdir(parents=True)
+    done = run_cli(["hook", "emacs"], tmp_path / "data")
+    assert done.returncode == 0
+    assert "unknown client 'emacs'" in (hooks / "hooks.log").read_text()
+    assert not (hooks / "fired").exists()
 
 
 def test_an_unknown_client_is_logged_not_raised(data_dir: Path) -> None:
