@@ -58,6 +58,7 @@ def examine(project: Path) -> Report:
             }
             for client in CLIENTS.values()
         },
+        "memories": _memories(project),
         "resident_server": _resident_server(data_dir),
         "spool": _spool(spool_dir(data_dir)),
         "store": _store(data_dir),
@@ -161,6 +162,26 @@ def _program(command: str) -> Report:
     return {"path": command, "exists": False, "on_this_path": found}
 
 
+def _memories(project: Path) -> Report:
+    """Whose memory each installed entry opens; more than one is one person split in two."""
+    from mcp_memory.cli import identity
+
+    entries = identity.installed(Path.home(), project.resolve())
+    return {
+        "split": len(identity.memories(entries)) > 1,
+        "entries": [
+            {
+                "where": e.where,
+                "client": e.client,
+                "scope": e.scope,
+                "user": e.memory.user,
+                "data_dir": e.memory.data_dir,
+            }
+            for e in entries
+        ],
+    }
+
+
 # Runtime -----------------------------------------------------------------------------------------
 
 
@@ -253,6 +274,7 @@ def _text(report: Report) -> list[str]:
             else f"  hooks last fired: {fired.get('event')} at {fired.get('at')}, "
             + ("ok" if fired.get("ok") else f"failed: {fired.get('error')}")
         )
+    lines += _memory_lines(report["memories"])
     server, spool, store = report["resident_server"], report["spool"], report["store"]
     lines += [
         "",
@@ -268,6 +290,25 @@ def _text(report: Report) -> list[str]:
     if "sqlite_file" in store:
         health = {True: "healthy", False: "NOT healthy", None: "not created yet"}[store["healthy"]]
         lines.append(f"  {store['sqlite_file']}: {health} ({store['detail']})")
+    return lines
+
+
+def _memory_lines(memories: Report) -> list[str]:
+    entries = memories["entries"]
+    if not entries:
+        return []
+    pairs = list(dict.fromkeys((e["user"], e["data_dir"]) for e in entries))
+    if not memories["split"]:
+        user, data_dir = pairs[0]
+        return ["", f"whose memory: every installed entry opens user {user!r} in {data_dir}"]
+    lines = ["", f"WARNING: one person, {len(pairs)} memories: the installed entries open different memories"]
+    for user, data_dir in pairs:
+        lines.append(f"  user {user!r} in {data_dir}:")
+        lines += [f"    {e['where']}" for e in entries if (e["user"], e["data_dir"]) == (user, data_dir)]
+    lines.append(
+        "  Set the same MCP_MEMORY_USER_ID (and MCP_MEMORY_DATA_DIR) in every entry, or none in any, "
+        "then run `mcp-memory install <client>` again."
+    )
     return lines
 
 

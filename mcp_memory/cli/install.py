@@ -35,6 +35,7 @@ from mcp_memory.cli.install_clients import (
     is_our_hook,
     is_our_server,
     server_env,
+    shell_word,
 )
 
 BACKUP_SUFFIX = ".mcp-memory.bak"
@@ -64,6 +65,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     parser.add_argument("--project", type=Path, help="the project directory for --scope project")
     parser.add_argument("--uninstall", action="store_true", help="remove only what install wrote")
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="install even when the other installed entries open another user's memory or data dir",
+    )
 
 
 @dataclass
@@ -153,6 +159,10 @@ def run(args: argparse.Namespace) -> int:
     scope: Scope = args.scope or ("project" if args.project else "user")
     root = (args.project or Path.cwd()).resolve() if scope == "project" else Path.home()
     program = find_program()
+    split = None if args.uninstall or args.force else would_split(client, scope)
+    if split:
+        print(f"mcp-memory install: {split}\nNothing was changed.", file=sys.stderr)
+        return 2
     files = Files()
     try:
         if args.uninstall:
@@ -177,6 +187,39 @@ def run(args: argparse.Namespace) -> int:
             f"Start a new {client.title} session to load them; `mcp-memory doctor` shows what is installed."
         )
     return 0
+
+
+def would_split(client: Client, scope: Scope) -> str | None:
+    """Why installing would give one person two memories (None when it would not): another installed
+    entry (this client's in the other scope, another client's, Claude Desktop's) opens another user's
+    memory or another data dir than the entries written now would."""
+    from mcp_memory.cli import identity
+
+    mine = identity.this_install()
+    others = [
+        entry
+        for entry in identity.installed(Path.home(), Path.cwd().resolve())
+        if (entry.client, entry.scope) != (client.name, scope) and entry.memory != mine
+    ]
+    if not others:
+        return None
+    listed = "\n".join(f"  {entry.where}: {entry.memory}" for entry in others)
+    theirs = identity.memories(others)
+    hint = ""
+    if len(theirs) == 1:
+        settings = {
+            identity.USER: theirs[0].user if theirs[0].user != mine.user else None,
+            identity.DATA_DIR: theirs[0].data_dir if theirs[0].data_dir != mine.data_dir else None,
+        }
+        words = " ".join(f"{name}={shell_word(value)}" for name, value in settings.items() if value)
+        hint = f"To share that memory: {words} mcp-memory install {client.name}" + (
+            f" --scope {scope}" if scope == "project" else ""
+        )
+        hint += "; or remove those settings from the entries above. "
+    return (
+        f"this would split your memory: the entries install writes would open {mine}, while\n{listed}\n"
+        f"{hint}--force installs anyway."
+    )
 
 
 def install(client: Client, scope: Scope, root: Path, program: list[str], files: Files) -> None:
