@@ -183,6 +183,8 @@ def parse(client: str, payload: object, event: str | None = None) -> HookEvent:
             fields["reply"] = _text(data.get("compact_summary"))  # Claude Code's PostCompact summary
         case "tool":
             fields["tool"] = _tool(name, data)
+            if client == "codex":
+                fields["tool"] = _codex_exit(fields["tool"], data)
     return HookEvent(
         client=client,
         event=name,
@@ -251,6 +253,21 @@ def _tool(event_name: str, data: dict[str, Any]) -> ToolRun:
         exit_code=exit_code,
         failed=failed,
         excerpt=_excerpt(detail) if failed else "",
+    )
+
+
+def _codex_exit(tool: ToolRun, data: dict[str, Any]) -> ToolRun:
+    """Codex's shell output carries no exit status (0.171.0): read it from its session file."""
+    if tool.command is None or tool.exit_code is not None:
+        return tool
+    from mcp_memory.hooks import codex_rollout  # only for a Codex shell command
+
+    code = codex_rollout.exit_code(_text(data.get("transcript_path")), _text(data.get("tool_use_id")))
+    if not code:
+        return tool._replace(exit_code=code)
+    output = data.get("tool_response")
+    return tool._replace(
+        exit_code=code, failed=True, excerpt=_excerpt(output if isinstance(output, str) else "")
     )
 
 
