@@ -446,9 +446,16 @@ def remove_codex_config(document: TomlDocument, states: frozenset[str] = frozens
         if _has_line(text, line):  # the line install added (its comment says so)
             text = toml_tables.remove_line(text, line)
             document.done.append(f"removed [features] {name}")
-    _check_codex_edit(document, text, theirs, states)
+    _check_codex_edit(document, _ending_as(document.text, text), theirs, states)
     if document.new_text is not None and not document.new_text.strip():  # it held nothing but ours
         document.new_text, document.delete = None, True
+
+
+def _ending_as(original: str, text: str) -> str:
+    """`text` without the blank lines at its end that removing our tables left (the user's file had none)."""
+    if text.strip() and not original.endswith("\n\n"):
+        return text.rstrip("\n") + ("\n" if original.endswith("\n") or not original else "")
+    return text
 
 
 def put_codex_trust(
@@ -491,7 +498,7 @@ def remove_codex_trust(document: TomlDocument, keys: frozenset[str]) -> None:
     for key in held:
         text = toml_tables.remove_tables(text, (*codex_trust.STATE_TABLE, key))
     text = toml_tables.remove_line(text, CODEX_TRUST_COMMENT)
-    _check_trust_edit(document, text, keys, {})
+    _check_trust_edit(document, _ending_as(document.text, text), keys, {})
     document.done.append(f"removed the trust of {len(held)} hooks ([hooks.state])")
 
 
