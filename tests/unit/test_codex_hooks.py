@@ -187,3 +187,15 @@ def test_a_users_own_codex_hooks_line_is_left_with_a_word(
     assert tomllib.loads(config_file.read_text())["features"] == {"codex_hooks": True}
     assert "rename it hooks" in capsys.readouterr().out
     assert os.path.exists(home / ".codex" / "hooks.json")
+
+
+@pytest.mark.parametrize(("answer", "status"), [("y", "trusted"), ("", "not trusted")])
+def test_in_a_terminal_install_asks_before_it_trusts(
+    answer: str, status: str, home: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: list[str] = []
+    monkeypatch.setattr("sys.stdin.isatty", lambda: True)
+    monkeypatch.setattr("builtins.input", lambda question: asked.append(question) or answer)
+    assert run("install", "codex") == 0
+    assert asked == ["Codex runs hooks only once trusted. Trust the 6 mcp-memory hooks now? [y/N] "]
+    assert trust_of(capsys)["status"] == status
