@@ -171,6 +171,8 @@ def parse(client: str, payload: object, event: str | None = None) -> HookEvent:
     data: dict[str, Any] = payload if isinstance(payload, dict) else {}
     name = event or _text(data.get("hook_event_name")) or _text(data.get("hookEventName")) or ""
     kind = _kind(client, name) if isinstance(payload, dict) else "other"
+    if client == "codex" and kind == "prompt" and _text(data.get("agent_id")):
+        kind = "other"  # a subagent's task, written by the parent agent: not the person's prompt
     fields: dict[str, Any] = {}
     match kind:
         case "session_start":

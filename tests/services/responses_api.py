@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,9 +32,11 @@ class ToolCall:
     name: str
     arguments: dict[str, Any] | str
     custom: bool = False
+    namespace: str | None = None  # a tool of a namespace (Codex's multi_agent_v1.spawn_agent)
 
 
 Reply = str | ToolCall
+ReplyFunction = Callable[[dict[str, Any]], Reply]  # the request's body -> the reply
 _NOT_FOUND = {"error": {"type": "not_found", "message": "not here"}}
 
 
@@ -94,7 +96,7 @@ def _strings(value: Any) -> Iterator[str]:
 class ResponsesAPI:
     """The stand-in's state; safe to change from the test thread while requests are served."""
 
-    replies: Sequence[Reply] = ("Noted.",)
+    replies: Sequence[Reply] | ReplyFunction = ("Noted.",)
     host: str = "127.0.0.1"
     port: int = 0
     _requests: list[RecordedRequest] = field(default_factory=list)
@@ -103,7 +105,7 @@ class ResponsesAPI:
 
     @classmethod
     @contextmanager
-    def running(cls, replies: Sequence[Reply] = ("Noted.",)) -> Iterator[ResponsesAPI]:
+    def running(cls, replies: Sequence[Reply] | ReplyFunction = ("Noted.",)) -> Iterator[ResponsesAPI]:
         api = cls(replies=replies)
         server = ThreadingHTTPServer((api.host, api.port), _handler_for(api))
         server.daemon_threads = True
@@ -126,8 +128,9 @@ class ResponsesAPI:
         with self._lock:
             return list(self._requests)
 
-    def reply_with(self, replies: Sequence[Reply]) -> None:
-        """Answer the following model requests with these replies, in order."""
+    def reply_with(self, replies: Sequence[Reply] | ReplyFunction) -> None:
+        """Answer the following model requests with these replies, in order (or with this function of
+        the request's body, when requests may come in any order: a subagent's beside its parent's)."""
         with self._lock:
             self.replies, self._used = replies, 0
 
@@ -136,12 +139,16 @@ class ResponsesAPI:
         with self._lock:
             self._requests.append(request)
 
-    def next_reply(self) -> Reply:
+    def next_reply(self, body: dict[str, Any]) -> Reply:
         with self._lock:
-            replies = list(self.replies) or ["Noted."]
-            reply = replies[min(self._used, len(replies) - 1)]
-            self._used += 1
-            return reply
+            if callable(self.replies):
+                reply_function = self.replies
+            else:
+                replies = list(self.replies) or ["Noted."]
+                reply = replies[min(self._used, len(replies) - 1)]
+                self._used += 1
+                return reply
+        return reply_function(body)
 
 
 def events_for(reply: Reply, model: str) -> list[dict[str, Any]]:
@@ -160,6 +167,8 @@ def events_for(reply: Reply, model: str) -> list[dict[str, Any]]:
         else:
             arguments = reply.arguments if isinstance(reply.arguments, str) else json.dumps(reply.arguments)
             item = {"type": "function_call", "call_id": call_id, "name": reply.name, "arguments": arguments}
+            if reply.namespace:
+                item["namespace"] = reply.namespace
         output_tokens = max(1, len(json.dumps(item)) // 4)
     else:
         item = {
@@ -204,7 +213,7 @@ def _handler_for(api: ResponsesAPI) -> type[BaseHTTPRequestHandler]:
                 self._json(404, _NOT_FOUND)
                 return
             body = request.body if isinstance(request.body, dict) else {}
-            events = events_for(api.next_reply(), str(body.get("model") or "stand-in"))
+            events = events_for(api.next_reply(body), str(body.get("model") or "stand-in"))
             data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
