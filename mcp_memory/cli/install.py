@@ -478,6 +478,7 @@ def put_codex_trust(
     text = document.new_text if document.new_text is not None else document.text
     for key in keys:
         text = toml_tables.remove_tables(text, (*codex_trust.STATE_TABLE, key))
+    text = toml_tables.remove_line(text, CODEX_TRUST_COMMENT)
     block = "\n".join(
         toml_tables.render_table((*codex_trust.STATE_TABLE, h.key), {"trusted_hash": h.hash}) for h in now
     )

@@ -161,6 +161,8 @@ def test_doctor_tells_a_trust_that_no_longer_matches_the_installed_hook(
     assert "no longer matches" in trust["summary"]
     assert run("install", "codex", "--trust") == 0
     assert trust_of(capsys)["status"] == "trusted"
+    text = (home / ".codex" / "config.toml").read_text()
+    assert text.count("[hooks.state.") == 6 and text.count(install.CODEX_TRUST_COMMENT) == 1, text
 
 
 def test_an_earlier_installs_codex_hooks_line_becomes_hooks(home: Path) -> None:
