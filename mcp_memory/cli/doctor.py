@@ -87,6 +87,7 @@ def _installed(client: Client, scope: Scope, root: Path) -> Report:
     report: Report = {"server": _server(client, scope, root), "hooks": _hooks(client, scope, root)}
     if client.mcp_format == "toml":
         report["hooks_feature"] = _codex_feature(client.mcp_file(scope, root))
+        report["trust"] = _codex_trust(client, scope, root)
     return report
 
 
@@ -142,6 +143,35 @@ def _codex_feature(path: Path) -> bool | None:
         return None
     flag = features.get("hooks", features.get("codex_hooks"))
     return flag if isinstance(flag, bool) else None
+
+
+def _codex_trust(client: Client, scope: Scope, root: Path) -> Report | None:
+    """Whether Codex trusts our hooks (it runs no other): their [hooks.state] entries in Codex's own
+    config.toml against the hash of each hook as installed now (mcp_memory/cli/codex_trust.py)."""
+    from mcp_memory.cli import codex_trust
+    from mcp_memory.cli.install import codex_user_config
+
+    hooks_file, config_file = client.hooks_file(scope, root), codex_user_config()
+    document = _read(hooks_file, "json")[0] if hooks_file.exists() else {}
+    hooks = codex_trust.our_hooks(hooks_file, document, client.name)
+    if not hooks:
+        return None
+    config = _read(config_file, "toml")[0] if config_file.exists() else {}
+    report = codex_trust.trust_report(hooks, config)
+    flag = "" if scope == "user" else " --scope project"
+    summary = {
+        "trusted": f"trusted: Codex runs all {len(hooks)} hooks",
+        "not trusted": "installed, not yet trusted: nothing is captured",
+        "modified": "trusted once, but the hooks changed since (their trusted_hash no longer matches): "
+        f"Codex skips {', '.join(report['modified'])}, so nothing is captured from them",
+        "partly trusted": f"only partly trusted: Codex skips {', '.join(report['untrusted'])}",
+    }[report["status"]]
+    fix = (
+        ""
+        if report["status"] == "trusted"
+        else f"; run `mcp-memory install codex{flag} --trust` or trust them in codex's /hooks"
+    )
+    return {**report, "summary": summary + fix, "file": str(config_file)}
 
 
 def _read(path: Path, form: str) -> tuple[dict[str, Any], str | None]:
@@ -337,6 +367,8 @@ def _scope_lines(scope: str, installed: Report) -> list[str]:
         lines.append(f"    hooks: not installed ({hooks['file']})")
     if installed.get("hooks_feature") is False:
         lines.append("    [features] hooks = false in config.toml: Codex runs no hooks")
+    if installed.get("trust"):
+        lines.append(f"    trust: {installed['trust']['summary']}")
     return lines
 
 

@@ -20,6 +20,7 @@ import os
 import shutil
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from mcp_memory.cli.install_clients import (
     Client,
     JsonObject,
     Scope,
+    codex_dir,
     find_program,
     hook_command,
     is_our_hook,
@@ -39,9 +41,12 @@ from mcp_memory.cli.install_clients import (
 )
 
 BACKUP_SUFFIX = ".mcp-memory.bak"
-# Codex runs hooks only with this flag on (older releases); the comment marks the line as ours.
-CODEX_FLAG_LINE = "codex_hooks = true  # added by mcp-memory install\n"
+# Codex's hooks feature flag, on by default in current releases; the comment marks the line as ours.
+CODEX_FLAG_LINE = "hooks = true  # added by mcp-memory install\n"
+# The name earlier installs wrote, which Codex 0.171 calls deprecated (a warning on every run): migrated.
+CODEX_OLD_FLAG_LINE = "codex_hooks = true  # added by mcp-memory install\n"
 CODEX_SERVER_TABLE = ("mcp_servers", SERVER_NAME)
+CODEX_TRUST_COMMENT = "# Codex's trust of the mcp-memory hooks (mcp-memory install --trust)\n"
 
 
 class ConfigError(Exception):
@@ -69,6 +74,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--force",
         action="store_true",
         help="install even when the other installed entries open another user's memory or data dir",
+    )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="Codex only: trust the hooks install writes, as Codex's /hooks review would (Codex runs no "
+        "hook until it is trusted); without it, install asks when run in a terminal",
     )
 
 
@@ -164,11 +175,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"mcp-memory install: {split}\nNothing was changed.", file=sys.stderr)
         return 2
     files = Files()
+    notes: list[str] = []
     try:
         if args.uninstall:
             uninstall(client, scope, root, files)
         else:
-            install(client, scope, root, program, files)
+            install(client, scope, root, program, files, _consent(args), notes)
     except ConfigError as e:
         print(f"mcp-memory install: {e}\nNothing was changed.", file=sys.stderr)
         return 2
@@ -182,6 +194,8 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"mcp-memory install: {e}", file=sys.stderr)
         return 1
+    for note in notes:
+        print(note)
     if not args.uninstall:
         print(
             f"Start a new {client.title} session to load them; `mcp-memory doctor` shows what is installed."
@@ -222,11 +236,40 @@ def would_split(client: Client, scope: Scope) -> str | None:
     )
 
 
-def install(client: Client, scope: Scope, root: Path, program: list[str], files: Files) -> None:
+Consent = Callable[[int], bool]
+
+
+def _consent(args: argparse.Namespace) -> Consent:
+    """Whether the user lets install trust `count` Codex hooks: --trust, or a yes typed in a terminal."""
+
+    def ask(count: int) -> bool:
+        if args.trust:
+            return True
+        if not sys.stdin.isatty():
+            return False
+        answer = input(f"Codex runs hooks only once trusted. Trust the {count} mcp-memory hooks now? [y/N] ")
+        return answer.strip().lower() in ("y", "yes")
+
+    return ask
+
+
+def install(
+    client: Client,
+    scope: Scope,
+    root: Path,
+    program: list[str],
+    files: Files,
+    consent: Consent = lambda count: False,
+    notes: list[str] | None = None,
+) -> None:
     hooks = files.json(client.hooks_file(scope, root), client.hooks_skeleton)
     put_hooks(hooks, client, program)
     if client.mcp_format == "toml":
-        put_codex_config(files.toml(client.mcp_file(scope, root)), client, program)
+        config = files.toml(client.mcp_file(scope, root))
+        put_codex_config(config, client, program)
+        note = put_codex_trust(files, scope, hooks, config, consent)
+        if note and notes is not None:
+            notes.append(note)
     else:
         put_server(files.json(client.mcp_file(scope, root)), client, program)
     for document in files.documents.values():
@@ -238,7 +281,13 @@ def uninstall(client: Client, scope: Scope, root: Path, files: Files) -> None:
     hooks = files.json(client.hooks_file(scope, root), client.hooks_skeleton)
     remove_hooks(hooks, client)
     if client.mcp_format == "toml":
-        remove_codex_config(files.toml(client.mcp_file(scope, root)))
+        from mcp_memory.cli import codex_trust
+
+        keys = frozenset(h.key for h in codex_trust.our_hooks(hooks.path, hooks.original))
+        config = files.toml(client.mcp_file(scope, root))
+        trust = config if scope == "user" else files.toml(codex_user_config())
+        remove_codex_trust(trust, keys)
+        remove_codex_config(config, keys if trust is config else frozenset())
     else:
         remove_server(files.json(client.mcp_file(scope, root)), client)
     for document in files.documents.values():
@@ -376,6 +425,15 @@ def remove_server(document: JsonDocument, client: Client) -> None:
 # Codex's config.toml -----------------------------------------------------------------------------
 
 
+def codex_user_config() -> Path:
+    """Codex's own config.toml ($CODEX_HOME or ~/.codex), where it keeps the trust of every hook."""
+    return codex_dir("user", Path.home()) / "config.toml"
+
+
+def _has_line(text: str, line: str) -> bool:
+    return any(b.rstrip("\r\n") == line.rstrip("\n") for b in text.splitlines())
+
+
 def put_codex_config(document: TomlDocument, client: Client, program: list[str]) -> None:
     from mcp_memory.cli import toml_tables
 
@@ -391,41 +449,132 @@ def put_codex_config(document: TomlDocument, client: Client, program: list[str])
             raise ConfigError(f"{document.path}: [mcp_servers.{SERVER_NAME}] {e}") from None
         document.done.append(f"[mcp_servers.{SERVER_NAME}]")
     features = document.config.get("features", {})
-    flag = features.get("hooks", features.get("codex_hooks")) if isinstance(features, dict) else None
+    features = features if isinstance(features, dict) else {}
+    if _has_line(text, CODEX_OLD_FLAG_LINE):  # an earlier install's line: the flag's current name
+        text = toml_tables.remove_line(text, CODEX_OLD_FLAG_LINE)
+        document.done.append("[features] codex_hooks (deprecated) removed")
+        features = {k: v for k, v in features.items() if k != "codex_hooks"}
+    flag = features.get("hooks", features.get("codex_hooks"))
     if flag is None:
         inserted = toml_tables.insert_after_header(text, ("features",), CODEX_FLAG_LINE)
         text = (
             inserted if inserted is not None else toml_tables.append(text, "[features]\n" + CODEX_FLAG_LINE)
         )
-        document.done.append("[features] codex_hooks = true")
+        document.done.append("[features] hooks = true")
     elif flag is False:
         document.done.append(
             "hooks are off in [features] (false): Codex runs no hooks until you turn them on"
         )
+    elif "hooks" not in features:
+        document.done.append(
+            "left your [features] codex_hooks: Codex warns on every run that it is deprecated; rename it hooks"
+        )
     _check_codex_edit(document, text, wanted)
 
 
-def remove_codex_config(document: TomlDocument) -> None:
+def remove_codex_config(document: TomlDocument, states: frozenset[str] = frozenset()) -> None:
+    """Our server, our features line, and (when this is the user's file) the trust of our hooks."""
     from mcp_memory.cli import toml_tables
 
     servers = document.config.get("mcp_servers", {})
     existing = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-    text = document.text
+    text = document.new_text if document.new_text is not None else document.text
     theirs = existing if existing is not None and not is_our_server(existing) else None
     if theirs is not None:
         document.done.append(f"left [mcp_servers.{SERVER_NAME}]: it is not mcp-memory's")
     elif existing is not None:
         text = toml_tables.remove_tables(text, CODEX_SERVER_TABLE)
         document.done.append(f"removed [mcp_servers.{SERVER_NAME}]")
-    if CODEX_FLAG_LINE in text:  # the line install added (its comment says so)
-        text = toml_tables.remove_line(text, CODEX_FLAG_LINE)
-        document.done.append("removed [features] codex_hooks")
-    _check_codex_edit(document, text, theirs)
+    for line, name in ((CODEX_FLAG_LINE, "hooks"), (CODEX_OLD_FLAG_LINE, "codex_hooks")):
+        if _has_line(text, line):  # the line install added (its comment says so)
+            text = toml_tables.remove_line(text, line)
+            document.done.append(f"removed [features] {name}")
+    _check_codex_edit(document, _ending_as(document.text, text), theirs, states)
     if document.new_text is not None and not document.new_text.strip():  # it held nothing but ours
         document.new_text, document.delete = None, True
 
 
-def _check_codex_edit(document: TomlDocument, text: str, server: Any) -> None:
+def _ending_as(original: str, text: str) -> str:
+    """`text` without the blank lines at its end that removing our tables left (the user's file had none)."""
+    if text.strip() and not original.endswith("\n\n"):
+        return text.rstrip("\n") + ("\n" if original.endswith("\n") or not original else "")
+    return text
+
+
+def put_codex_trust(
+    files: Files, scope: Scope, hooks: JsonDocument, config: TomlDocument, consent: Consent
+) -> str | None:
+    """Trust our hooks in Codex's config.toml when the user consents; else what they must do (None: they
+    are trusted already). Entries for where our hooks were before are replaced."""
+    from mcp_memory.cli import codex_trust, toml_tables
+
+    now = codex_trust.our_hooks(hooks.path, hooks.data)
+    before = codex_trust.our_hooks(hooks.path, hooks.original)
+    target = config if scope == "user" and config.path == codex_user_config() else None
+    document = target or Files().toml(codex_user_config())  # registered below, if it changes
+    if codex_trust.trust_report(now, document.config)["status"] in ("trusted", "no hooks"):
+        return None
+    if not consent(len(now)):
+        return codex_trust.how_to_trust(len(now), "" if scope == "user" else " --scope project")
+    document = target or files.toml(codex_user_config())
+    keys = frozenset(h.key for h in before + now)
+    text = document.new_text if document.new_text is not None else document.text
+    for key in keys:
+        text = toml_tables.remove_tables(text, (*codex_trust.STATE_TABLE, key))
+    text = toml_tables.remove_line(text, CODEX_TRUST_COMMENT)
+    block = "\n".join(
+        toml_tables.render_table((*codex_trust.STATE_TABLE, h.key), {"trusted_hash": h.hash}) for h in now
+    )
+    text = toml_tables.append(text, CODEX_TRUST_COMMENT + block)
+    _check_trust_edit(document, text, keys, {h.key: h.hash for h in now})
+    document.done.append(f"trusted {len(now)} hooks ([hooks.state])")
+    return None
+
+
+def remove_codex_trust(document: TomlDocument, keys: frozenset[str]) -> None:
+    """Without the trust of our hooks (their keys as they were before uninstall removed them)."""
+    from mcp_memory.cli import codex_trust, toml_tables
+
+    text = document.new_text if document.new_text is not None else document.text
+    held = [k for k in keys if k in codex_trust.trusted_hashes(document.config)]
+    if not held:
+        return
+    for key in held:
+        text = toml_tables.remove_tables(text, (*codex_trust.STATE_TABLE, key))
+    text = toml_tables.remove_line(text, CODEX_TRUST_COMMENT)
+    _check_trust_edit(document, _ending_as(document.text, text), keys, {})
+    document.done.append(f"removed the trust of {len(held)} hooks ([hooks.state])")
+
+
+def _check_trust_edit(
+    document: TomlDocument, text: str, keys: frozenset[str], wanted: dict[str, str]
+) -> None:
+    """The edited text parses, trusts exactly `wanted` among `keys`, and holds everything else as before."""
+    import tomllib
+
+    from mcp_memory.cli import codex_trust
+
+    before = tomllib.loads(document.new_text) if document.new_text is not None else document.config
+    try:
+        edited = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        edited = {}
+    ours = {k: v for k, v in codex_trust.trusted_hashes(edited).items() if k in keys}
+    if (
+        not edited
+        or ours != wanted
+        or _others(edited, keys, codex=False) != _others(before, keys, codex=False)
+    ):
+        raise ConfigError(
+            f"{document.path} defines [hooks.state] in a form install cannot edit as text; trust the hooks "
+            "in Codex instead (start codex, type /hooks)"
+        )
+    document.new_text = text
+
+
+def _check_codex_edit(
+    document: TomlDocument, text: str, server: Any, states: frozenset[str] = frozenset()
+) -> None:
     """The edited text parses, holds `server` as [mcp_servers.memory], and everything else as it was."""
     import tomllib
 
@@ -436,7 +585,7 @@ def _check_codex_edit(document: TomlDocument, text: str, server: Any) -> None:
     except tomllib.TOMLDecodeError as e:
         edited = {"error": str(e)}
     servers = edited.get("mcp_servers", {})
-    if servers.get(SERVER_NAME) != server or _others(edited) != _others(document.config):
+    if servers.get(SERVER_NAME) != server or _others(edited, states) != _others(document.config, states):
         raise ConfigError(
             f"{document.path} defines [mcp_servers.{SERVER_NAME}] or [features] in a form install cannot "
             "edit as text; edit them by hand (docs/install.md shows the lines)"
@@ -444,15 +593,27 @@ def _check_codex_edit(document: TomlDocument, text: str, server: Any) -> None:
     document.new_text = text
 
 
-def _others(config: dict[str, Any]) -> dict[str, Any]:
-    """The configuration without what install writes, and without the tables that leaves empty."""
+def _others(
+    config: dict[str, Any], states: frozenset[str] = frozenset(), codex: bool = True
+) -> dict[str, Any]:
+    """The configuration without what install writes (with `codex`: our server and features flag; the trust
+    of the hooks in `states`), and without the tables that leaves empty."""
     others = copy.deepcopy(config)
-    for table, key in (("mcp_servers", SERVER_NAME), ("features", "codex_hooks")):
-        section = others.get(table)
-        if isinstance(section, dict):
-            section.pop(key, None)
-            if not section:
-                del others[table]
+    removed: list[tuple[tuple[str, ...], str]] = [(("hooks", "state"), key) for key in states]
+    if codex:
+        removed += [(("mcp_servers",), SERVER_NAME), (("features",), "codex_hooks"), (("features",), "hooks")]
+    for path, key in removed:
+        tables = [others]
+        for part in path:
+            inner = tables[-1].get(part)
+            if not isinstance(inner, dict):
+                break
+            tables.append(inner)
+        else:
+            tables[-1].pop(key, None)
+            for depth in range(len(path), 0, -1):  # empty tables go too
+                if not tables[depth]:
+                    del tables[depth - 1][path[depth - 1]]
     return others
 
 

@@ -171,6 +171,8 @@ def parse(client: str, payload: object, event: str | None = None) -> HookEvent:
     data: dict[str, Any] = payload if isinstance(payload, dict) else {}
     name = event or _text(data.get("hook_event_name")) or _text(data.get("hookEventName")) or ""
     kind = _kind(client, name) if isinstance(payload, dict) else "other"
+    if client == "codex" and kind == "prompt" and _text(data.get("agent_id")):
+        kind = "other"  # a subagent's task, written by the parent agent: not the person's prompt
     fields: dict[str, Any] = {}
     match kind:
         case "session_start":
@@ -183,6 +185,8 @@ def parse(client: str, payload: object, event: str | None = None) -> HookEvent:
             fields["reply"] = _text(data.get("compact_summary"))  # Claude Code's PostCompact summary
         case "tool":
             fields["tool"] = _tool(name, data)
+            if client == "codex":
+                fields["tool"] = _codex_exit(fields["tool"], data)
     return HookEvent(
         client=client,
         event=name,
@@ -251,6 +255,21 @@ def _tool(event_name: str, data: dict[str, Any]) -> ToolRun:
         exit_code=exit_code,
         failed=failed,
         excerpt=_excerpt(detail) if failed else "",
+    )
+
+
+def _codex_exit(tool: ToolRun, data: dict[str, Any]) -> ToolRun:
+    """Codex's shell output carries no exit status (0.171.0): read it from its session file."""
+    if tool.command is None or tool.exit_code is not None:
+        return tool
+    from mcp_memory.hooks import codex_rollout  # only for a Codex shell command
+
+    code = codex_rollout.exit_code(_text(data.get("transcript_path")), _text(data.get("tool_use_id")))
+    if not code:
+        return tool._replace(exit_code=code)
+    output = data.get("tool_response")
+    return tool._replace(
+        exit_code=code, failed=True, excerpt=_excerpt(output if isinstance(output, str) else "")
     )
 
 

@@ -336,7 +336,7 @@ def _assert_others_kept(client: str, seeded: dict[Path, Any]) -> None:
             config = tomllib.loads(path.read_text())
             assert config["mcp_servers"]["docs"] == tomllib.loads(content)["mcp_servers"]["docs"]
             assert config["profiles"] == {"fast": {"model": "gpt-5-mini"}}
-            assert config["features"]["codex_hooks"] is True
+            assert config["features"]["hooks"] is True and "codex_hooks" not in config["features"]
             text = path.read_text()
             for comment in (
                 "# Codex settings, kept by hand",

@@ -1,0 +1,181 @@
+"""The real Codex CLI for the suite: npm package @openai/codex, pinned, run headless (`codex exec`).
+
+Installed once into <repo>/.cache/codex (or $CODEX_CLI_DIR) under a lock, so parallel test processes
+install it once (tests/services/node_service.py). The package carries Codex's native binary in a platform
+package (@openai/codex-<platform>, vendor/<target>/bin/codex); no Node is needed to run it. A failed
+install, or one without the native binary, fails the test with npm's output: never a skip.
+
+`run_codex(prompt, cwd=..., home=..., api=...)` runs `codex exec PROMPT` against the stand-in Responses API
+(tests/services/responses_api.py), configured only by `-c` flags (a custom model provider "stand-in" whose
+base_url is the stand-in's and whose key comes from an environment variable), with HOME set to the
+test's own directory (so ~/.codex is the test's), the sandbox off (`danger-full-access`: the tests run
+commands in their own temporary repositories) and nothing inherited but PATH and the locale. Codex says on
+stderr which hooks it ran ("hook: SessionStart", "hook: SessionStart Completed"); the run's result
+carries those lines and the stand-in's requests made during it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.services.node_service import cache_dir, npm_install
+from tests.services.responses_api import RecordedRequest, ResponsesAPI
+
+VERSION = "0.171.0"
+PACKAGE = f"@openai/codex@{VERSION}"
+MODEL = "gpt-5.5"  # a model Codex knows: its tools include apply_patch
+RUN_SECONDS = 120.0
+_KEY_VARIABLE = "STAND_IN_API_KEY"
+_INHERITED = ("PATH", "LANG", "LC_ALL", "TZ")
+_HOOK_LINE = re.compile(r"^hook: (\w+)(?: (\w+))?$", re.M)
+
+
+def _install_dir() -> Path:
+    override = os.environ.get("CODEX_CLI_DIR")
+    return Path(override) if override else cache_dir("codex")
+
+
+@contextmanager
+def _install_lock(install_dir: Path) -> Iterator[None]:
+    install_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(install_dir.parent / f".{install_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def _native_binary(install_dir: Path) -> Path | None:
+    found = sorted((install_dir / "node_modules" / "@openai").glob("codex-*/vendor/*/bin/codex"))
+    return found[0] if found else None
+
+
+def _version(binary: Path) -> str:
+    try:
+        done = subprocess.run(
+            [str(binary), "--version"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+            env={"PATH": os.environ.get("PATH", ""), "HOME": str(binary.parent)},
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"(did not run: {e})"
+    return done.stdout.strip()
+
+
+def codex_binary() -> Path:
+    """The native `codex` binary of the pinned release, installed on first use."""
+    install_dir = _install_dir()
+    launcher = install_dir / "node_modules" / "@openai" / "codex" / "package.json"
+    with _install_lock(install_dir):
+        npm_install(PACKAGE, install_dir, launcher)
+        binary = _native_binary(install_dir)
+        if binary is None or VERSION not in _version(binary):
+            shutil.rmtree(install_dir)  # an interrupted install, or another version: once more, from scratch
+            npm_install(PACKAGE, install_dir, launcher)
+            binary = _native_binary(install_dir)
+        if binary is None or VERSION not in _version(binary):
+            pytest.fail(
+                f"npm installed {PACKAGE} into {install_dir}, but no native codex {VERSION} binary is there "
+                f"(found {binary}); npm must install the package's optional platform dependency"
+            )
+    return binary
+
+
+@dataclass(frozen=True)
+class CodexRun:
+    exit_code: int
+    stdout: str  # the final message
+    stderr: str  # Codex's log of the session: the prompt, the hooks it ran, the commands
+    seconds: float
+    requests: list[RecordedRequest]  # what the stand-in received during this run
+
+    @property
+    def turns(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.is_turn]
+
+    def mentions(self, text: str) -> bool:
+        return any(r.contains(text) for r in self.requests)
+
+    def hooks(self) -> list[tuple[str, str]]:
+        """(event, outcome) of every hook Codex ran: outcome Completed, Failed, ... ("" while started)."""
+        return [(m.group(1), m.group(2) or "") for m in _HOOK_LINE.finditer(self.stderr)]
+
+    def describe(self) -> str:
+        """For assertion messages."""
+        return (
+            f"codex exec exited {self.exit_code} after {self.seconds:.1f}s\nstdout: {self.stdout[-1500:]}\n"
+            f"stderr: {self.stderr[-3000:]}"
+        )
+
+
+def codex_args(api: ResponsesAPI, model: str = MODEL) -> list[str]:
+    provider = (
+        f'{{ name = "stand-in", base_url = "{api.base_url}", wire_api = "responses", '
+        f'env_key = "{_KEY_VARIABLE}" }}'
+    )
+    return [
+        "-c",
+        'model_provider="stand-in"',
+        "-c",
+        f"model_providers.stand-in={provider}",
+        "-c",
+        f'model="{model}"',
+    ]
+
+
+def run_codex(
+    prompt: str,
+    *,
+    cwd: Path,
+    home: Path,
+    api: ResponsesAPI,
+    env: Mapping[str, str] | None = None,
+    timeout: float = RUN_SECONDS,
+) -> CodexRun:
+    """`codex exec PROMPT` in `cwd`, as a user whose home is `home`."""
+    binary = codex_binary()
+    inherited = {name: os.environ[name] for name in _INHERITED if name in os.environ}
+    command = [
+        str(binary),
+        "exec",
+        "--skip-git-repo-check",
+        "-s",
+        "danger-full-access",
+        *codex_args(api),
+        prompt,
+    ]
+    before = len(api.requests)
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            env={**inherited, "HOME": str(home), _KEY_VARIABLE: "sk-test-not-a-key", **(env or {})},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"codex exec {prompt!r} did not finish within {timeout:g}s; stderr: {e.stderr!r}")
+    return CodexRun(
+        exit_code=done.returncode,
+        stdout=done.stdout,
+        stderr=done.stderr,
+        seconds=time.monotonic() - started,
+        requests=api.requests[before:],
+    )
