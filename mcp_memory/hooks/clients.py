@@ -160,6 +160,7 @@ _BOOKKEEPING = re.compile(
     r"^(?:Error: )?(?:Exit code -?\d|Exit code:|Exit Code:|Process exited with code|Wall time:|Chunk ID:"
     r"|Original token count:|Process Group PGID:|Background PIDs:|Signal:|Command:|Directory:)"
     r"|^Output:\s*$|^(?:Output|Error): \((?:empty|none)\)"
+    r"|^</?untrusted_context>\s*$"  # Gemini CLI wraps a shell's output in these
 )
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 _EXCERPT_CHARS = 300

@@ -6,8 +6,10 @@ services/chatRecordingService.ts) is JSON Lines, appended to as the session goes
 - a metadata line (sessionId, projectHash, startTime, kind);
 - message records {id, timestamp, type: user | gemini | info | error | warning, content, displayContent?,
   toolCalls?}; a record is written again, whole, under the same id when it changes (tokens, tool calls);
-- `{"$set": {...}}` metadata updates; one that holds `messages` replaces every message read so far;
-- `{"$rewindTo": id}`: that message and everything after it are gone.
+- `{"$set": {...}}` metadata updates; one that holds `messages` is a checkpoint Gemini rebuilds its history
+  from. On `--resume` it writes one that can lack earlier prompts, so here a checkpoint only adds messages
+  not read before: what happened stays readable, and a re-read finds the same keys;
+- `{"$rewindTo": id}`: the person rewound; that message and everything after it are gone.
 A prompt is a `user` record with text (its displayContent, when set, is what the person typed); a `user`
 record of functionResponse parts is a tool's result; a `gemini` record's `content` is the model's whole text
 for one model call (the AfterAgent payload's `prompt_response` joins streamed chunks and is garbled).
@@ -73,9 +75,8 @@ def marked(context: str) -> str:
     still reach it as entities (no other hook field reaches the model); a closing marker in the body is
     broken so the block cannot end early."""
     opened = _OPEN.search(context)
-    closed = None
-    for closed in _CLOSE.finditer(context):
-        pass
+    closes = list(_CLOSE.finditer(context))
+    closed = closes[-1] if closes else None
     if opened is None or closed is None or closed.start() < opened.end():
         return context
     body = _BRACKET_CLOSE.sub(
@@ -112,39 +113,49 @@ def read_transcript(path: str | Path, *, complete: bool) -> list[Captured] | Non
 
 
 def _messages(text: str) -> list[dict[str, Any]]:
-    """The session's messages as Gemini itself loads them (loadConversationRecord): the latest record of
-    each id, in first-written order, after rewinds and checkpoints."""
-    stripped = text.lstrip()
-    if stripped.startswith("{") and "\n{" not in stripped.rstrip():  # a legacy .json: one object
-        try:
-            whole = json.loads(stripped)
-        except ValueError:
-            whole = None
-        if isinstance(whole, dict) and isinstance(whole.get("messages"), list):
-            return [m for m in whole["messages"] if _is_message(m)]
+    """The session's messages much as Gemini loads them (loadConversationRecord): the latest record of each
+    id, in first-written order, after rewinds; checkpoints only add (module docstring)."""
+    legacy = _legacy(text)
+    if legacy is not None:
+        return legacy
     messages: dict[str, dict[str, Any]] = {}
     for line in text.splitlines():
-        if not line.strip():
-            continue
         try:
-            record = json.loads(line)
+            record = json.loads(line) if line.strip() else None
         except ValueError:
             continue  # a line being written, or damaged: the rest still counts
-        if not isinstance(record, dict):
-            continue
-        if isinstance(record.get("$rewindTo"), str):
-            ids = list(messages)
-            cut = ids.index(record["$rewindTo"]) if record["$rewindTo"] in messages else 0
-            for gone in ids[cut:]:
-                del messages[gone]
-        elif _is_message(record):
-            messages[record["id"]] = record
-        else:
-            update = record.get("$set") if isinstance(record.get("$set"), dict) else record
-            listed = update.get("messages")
-            if isinstance(listed, list):
-                messages = {m["id"]: m for m in listed if _is_message(m)}
+        if isinstance(record, dict):
+            _apply(messages, record)
     return list(messages.values())
+
+
+def _apply(messages: dict[str, dict[str, Any]], record: dict[str, Any]) -> None:
+    rewind = record.get("$rewindTo")
+    if isinstance(rewind, str):
+        ids = list(messages)
+        for gone in ids[ids.index(rewind) if rewind in messages else 0 :]:
+            del messages[gone]
+    elif _is_message(record):
+        messages[record["id"]] = record
+    else:
+        update = record.get("$set") if isinstance(record.get("$set"), dict) else record
+        listed = update.get("messages")
+        for message in listed if isinstance(listed, list) else []:
+            if _is_message(message) and message["id"] not in messages:
+                messages[message["id"]] = message
+
+
+def _legacy(text: str) -> list[dict[str, Any]] | None:
+    """The messages of a transcript written by releases before JSON Lines: one JSON object."""
+    stripped = text.strip()
+    if not stripped.startswith("{") or "\n{" in stripped:
+        return None
+    try:
+        whole = json.loads(stripped)
+    except ValueError:
+        return None
+    listed = whole.get("messages") if isinstance(whole, dict) and "sessionId" in whole else None
+    return [m for m in listed if _is_message(m)] if isinstance(listed, list) else None
 
 
 def _is_message(record: object) -> bool:
