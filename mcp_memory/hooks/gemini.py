@@ -138,8 +138,8 @@ def _apply(messages: dict[str, dict[str, Any]], record: dict[str, Any]) -> None:
     elif _is_message(record):
         messages[record["id"]] = record
     else:
-        update = record.get("$set") if isinstance(record.get("$set"), dict) else record
-        listed = update.get("messages")
+        update = record.get("$set")
+        listed = (update if isinstance(update, dict) else record).get("messages")
         for message in listed if isinstance(listed, list) else []:
             if _is_message(message) and message["id"] not in messages:
                 messages[message["id"]] = message

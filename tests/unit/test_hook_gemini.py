@@ -270,3 +270,13 @@ def _spooled(event: Any) -> dict[str, Any]:
         "tool": event.tool._asdict() if event.tool else None,
         "time": event.time,
     }
+
+
+def test_a_transcript_of_the_older_single_json_form_is_read_too(tmp_path: Path) -> None:
+    lines = [json.loads(line) for line in (FIXTURES / "transcript-tool.jsonl").read_text().splitlines()]
+    messages = {m["id"]: m for m in lines if "id" in m and "type" in m}  # the latest record of each id
+    legacy = tmp_path / "session-old.json"
+    legacy.write_text(json.dumps({**lines[0], "messages": list(messages.values())}, indent=2))
+    assert gemini.read_transcript(legacy, complete=True) == gemini.read_transcript(
+        FIXTURES / "transcript-tool.jsonl", complete=True
+    )
