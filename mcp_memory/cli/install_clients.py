@@ -182,15 +182,15 @@ class Codex(Client):
 class Gemini(Client):
     # Hooks: https://geminicli.com/docs/hooks/reference ("Configuration schema"): settings.json "hooks",
     # {Event: [{"matcher"?, "hooks": [{"type": "command", "command", "name", "timeout" (milliseconds)}]}]};
-    # events SessionStart, BeforeAgent, AfterAgent, AfterTool, PreCompress, SessionEnd (and others).
+    # events SessionStart, BeforeAgent, AfterAgent, AfterTool, SessionEnd (and others). Not PreCompress: Gemini
+    # fires it before every turn and waits for it, and it carries nothing to store (hooks/clients.py); an
+    # entry of ours an earlier install wrote there is removed by install and by --uninstall.
     # MCP: https://geminicli.com/docs/tools/mcp-server: settings.json "mcpServers" {command, args, env}.
     # Both in ~/.gemini/settings.json (user) or <project>/.gemini/settings.json.
     name = "gemini"
     title = "Gemini CLI"
     docs = ("https://geminicli.com/docs/hooks/reference", "https://geminicli.com/docs/tools/mcp-server")
-    events = _events(
-        ("SessionStart", "BeforeAgent"), ("AfterAgent", "AfterTool", "PreCompress", "SessionEnd")
-    )
+    events = _events(("SessionStart", "BeforeAgent"), ("AfterAgent", "AfterTool", "SessionEnd"))
 
     def mcp_file(self, scope: Scope, root: Path) -> Path:
         return root / ".gemini" / "settings.json"

@@ -22,6 +22,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+from mcp_memory.hooks import gemini
 from mcp_memory.hooks.events import EventKind, HookEvent, ToolRun
 
 # The events worth hooking, per client: the installer writes exactly these, so none is captured twice.
@@ -53,13 +54,14 @@ EVENTS: dict[str, dict[str, EventKind]] = {
         "subagentStop": "subagent",
         "sessionEnd": "session_end",
     },
-    # https://geminicli.com/docs/hooks/reference
+    # https://geminicli.com/docs/hooks/reference, and Gemini CLI's source (hooks/gemini.py). PreCompress is not
+    # hooked: Gemini fires it before every turn (it checks its threshold after the hook) and waits for it, and
+    # its payload holds nothing to store; the transcript, read at AfterAgent, has the whole session.
     "gemini": {
         "SessionStart": "session_start",
         "BeforeAgent": "prompt",
         "AfterAgent": "reply",
         "AfterTool": "tool",
-        "PreCompress": "compact",
         "SessionEnd": "session_end",
     },
     # https://developers.openai.com/codex/hooks: no session-end event; PostToolUse covers Bash, apply_patch, MCP.
@@ -158,6 +160,7 @@ _BOOKKEEPING = re.compile(
     r"^(?:Error: )?(?:Exit code -?\d|Exit code:|Exit Code:|Process exited with code|Wall time:|Chunk ID:"
     r"|Original token count:|Process Group PGID:|Background PIDs:|Signal:|Command:|Directory:)"
     r"|^Output:\s*$|^(?:Output|Error): \((?:empty|none)\)"
+    r"|^</?untrusted_context>\s*$"  # Gemini CLI wraps a shell's output in these
 )
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 _EXCERPT_CHARS = 300
@@ -178,9 +181,11 @@ def parse(client: str, payload: object, event: str | None = None) -> HookEvent:
         case "session_start":
             fields["source"] = _source(client, data)
         case "prompt":
-            fields["prompt"] = _text(data.get("prompt"))
+            fields["prompt"] = _prompt(client, data)
         case "reply" | "subagent":
             fields["reply"] = _first_text(data, "last_assistant_message", "prompt_response", "text", "result")
+            if client == "gemini":  # AfterAgent's prompt: stored from it when there is no transcript to read
+                fields["prompt"] = _prompt(client, data)
         case "compact":
             fields["reply"] = _text(data.get("compact_summary"))  # Claude Code's PostCompact summary
         case "tool":
@@ -208,6 +213,8 @@ def render(event: HookEvent, context: str) -> str:
         return render_nothing(event)
     if event.client == "cursor":
         return json.dumps({"continue": True, "additional_context": text})
+    if event.client == "gemini":
+        text = gemini.marked(text)
     return json.dumps({"hookSpecificOutput": {"hookEventName": hook_event_name, "additionalContext": text}})
 
 
@@ -220,6 +227,13 @@ def render_nothing(event: HookEvent) -> str:
             return "{}"
         case _:  # Claude Code, Codex: no output is "go on", and leaves permission decisions to the user
             return ""
+
+
+def _prompt(client: str, data: dict[str, Any]) -> str | None:
+    """The prompt typed. Gemini's headless prompt carries SessionStart's context in a <hook_context> block:
+    never stored, nor searched for."""
+    prompt = _text(data.get("prompt"))
+    return _text(gemini.without_injected(prompt)) if client == "gemini" and prompt else prompt
 
 
 def _kind(client: str, name: str) -> EventKind:

@@ -27,7 +27,15 @@ from typing import Any, Literal
 CapturedKind = Literal["prompt", "reply", "observation", "compaction", "subagent"]
 
 RECALL_TAG = "memory-recall"  # what the hooks inject is wrapped in <memory-recall ...>...</memory-recall>
-_RECALLED = re.compile(rf"<{RECALL_TAG}\b.*?(</{RECALL_TAG}>|\Z)", re.DOTALL | re.IGNORECASE)
+# The marker as injected (<memory-recall ...>), as Gemini CLI escapes hook output (&lt;memory-recall ...&gt;),
+# and as we mark it for Gemini (hooks/gemini.py: [memory-recall ...]); each closed by its own form.
+_RECALLED = re.compile(
+    "|".join(
+        rf"{o}{RECALL_TAG}\b.*?(?:{o}/{RECALL_TAG}\s*{c}|\Z)"
+        for o, c in (("<", ">"), ("&lt;", "&gt;"), (r"\[", r"\]"))
+    ),
+    re.DOTALL | re.IGNORECASE,
+)
 _REMINDER = re.compile(r"<system-reminder>.*?(</system-reminder>|\Z)", re.DOTALL)
 _COMMAND_ECHO = re.compile(
     r"^\s*<(command-name|command-message|command-args|local-command-stdout|local-command-stderr|"

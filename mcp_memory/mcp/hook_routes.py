@@ -26,6 +26,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from mcp_memory.audit import Actor, acting
 from mcp_memory.errors import InvalidInputError, MemoryServerError
 from mcp_memory.hooks import spool
+from mcp_memory.hooks.gemini import without_injected
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.service.capture import HookCapture, project_from
 from mcp_memory.service.hook_recall import HookRecall
@@ -107,7 +108,7 @@ class HookEndpoints:
             if body.get("kind") == "session_start":
                 return await self.recall().session_start(project, session, settings.budget_tokens, cap)
             if body.get("kind") == "prompt":
-                prompt = str(body.get("prompt") or "")
+                prompt = without_injected(str(body.get("prompt") or ""))
                 return await self.recall().prompt(project, session, prompt, settings.budget_tokens, cap)
         return ""
 

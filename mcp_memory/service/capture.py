@@ -33,7 +33,7 @@ from mcp_memory.errors import (
     NotFoundError,
     PermissionDeniedError,
 )
-from mcp_memory.hooks import spool
+from mcp_memory.hooks import gemini, spool
 from mcp_memory.hooks.projects import Project
 from mcp_memory.hooks.transcripts import Captured, read_transcript, reply_key, without_recall
 from mcp_memory.models import SpaceRole, utcnow
@@ -164,6 +164,8 @@ class HookCapture:
         return stored
 
     async def _items(self, entry: dict[str, Any]) -> Sequence[Captured]:
+        if entry.get("client") == "gemini":
+            return await anyio.to_thread.run_sync(lambda: gemini.captured_for(entry, _from_payload))
         transcript = entry.get("transcript_path")
         if entry.get("client") == "claude-code" and isinstance(transcript, str) and transcript:
             complete = entry.get("kind") in COMPLETE_KINDS

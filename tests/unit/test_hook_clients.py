@@ -289,6 +289,8 @@ def test_the_module_imports_the_standard_library_only() -> None:
         "mcp_memory.hooks",
         "mcp_memory.hooks.clients",
         "mcp_memory.hooks.events",
+        "mcp_memory.hooks.gemini",
+        "mcp_memory.hooks.transcripts",
     ]
 
 

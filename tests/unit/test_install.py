@@ -69,7 +69,6 @@ EVENTS = {
         "BeforeAgent": 10000,
         "AfterAgent": 5000,
         "AfterTool": 5000,
-        "PreCompress": 5000,
         "SessionEnd": 5000,
     },
 }

@@ -1,0 +1,188 @@
+"""The real Gemini CLI for the suite: npm package @google/gemini-cli, run headless.
+
+Installed once into <repo>/.cache/gemini-cli (or $GEMINI_CLI_DIR), under a lock so parallel test processes
+install it once; a failed install fails the test with npm's output, never a skip. It runs on Node
+(tests/services/node_service.py finds it).
+
+`run_gemini(prompt, cwd=..., home=..., api=...)` runs `gemini --skip-trust --approval-mode yolo -p PROMPT
+--output-format json` against the stand-in Gemini API (tests/services/gemini_api.py) with HOME set to the
+test's own directory, so the user's real ~/.gemini is never read or written. `prepare_home(home)` writes
+what a user's ~/.gemini/settings.json needs first: API-key auth and none of the CLI's own traffic (usage
+statistics, telemetry, update checks). The run's result carries the stand-in's requests made during it
+and the session's transcript lines (~/.gemini/tmp/<project>/chats/session-*.jsonl).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.services.gemini_api import GeminiAPI, RecordedRequest
+from tests.services.node_service import cache_dir, node, npm_install
+
+VERSION = "0.61.0"
+PACKAGE = f"@google/gemini-cli@{VERSION}"
+RUN_SECONDS = 120.0
+# What the CLI inherits from this process; everything else (the developer's GEMINI_*, GOOGLE_*,
+# MCP_MEMORY_* settings) stays out.
+_INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
+# ~/.gemini/settings.json: the API key from the environment, and no calls home.
+SETTINGS: dict[str, Any] = {
+    "security": {"auth": {"selectedType": "gemini-api-key"}},
+    "privacy": {"usageStatisticsEnabled": False},
+    "telemetry": {"enabled": False},
+    "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+}
+
+
+def _install_dir() -> Path:
+    override = os.environ.get("GEMINI_CLI_DIR")
+    return Path(override) if override else cache_dir("gemini-cli")
+
+
+@contextmanager
+def _install_lock(install_dir: Path) -> Iterator[None]:
+    install_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(install_dir.parent / f".{install_dir.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        yield
+
+
+def gemini_script() -> Path:
+    """The CLI's entry script (bundle/gemini.js), installed on first use."""
+    install_dir = _install_dir()
+    package = install_dir / "node_modules" / "@google" / "gemini-cli"
+    script = package / "bundle" / "gemini.js"
+    with _install_lock(install_dir):
+        npm_install(PACKAGE, install_dir, script)
+        installed = json.loads((package / "package.json").read_text()).get("version")
+        if installed != VERSION:
+            pytest.fail(
+                f"{install_dir} holds @google/gemini-cli {installed}, not {VERSION}: remove it to reinstall"
+            )
+    return script
+
+
+def prepare_home(home: Path) -> Path:
+    """A user's ~/.gemini/settings.json before anything is installed: API-key auth, no calls home."""
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps(SETTINGS, indent=2))
+    return settings
+
+
+@dataclass(frozen=True)
+class GeminiRun:
+    exit_code: int
+    stdout: str
+    stderr: str
+    output: dict[str, Any] | None  # stdout parsed (--output-format json), None if it is not JSON
+    seconds: float
+    requests: list[RecordedRequest]  # what the stand-in received during this run
+    transcript: list[dict[str, Any]]  # the session's transcript lines
+
+    @property
+    def response(self) -> str | None:
+        value = self.output.get("response") if self.output else None
+        return value if isinstance(value, str) else None
+
+    @property
+    def session_id(self) -> str | None:
+        value = self.output.get("session_id") if self.output else None
+        return value if isinstance(value, str) else None
+
+    @property
+    def conversation(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if r.is_conversation]
+
+    def mentions(self, text: str) -> bool:
+        """Whether any request of the run carried `text` to the model."""
+        return any(r.contains(text) for r in self.requests)
+
+    def describe(self) -> str:
+        """For assertion messages."""
+        return (
+            f"gemini exited {self.exit_code} after {self.seconds:.1f}s\nstdout: {self.stdout[-1500:]}\n"
+            f"stderr: {self.stderr[-2500:]}"
+        )
+
+
+def gemini_env(home: Path, api: GeminiAPI, env: Mapping[str, str] | None = None) -> dict[str, str]:
+    inherited = {name: os.environ[name] for name in _INHERITED if name in os.environ}
+    return {
+        **inherited,
+        "HOME": str(home),
+        "XDG_CONFIG_HOME": str(home / ".config"),
+        "XDG_DATA_HOME": str(home / ".local" / "share"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "GOOGLE_GEMINI_BASE_URL": api.base_url,
+        "GEMINI_API_KEY": "test-key-not-a-key",
+        "NO_COLOR": "1",
+        **(env or {}),
+    }
+
+
+def run_gemini(
+    prompt: str,
+    *,
+    cwd: Path,
+    home: Path,
+    api: GeminiAPI,
+    env: Mapping[str, str] | None = None,
+    timeout: float = RUN_SECONDS,
+) -> GeminiRun:
+    """`gemini -p PROMPT` in `cwd`, as a user whose home is `home`, running tools without asking."""
+    command = [node("Gemini CLI"), str(gemini_script())]
+    command += ["--skip-trust", "--approval-mode", "yolo", "--output-format", "json", "-p", prompt]
+    before = len(api.requests)
+    started = time.monotonic()
+    try:
+        done = subprocess.run(
+            command,
+            cwd=cwd,
+            env=gemini_env(home, api, env),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"gemini -p {prompt!r} did not finish within {timeout:g}s; stderr: {e.stderr!r}")
+    seconds = time.monotonic() - started
+    try:
+        output = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        output = None
+    output = output if isinstance(output, dict) else None
+    session = output.get("session_id") if output else None
+    return GeminiRun(
+        exit_code=done.returncode,
+        stdout=done.stdout,
+        stderr=done.stderr,
+        output=output,
+        seconds=seconds,
+        requests=api.requests[before:],
+        transcript=_transcript(home, session if isinstance(session, str) else None),
+    )
+
+
+def _transcript(home: Path, session: str | None) -> list[dict[str, Any]]:
+    if not session:
+        return []
+    lines: list[dict[str, Any]] = []
+    for path in (home / ".gemini" / "tmp").glob(f"*/chats/session-*-{session[:8]}*.jsonl"):
+        records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        if records and records[0].get("sessionId") == session:
+            lines += records
+    return lines
