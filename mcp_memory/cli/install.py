@@ -29,6 +29,7 @@ from mcp_memory.cli.install_clients import (
     SERVER_NAME,
     Client,
     JsonObject,
+    OpenCode,
     Scope,
     find_program,
     hook_command,
@@ -125,6 +126,12 @@ class Files:
         assert isinstance(document, JsonDocument)
         return document
 
+    def text(self, path: Path) -> Document:
+        """A file taken whole (OpenCode's plugin)."""
+        if path not in self.documents:
+            self.documents[path] = Document(path, path.exists(), _read(path))
+        return self.documents[path]
+
     def toml(self, path: Path) -> TomlDocument:
         import tomllib
 
@@ -180,6 +187,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def install(client: Client, scope: Scope, root: Path, program: list[str], files: Files) -> None:
+    if isinstance(client, OpenCode):  # a plugin file, not hook entries
+        from mcp_memory.cli import install_opencode
+
+        try:
+            return install_opencode.install(client, scope, root, program, files)
+        except install_opencode.OpenCodeConfigError as e:
+            raise ConfigError(str(e)) from None
     hooks = files.json(client.hooks_file(scope, root), client.hooks_skeleton)
     put_hooks(hooks, client, program)
     if client.mcp_format == "toml":
@@ -192,6 +206,13 @@ def install(client: Client, scope: Scope, root: Path, program: list[str], files:
 
 
 def uninstall(client: Client, scope: Scope, root: Path, files: Files) -> None:
+    if isinstance(client, OpenCode):
+        from mcp_memory.cli import install_opencode
+
+        try:
+            return install_opencode.uninstall(client, scope, root, files)
+        except install_opencode.OpenCodeConfigError as e:
+            raise ConfigError(str(e)) from None
     hooks = files.json(client.hooks_file(scope, root), client.hooks_skeleton)
     remove_hooks(hooks, client)
     if client.mcp_format == "toml":

@@ -340,3 +340,37 @@ def is_our_server(entry: object) -> bool:
     args = entry.get("args")
     words = [entry["command"], *(a for a in args if isinstance(a, str))] if isinstance(args, list) else []
     return is_our_program(words or [entry["command"]])
+
+
+class OpenCode(Client):
+    # No command hooks: a plugin, every .js/.ts file in ~/.config/opencode/plugins/ (user) or
+    # <project>/.opencode/plugins/ (project): https://opencode.ai/docs/plugins; install_opencode.py writes ours.
+    # MCP: https://opencode.ai/docs/mcp-servers: opencode.json "mcp": {name: {"type": "local", "command":
+    # [program, ...args], "environment", "enabled"}}, in ~/.config/opencode/ or at the project's root.
+    name = "opencode"
+    title = "OpenCode"
+    docs = ("https://opencode.ai/docs/plugins", "https://opencode.ai/docs/mcp-servers")
+    # The plugin hooks it hands over (mcp_memory/hooks/clients.py reads them).
+    events = _events(
+        ("session.created", "chat.message"),
+        ("tool.execute.after", "experimental.session.compacting", "session.idle"),
+    )
+    servers_key = "mcp"
+
+    def mcp_file(self, scope: Scope, root: Path) -> Path:
+        return (opencode_user_dir(root) if scope == "user" else root) / "opencode.json"
+
+    def hooks_file(self, scope: Scope, root: Path) -> Path:
+        folder = opencode_user_dir(root) if scope == "user" else root / ".opencode"
+        return folder / "plugins" / "mcp-memory.js"
+
+    def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
+        return {"type": "local", "command": [*program, "serve"], "environment": env, "enabled": True}
+
+
+def opencode_user_dir(home: Path) -> Path:
+    """~/.config/opencode, or under $XDG_CONFIG_HOME (OpenCode reads its config where xdg-basedir says)."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "opencode"
+
+
+CLIENTS[OpenCode.name] = OpenCode()

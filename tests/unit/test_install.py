@@ -288,7 +288,8 @@ def assert_installed(client: str, scope: str, home: Path, project: Path, program
 
 
 @pytest.mark.parametrize("scope", SCOPES)
-@pytest.mark.parametrize("client", sorted(CLIENTS))
+# OpenCode takes a plugin, not hook entries: tests/unit/test_install_opencode.py.
+@pytest.mark.parametrize("client", sorted(set(CLIENTS) - {"opencode"}))
 def test_install_writes_what_the_client_documents_keeps_the_rest_and_uninstall_gives_it_back(
     client: str, scope: str, home: Path, project: Path, program: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
