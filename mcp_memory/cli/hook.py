@@ -76,6 +76,10 @@ def _handle(root: Path, event: HookEvent) -> str:
     project = project_of(event.cwd or os.getcwd())
     if _excluded(project):
         return ""
+    if event.client == "copilot" and event.kind == "reply" and not event.reply and event.transcript_path:
+        from mcp_memory.hooks.copilot_events import last_reply  # its Stop carries no text
+
+        event = event._replace(reply=last_reply(event.transcript_path))
     if _captures(event):
         spool.write(spool.spool_dir(root), _entry(event, project))
         _poke(root)

@@ -94,6 +94,19 @@ EVENTS: dict[str, dict[str, EventKind]] = {
         "tool.execute.after": "tool",
         "experimental.session.compacting": "compact",
     },
+    # GitHub Copilot CLI, installed as its own client: VS Code's PascalCase names (snake_case fields), and
+    # PostToolUseFailure and SessionEnd, which only it sends. Its Stop carries no reply: the hook reads it
+    # from the session's events.jsonl (mcp_memory/hooks/copilot_events.py).
+    "copilot": {
+        "SessionStart": "session_start",
+        "UserPromptSubmit": "prompt",
+        "Stop": "reply",
+        "PostToolUse": "tool",
+        "PostToolUseFailure": "tool",
+        "PreCompact": "compact",
+        "SubagentStop": "subagent",
+        "SessionEnd": "session_end",
+    },
 }
 # Read when they arrive, never installed: a generic event above already covers them.
 _ALSO_READ: dict[str, dict[str, EventKind]] = {
@@ -110,6 +123,7 @@ _ALSO_READ: dict[str, dict[str, EventKind]] = {
         "sessionEnd": "session_end",
     },
 }
+_ALSO_READ["copilot"] = _ALSO_READ["vscode"]
 
 # Each client's cap on injected context, in characters. The recall budget (at most 1,500 tokens) is far below.
 CAP_CHARS: dict[str, int] = {
@@ -121,6 +135,7 @@ CAP_CHARS: dict[str, int] = {
     "gemini": 10_000,  # undocumented; likewise
     "vscode": 10_000,  # undocumented; likewise (Copilot CLI ignores SessionStart output altogether)
     "opencode": 10_000,  # the plugin adds it to the system prompt, which has no cap; kept like the others
+    "copilot": 10_000,  # unused: Copilot CLI processes no output of SessionStart or UserPromptSubmit
 }
 
 # The events whose output reaches the model, per client, and the hookEventName its output must carry.
@@ -165,12 +180,16 @@ _TOP_LEVEL_TOOL_EVENTS = frozenset({"afterFileEdit", "afterShellExecution"})
 
 # A shell's exit status as each client writes it: Claude Code "Exit code 1", Codex "Exit code: 1" or
 # "Process exited with code 1", Gemini "Exit Code: 1".
-_EXIT = re.compile(r"^(?:Error: )?(?:Exit code:?|Exit Code:|Process exited with code)\s*(-?\d+)", re.M)
+_EXIT = re.compile(
+    r"^(?:Error: )?(?:Exit code:?|Exit Code:|Process exited with code|<shellId: \S+ completed with exit code)"
+    r"\s*(-?\d+)",
+    re.M,
+)  # the last: Copilot CLI's bash
 # Lines of a shell result that are bookkeeping, not error output.
 _BOOKKEEPING = re.compile(
     r"^(?:Error: )?(?:Exit code -?\d|Exit code:|Exit Code:|Process exited with code|Wall time:|Chunk ID:"
     r"|Original token count:|Process Group PGID:|Background PIDs:|Signal:|Command:|Directory:)"
-    r"|^Output:\s*$|^(?:Output|Error): \((?:empty|none)\)"
+    r"|^Output:\s*$|^(?:Output|Error): \((?:empty|none)\)|^<shellId: "
 )
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 _EXCERPT_CHARS = 300
@@ -228,7 +247,7 @@ def render_nothing(event: HookEvent) -> str:
     match event.client:
         case "cursor":  # JSON both ways; some events expect an answer (see _CURSOR_NEUTRAL)
             return json.dumps(_CURSOR_NEUTRAL.get(event.event, {}))
-        case "gemini" | "vscode":  # stdout must be JSON only; every output field is optional
+        case "gemini" | "vscode" | "copilot":  # stdout must be JSON only; every output field is optional
             return "{}"
         case _:  # Claude Code, Codex: no output is "go on", and leaves permission decisions to the user
             return ""
