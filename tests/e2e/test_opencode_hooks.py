@@ -132,3 +132,20 @@ def test_a_decision_reaches_a_later_session_of_the_same_project_and_not_another(
     assert opencode["last_fired"] is not None and opencode["last_fired"]["ok"] is True, opencode
     assert report["resident_server"]["running"] is True
     assert report["store"]["healthy"] is True
+
+
+def test_a_broken_store_never_makes_opencode_fail(
+    memory: Memory, tmp_path: Path, api: ChatCompletionsAPI
+) -> None:
+    """The data dir is a file: every hook the plugin runs fails inside, and OpenCode answers as if none ran."""
+    alpha = git_project(tmp_path / "work" / "alpha", "https://github.com/acme/alpha.git")
+    memory.data_dir.write_text("not a directory\n")
+    api.reply_with([ToolCall("bash", {"command": FAILING_COMMAND, "description": "Look for it"}), "Noted."])
+
+    first = run_opencode(DECISION, cwd=alpha, home=memory.home, api=api, env=memory.env)
+    api.reply_with(["Noted."])
+    second = run_opencode(QUESTION, cwd=alpha, home=memory.home, api=api, env=memory.env)
+
+    for run in (first, second):
+        assert_ran_cleanly(run, "Noted.")
+        assert "PostgreSQL" not in run.system_prompt(run.conversation[0])
