@@ -149,6 +149,8 @@ _INJECTS: dict[str, dict[EventKind, str]] = {
     "cursor": {"session_start": "sessionStart"},
     # OpenCode: the plugin reads additionalContext and adds it to the session's system prompt.
     "opencode": {"session_start": "session.created", "prompt": "chat.message"},
+    # Copilot CLI: none. Its reference says SessionStart / UserPromptSubmit output is not processed, and with
+    # 1.0.102 nothing its hooks printed (additionalContext, plain or under hookSpecificOutput) reached the model.
 }
 # Cursor answers that let the agent go on. beforeSubmitPrompt and sessionStart expect `continue`; beforeReadFile
 # fails closed on a missing answer, and allowing a read skips no approval. For the other permission events
@@ -240,6 +242,11 @@ def render(event: HookEvent, context: str) -> str:
     if event.client == "cursor":
         return json.dumps({"continue": True, "additional_context": text})
     return json.dumps({"hookSpecificOutput": {"hookEventName": hook_event_name, "additionalContext": text}})
+
+
+def can_inject(client: str) -> bool:
+    """Whether any event's output of this client reaches the model (Copilot CLI's: none)."""
+    return bool(_INJECTS.get(client))
 
 
 def render_nothing(event: HookEvent) -> str:

@@ -4,6 +4,8 @@ The lines are shaped as copilot 1.0.102 wrote them (~/.copilot/session-state/<se
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 
 from mcp_memory.hooks.copilot_events import TAIL_BYTES, last_reply
@@ -49,3 +51,23 @@ def test_the_last_turn_of_a_long_log_is_found(tmp_path: Path) -> None:
         line("assistant.message", content="A."),
     )
     assert last_reply(path) == "A."
+
+
+def test_a_reply_written_after_the_stop_hook_started_is_waited_for(tmp_path: Path) -> None:
+    """Copilot CLI 1.0.102 ran its Stop hook before the reply's line was in the log."""
+    path = log(
+        tmp_path / "events.jsonl", line("user.message", content="q"), line("assistant.message", content="")
+    )
+    assert last_reply(path) is None
+
+    def write_later() -> None:
+        time.sleep(0.3)
+        with open(path, "a") as handle:
+            handle.write(line("assistant.message", content="Late but here.") + "\n")
+
+    writer = threading.Thread(target=write_later)
+    writer.start()
+    try:
+        assert last_reply(path, wait=10.0) == "Late but here."
+    finally:
+        writer.join()

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from mcp_memory.hooks.clients import CAP_CHARS, EVENTS, parse, render, render_nothing
+from mcp_memory.hooks.clients import CAP_CHARS, EVENTS, can_inject, parse, render, render_nothing
 from mcp_memory.hooks.events import CLIENTS, KINDS, HookEvent
 
 PAYLOADS = Path(__file__).parent / "hook_payloads"
@@ -325,3 +325,7 @@ def test_claude_code_hooks_run_by_vs_code_or_cursor_still_parse() -> None:
         ("/w/a.ts",),
     )
     assert (by_cursor.session_id, by_cursor.cwd, by_cursor.prompt) == ("c-1", "/c", "hi")
+
+
+def test_only_copilot_cli_drops_every_hooks_output() -> None:
+    assert [client for client in CLIENTS if not can_inject(client)] == ["copilot"]
