@@ -79,7 +79,9 @@ def build_parser() -> argparse.ArgumentParser:
     hook = commands.add_parser(
         "hook", help="handle one lifecycle event of a coding agent (what `mcp-memory install` sets up)"
     )
-    hook.add_argument("client", choices=["claude-code", "cursor", "vscode", "codex", "gemini"])
+    hook.add_argument(
+        "client", choices=["claude-code", "cursor", "vscode", "codex", "gemini", "opencode", "copilot"]
+    )
     hook.add_argument("--event", help="the client's event name (default: the payload's hook_event_name)")
     ui = commands.add_parser("ui", help="browse, search, correct and forget memories in a browser page")
     ui.add_argument(

@@ -20,6 +20,7 @@ from mcp_memory.cli.install_clients import (
     CLIENTS,
     SERVER_NAME,
     Client,
+    OpenCode,
     Scope,
     find_program,
     hook_program,
@@ -84,6 +85,10 @@ def _data_dir() -> Path:
 
 
 def _installed(client: Client, scope: Scope, root: Path) -> Report:
+    if isinstance(client, OpenCode):  # a plugin file, not hook entries
+        from mcp_memory.cli import install_opencode
+
+        return install_opencode.installed(client, scope, root, _program)
     report: Report = {"server": _server(client, scope, root), "hooks": _hooks(client, scope, root)}
     if client.mcp_format == "toml":
         report["hooks_feature"] = _codex_feature(client.mcp_file(scope, root))

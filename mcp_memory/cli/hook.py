@@ -36,6 +36,7 @@ ASK_TIMEOUT = {"session_start": 2.0, "prompt": 1.5}  # seconds the resident serv
 START_WAIT = 2.5  # at session start, how long to wait for a resident server just started
 POKE_TIMEOUT = 0.5
 LOG_LIMIT = 1_000_000  # bytes of hooks.log kept
+COPILOT_REPLY_WAIT = 2.0  # seconds Copilot CLI's Stop hook waits for the reply to reach the session log
 
 
 def data_dir() -> Path:
@@ -89,11 +90,17 @@ def _handle(root: Path, event: HookEvent) -> str:
     project = project_of(event.cwd or os.getcwd())
     if _excluded(project):
         return ""
+    if event.client == "copilot" and event.kind == "reply" and not event.reply and event.transcript_path:
+        from mcp_memory.hooks.copilot_events import last_reply  # its Stop carries no text
+
+        event = event._replace(reply=last_reply(event.transcript_path, wait=COPILOT_REPLY_WAIT))
+        if not event.reply:
+            _log(root, f"copilot Stop: no reply found in {event.transcript_path}")
     if _captures(event):
         spool.write(spool.spool_dir(root), _entry(event, project))
         _poke(root)
-    if event.kind not in RECALL_KINDS:
-        return ""
+    if event.kind not in RECALL_KINDS or not clients.can_inject(event.client):
+        return ""  # Copilot CLI drops what these hooks print: no recall to compute for it
     context = _recall(root, event, project)
     return clients.render(event, context) if context else ""
 

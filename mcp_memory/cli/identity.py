@@ -16,6 +16,7 @@ Standard library (and platformdirs) only, like the rest of install and doctor.
 from __future__ import annotations
 
 import getpass
+import json
 import os
 import sys
 from collections.abc import Iterator, Mapping
@@ -30,6 +31,7 @@ from mcp_memory.cli.install_clients import (
     Client,
     Scope,
     is_our_hook,
+    is_our_program,
     is_our_server,
     pinned_env,
     shell_words,
@@ -87,7 +89,7 @@ def this_install() -> Memory:
 
 
 def of_server(entry: Mapping[str, Any]) -> Memory:
-    env = entry.get("env")
+    env = entry.get("env", entry.get("environment"))  # OpenCode's name for it
     return resolve({str(k): str(v) for k, v in env.items()} if isinstance(env, dict) else {})
 
 
@@ -152,19 +154,29 @@ def _of_client(client: Client, scope: Scope, root: Path) -> Iterator[Entry]:
 def _server_of(config: dict[str, Any], key: str) -> dict[str, Any] | None:
     servers = config.get(key)
     entry = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-    return entry if isinstance(entry, dict) and is_our_server(entry) else None
+    if not isinstance(entry, dict):
+        return None
+    command = entry.get("command")  # OpenCode's is a list of words
+    words = [w for w in command if isinstance(w, str)] if isinstance(command, list) else []
+    return entry if is_our_server(entry) or is_our_program(words) else None
 
 
 def _read(path: Path, form: str) -> dict[str, Any]:
-    """A client's file as install reads it; {} when it is missing or cannot be read (doctor says why)."""
-    if not path.is_file():
-        return {}
-    from mcp_memory.cli.install import ConfigError, Files
-
+    """A client's file; {} when it is missing or is not a JSON or TOML object (doctor says why)."""
     try:
-        return Files().toml(path).config if form == "toml" else Files().json(path).data
-    except ConfigError:
+        text = path.read_text(encoding="utf-8-sig")  # as install reads it
+    except (OSError, UnicodeDecodeError):
         return {}
+    try:
+        if form == "toml":
+            import tomllib
+
+            data: object = tomllib.loads(text)
+        else:
+            data = json.loads(text)
+    except ValueError:  # json's and tomllib's errors
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def memories(entries: list[Entry]) -> list[Memory]:

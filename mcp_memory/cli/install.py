@@ -30,6 +30,7 @@ from mcp_memory.cli.install_clients import (
     SERVER_NAME,
     Client,
     JsonObject,
+    OpenCode,
     Scope,
     codex_dir,
     find_program,
@@ -141,6 +142,12 @@ class Files:
         document = self.documents[path]
         assert isinstance(document, JsonDocument)
         return document
+
+    def text(self, path: Path) -> Document:
+        """A file taken whole (OpenCode's plugin)."""
+        if path not in self.documents:
+            self.documents[path] = Document(path, path.exists(), _read(path))
+        return self.documents[path]
 
     def toml(self, path: Path) -> TomlDocument:
         import tomllib
@@ -262,6 +269,13 @@ def install(
     consent: Consent = lambda count: False,
     notes: list[str] | None = None,
 ) -> None:
+    if isinstance(client, OpenCode):  # a plugin file, not hook entries
+        from mcp_memory.cli import install_opencode
+
+        try:
+            return install_opencode.install(client, scope, root, program, files)
+        except install_opencode.OpenCodeConfigError as e:
+            raise ConfigError(str(e)) from None
     hooks = files.json(client.hooks_file(scope, root), client.hooks_skeleton)
     put_hooks(hooks, client, program)
     if client.mcp_format == "toml":
@@ -278,6 +292,13 @@ def install(
 
 
 def uninstall(client: Client, scope: Scope, root: Path, files: Files) -> None:
+    if isinstance(client, OpenCode):
+        from mcp_memory.cli import install_opencode
+
+        try:
+            return install_opencode.uninstall(client, scope, root, files)
+        except install_opencode.OpenCodeConfigError as e:
+            raise ConfigError(str(e)) from None
     hooks = files.json(client.hooks_file(scope, root), client.hooks_skeleton)
     remove_hooks(hooks, client)
     if client.mcp_format == "toml":

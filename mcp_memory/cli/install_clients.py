@@ -340,3 +340,78 @@ def is_our_server(entry: object) -> bool:
     args = entry.get("args")
     words = [entry["command"], *(a for a in args if isinstance(a, str))] if isinstance(args, list) else []
     return is_our_program(words or [entry["command"]])
+
+
+class OpenCode(Client):
+    # No command hooks: a plugin, every .js/.ts file in ~/.config/opencode/plugins/ (user) or
+    # <project>/.opencode/plugins/ (project): https://opencode.ai/docs/plugins; install_opencode.py writes ours.
+    # MCP: https://opencode.ai/docs/mcp-servers: opencode.json "mcp": {name: {"type": "local", "command":
+    # [program, ...args], "environment", "enabled"}}, in ~/.config/opencode/ or at the project's root.
+    name = "opencode"
+    title = "OpenCode"
+    docs = ("https://opencode.ai/docs/plugins", "https://opencode.ai/docs/mcp-servers")
+    # The plugin hooks it hands over (mcp_memory/hooks/clients.py reads them).
+    events = _events(
+        ("session.created", "chat.message"),
+        ("tool.execute.after", "experimental.session.compacting", "session.idle"),
+    )
+    servers_key = "mcp"
+
+    def mcp_file(self, scope: Scope, root: Path) -> Path:
+        return (opencode_user_dir(root) if scope == "user" else root) / "opencode.json"
+
+    def hooks_file(self, scope: Scope, root: Path) -> Path:
+        folder = opencode_user_dir(root) if scope == "user" else root / ".opencode"
+        return folder / "plugins" / "mcp-memory.js"
+
+    def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
+        return {"type": "local", "command": [*program, "serve"], "environment": env, "enabled": True}
+
+
+def opencode_user_dir(home: Path) -> Path:
+    """~/.config/opencode, or under $XDG_CONFIG_HOME (OpenCode reads its config where xdg-basedir says)."""
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "opencode"
+
+
+CLIENTS[OpenCode.name] = OpenCode()
+
+
+class CopilotCLI(Client):
+    # Hooks: https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference: every
+    # *.json in ~/.copilot/hooks (user; $COPILOT_HOME/hooks) or .github/hooks (repository, loaded by `copilot
+    # -p` only in a trusted folder), VS Code's shape; the PascalCase names send VS Code's snake_case fields.
+    # Its own client name, so its hooks sit beside VS Code's in the same file. No output of SessionStart or
+    # UserPromptSubmit is processed ("Output processed: No"): recall reaches it through the MCP server only.
+    # MCP: `copilot mcp --help`: ~/.copilot/mcp-config.json (user) or .github/mcp.json (workspace),
+    # "mcpServers": {name: {"type": "local", "command", "args", "env", "tools": ["*"]}}.
+    name = "copilot"
+    title = "GitHub Copilot CLI"
+    docs = (
+        "https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference",
+        "https://docs.github.com/en/copilot/how-tos/copilot-cli/customize-copilot/add-mcp-servers",
+    )
+    events = _events(
+        ("SessionStart", "UserPromptSubmit"),
+        ("PostToolUse", "PostToolUseFailure", "PreCompact", "SubagentStop", "Stop", "SessionEnd"),
+    )
+    nested_hooks = False
+    hooks_skeleton: ClassVar[JsonObject] = {"version": 1}
+
+    def mcp_file(self, scope: Scope, root: Path) -> Path:
+        return copilot_home(root) / "mcp-config.json" if scope == "user" else root / ".github" / "mcp.json"
+
+    def hooks_file(self, scope: Scope, root: Path) -> Path:
+        folder = copilot_home(root) / "hooks" if scope == "user" else root / ".github" / "hooks"
+        return folder / "mcp-memory.json"
+
+    def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
+        return {"type": "local", **super().server_entry(program, env), "tools": ["*"]}
+
+
+def copilot_home(home: Path) -> Path:
+    """~/.copilot, or $COPILOT_HOME (Copilot CLI's own variable)."""
+    configured = os.environ.get("COPILOT_HOME")
+    return Path(configured) if configured else home / ".copilot"
+
+
+CLIENTS[CopilotCLI.name] = CopilotCLI()

@@ -8,6 +8,8 @@ Every adapter follows its client's own hooks reference; read it before changing 
 - Codex CLI: https://developers.openai.com/codex/hooks (schemas: openai/codex, codex-rs/hooks/schema/generated/).
 - VS Code: https://code.visualstudio.com/docs/agents/reference/hooks-reference, whose `.github/hooks/*.json`
   GitHub Copilot CLI also reads: https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference
+- OpenCode: no command hooks; the plugin `mcp-memory install opencode` writes (mcp_memory/cli/opencode_plugin.js)
+  sends its hooks' input as JSON, named after them (https://opencode.ai/docs/plugins).
 
 Standard library only: a hook is a new process per event. Nothing here raises on an odd payload; a tool
 event keeps paths, a command, an exit status and a short error excerpt, never a file's content or an output.
@@ -86,6 +88,27 @@ EVENTS: dict[str, dict[str, EventKind]] = {
         "SubagentStop": "subagent",
         "SessionEnd": "session_end",
     },
+    # OpenCode: the names of the plugin hooks (and bus event) mcp_memory/cli/opencode_plugin.js hands over.
+    "opencode": {
+        "session.created": "session_start",
+        "chat.message": "prompt",
+        "session.idle": "reply",
+        "tool.execute.after": "tool",
+        "experimental.session.compacting": "compact",
+    },
+    # GitHub Copilot CLI, installed as its own client: VS Code's PascalCase names (snake_case fields), and
+    # PostToolUseFailure and SessionEnd, which only it sends. Its Stop carries no reply: the hook reads it
+    # from the session's events.jsonl (mcp_memory/hooks/copilot_events.py).
+    "copilot": {
+        "SessionStart": "session_start",
+        "UserPromptSubmit": "prompt",
+        "Stop": "reply",
+        "PostToolUse": "tool",
+        "PostToolUseFailure": "tool",
+        "PreCompact": "compact",
+        "SubagentStop": "subagent",
+        "SessionEnd": "session_end",
+    },
 }
 # Read when they arrive, never installed: a generic event above already covers them.
 _ALSO_READ: dict[str, dict[str, EventKind]] = {
@@ -102,6 +125,7 @@ _ALSO_READ: dict[str, dict[str, EventKind]] = {
         "sessionEnd": "session_end",
     },
 }
+_ALSO_READ["copilot"] = _ALSO_READ["vscode"]
 
 # Each client's cap on injected context, in characters. The recall budget (at most 1,500 tokens) is far below.
 CAP_CHARS: dict[str, int] = {
@@ -112,6 +136,8 @@ CAP_CHARS: dict[str, int] = {
     "cursor": 10_000,  # undocumented; Claude Code's cap, the only one documented among these clients
     "gemini": 10_000,  # undocumented; likewise
     "vscode": 10_000,  # undocumented; likewise (Copilot CLI ignores SessionStart output altogether)
+    "opencode": 10_000,  # the plugin adds it to the system prompt, which has no cap; kept like the others
+    "copilot": 10_000,  # unused: Copilot CLI processes no output of SessionStart or UserPromptSubmit
 }
 
 # The events whose output reaches the model, per client, and the hookEventName its output must carry.
@@ -123,6 +149,10 @@ _INJECTS: dict[str, dict[EventKind, str]] = {
     "vscode": {"session_start": "SessionStart"},
     # Cursor: only sessionStart has `additional_context`; beforeSubmitPrompt can only allow or block.
     "cursor": {"session_start": "sessionStart"},
+    # OpenCode: the plugin reads additionalContext and adds it to the session's system prompt.
+    "opencode": {"session_start": "session.created", "prompt": "chat.message"},
+    # Copilot CLI: none. Its reference says SessionStart / UserPromptSubmit output is not processed, and with
+    # 1.0.102 nothing its hooks printed (additionalContext, plain or under hookSpecificOutput) reached the model.
 }
 # Cursor answers that let the agent go on. beforeSubmitPrompt and sessionStart expect `continue`; beforeReadFile
 # fails closed on a missing answer, and allowing a read skips no approval. For the other permission events
@@ -154,13 +184,17 @@ _TOP_LEVEL_TOOL_EVENTS = frozenset({"afterFileEdit", "afterShellExecution"})
 
 # A shell's exit status as each client writes it: Claude Code "Exit code 1", Codex "Exit code: 1" or
 # "Process exited with code 1", Gemini "Exit Code: 1".
-_EXIT = re.compile(r"^(?:Error: )?(?:Exit code:?|Exit Code:|Process exited with code)\s*(-?\d+)", re.M)
+_EXIT = re.compile(
+    r"^(?:Error: )?(?:Exit code:?|Exit Code:|Process exited with code|<shellId: \S+ completed with exit code)"
+    r"\s*(-?\d+)",
+    re.M,
+)  # the last: Copilot CLI's bash
 # Lines of a shell result that are bookkeeping, not error output.
 _BOOKKEEPING = re.compile(
     r"^(?:Error: )?(?:Exit code -?\d|Exit code:|Exit Code:|Process exited with code|Wall time:|Chunk ID:"
     r"|Original token count:|Process Group PGID:|Background PIDs:|Signal:|Command:|Directory:)"
     r"|^Output:\s*$|^(?:Output|Error): \((?:empty|none)\)"
-    r"|^</?untrusted_context>\s*$"  # Gemini CLI wraps a shell's output in these
+    r"|^<shellId: |^</?untrusted_context>\s*$"  # Gemini CLI wraps a shell's output in these
 )
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+)$|^\*\*\* Move to: (.+)$", re.M)
 _EXCERPT_CHARS = 300
@@ -172,6 +206,9 @@ def parse(client: str, payload: object, event: str | None = None) -> HookEvent:
     if client not in EVENTS:
         raise ValueError(f"unknown client {client!r}: expected one of {', '.join(EVENTS)}")
     data: dict[str, Any] = payload if isinstance(payload, dict) else {}
+    raw = data
+    if client == "opencode":
+        data = _from_opencode(data)
     name = event or _text(data.get("hook_event_name")) or _text(data.get("hookEventName")) or ""
     kind = _kind(client, name) if isinstance(payload, dict) else "other"
     if client == "codex" and kind == "prompt" and _text(data.get("agent_id")):
@@ -200,7 +237,7 @@ def parse(client: str, payload: object, event: str | None = None) -> HookEvent:
         cwd=_cwd(data),
         transcript_path=_first_text(data, "transcript_path", "transcriptPath"),
         time=_time(data.get("timestamp")),
-        raw=data,
+        raw=raw,
         **fields,
     )
 
@@ -218,12 +255,17 @@ def render(event: HookEvent, context: str) -> str:
     return json.dumps({"hookSpecificOutput": {"hookEventName": hook_event_name, "additionalContext": text}})
 
 
+def can_inject(client: str) -> bool:
+    """Whether any event's output of this client reaches the model (Copilot CLI's: none)."""
+    return bool(_INJECTS.get(client))
+
+
 def render_nothing(event: HookEvent) -> str:
     """What the hook prints when it has nothing to add, or when anything failed: the answer that changes nothing."""
     match event.client:
         case "cursor":  # JSON both ways; some events expect an answer (see _CURSOR_NEUTRAL)
             return json.dumps(_CURSOR_NEUTRAL.get(event.event, {}))
-        case "gemini" | "vscode":  # stdout must be JSON only; every output field is optional
+        case "gemini" | "vscode" | "copilot":  # stdout must be JSON only; every output field is optional
             return "{}"
         case _:  # Claude Code, Codex: no output is "go on", and leaves permission decisions to the user
             return ""
@@ -358,7 +400,7 @@ def _paths(tool: str, tool_input: dict[str, Any]) -> tuple[str, ...]:
     if tool not in _WRITE_TOOLS:
         return ()
     if tool == "apply_patch":  # Codex: tool_input.command is the patch; only its file headers are kept
-        patch = _first_text(tool_input, "command", "input", "patch") or ""
+        patch = _first_text(tool_input, "command", "input", "patch", "patchText") or ""  # patchText: OpenCode
         found = [a or b for a, b in _PATCH_FILE.findall(patch)]
     else:
         found = [tool_input.get(key) for key in _PATH_KEYS]
@@ -423,3 +465,26 @@ def _first_text(data: dict[str, Any], *keys: str) -> str | None:
 
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+_OPENCODE_NAMES = {
+    "event": "hook_event_name",
+    "sessionID": "session_id",
+    "directory": "cwd",
+    "text": "last_assistant_message",
+    "tool": "tool_name",
+    "args": "tool_input",
+}
+
+
+def _from_opencode(data: dict[str, Any]) -> dict[str, Any]:
+    """What the OpenCode plugin sends ({event, sessionID, directory, timestamp, and the hook's own fields:
+    prompt; text; tool, args, metadata, output}) in the names the readers above take."""
+    renamed = {name: data[key] for key, name in _OPENCODE_NAMES.items() if key in data}
+    if "tool" not in data:
+        return {**data, **renamed}
+    metadata = _as_dict(data.get("metadata"))
+    response = {"exit_code": metadata.get("exit"), "output": data.get("output")}
+    if metadata.get("error") or data.get("error"):
+        response["error"] = metadata.get("error") or data.get("error")
+    return {**data, **renamed, "tool_response": response}

@@ -24,8 +24,8 @@ KINDS: tuple[EventKind, ...] = (
     "session_end",
     "other",
 )
-CLIENTS = ("claude-code", "cursor", "vscode", "codex", "gemini")
-Client = Literal["claude-code", "cursor", "vscode", "codex", "gemini"]
+CLIENTS = ("claude-code", "cursor", "vscode", "codex", "gemini", "opencode", "copilot")
+Client = Literal["claude-code", "cursor", "vscode", "codex", "gemini", "opencode", "copilot"]
 
 
 # NamedTuples, not dataclasses: `dataclasses` imports `inspect`, 10 ms of every hook's start.

@@ -131,3 +131,29 @@ def test_the_console_command_needs_no_heavy_import() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip().endswith("[]"), done.stdout
+
+
+def test_copilot_clis_stop_spools_the_reply_read_from_its_session_log(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Copilot CLI's Stop names the session's events.jsonl but carries no text (captured from 1.0.102)."""
+    monkeypatch.setattr(hook, "_poke", lambda root: None)  # no resident server to drain the spool meanwhile
+    log = tmp_path / "events.jsonl"
+    lines = [
+        {"type": "user.message", "data": {"content": "look for the folder"}},
+        {"type": "assistant.message", "data": {"content": "", "toolRequests": [{"name": "bash"}]}},
+        {"type": "assistant.message", "data": {"content": "All done here.", "toolRequests": []}},
+    ]
+    log.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    payload = {
+        "hook_event_name": "Stop",
+        "session_id": "cd538f45",
+        "timestamp": "2026-11-28T22:36:48.366Z",
+        "cwd": str(tmp_path),
+        "transcript_path": str(log),
+        "stop_reason": "end_turn",
+        "stop_hook_active": False,
+    }
+    assert fire("copilot", "Stop", json.dumps(payload).encode()) == "{}"
+    spooled = [json.loads(p.read_text()) for p in (data_dir / "hooks" / "spool").glob("*.json")]
+    assert [(entry["kind"], entry["reply"]) for entry in spooled] == [("reply", "All done here.")]

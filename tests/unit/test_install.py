@@ -64,6 +64,16 @@ EVENTS = {
         "SubagentStop": 5,
         "Stop": 5,
     },
+    "copilot": {
+        "SessionStart": 10,
+        "UserPromptSubmit": 10,
+        "PostToolUse": 5,
+        "PostToolUseFailure": 5,
+        "PreCompact": 5,
+        "SubagentStop": 5,
+        "Stop": 5,
+        "SessionEnd": 5,
+    },
     "gemini": {  # milliseconds
         "SessionStart": 10000,
         "BeforeAgent": 10000,
@@ -197,6 +207,14 @@ def seed(client: str, scope: str, home: Path, project: Path) -> dict[Path, Any]:
         }
         hooks = home / ".copilot" / "hooks" if scope == "user" else project / ".github" / "hooks"
         seeded[hooks / "format.json"] = {"hooks": {"PostToolUse": [their_hook]}}
+    elif client == "copilot":
+        copilot = home / ".copilot" if scope == "user" else project / ".github"
+        seeded[copilot / ("mcp-config.json" if scope == "user" else "mcp.json")] = {
+            "mcpServers": {
+                "github": {"type": "http", "url": "https://api.githubcopilot.com/mcp/", "tools": ["*"]}
+            }
+        }
+        seeded[copilot / "hooks" / "format.json"] = {"version": 1, "hooks": {"postToolUse": [their_hook]}}
     elif client == "codex":
         codex = root / ".codex"
         seeded[codex / "config.toml"] = CODEX_CONFIG_WITH_FEATURES if scope == "user" else CODEX_CONFIG
@@ -231,11 +249,12 @@ def hook_lists(client: str, scope: str, home: Path, project: Path) -> dict[str, 
         "claude-code": root / ".claude" / "settings.json",
         "cursor": root / ".cursor" / "hooks.json",
         "vscode": (root / (".copilot" if scope == "user" else ".github")) / "hooks" / "mcp-memory.json",
+        "copilot": (root / (".copilot" if scope == "user" else ".github")) / "hooks" / "mcp-memory.json",
         "codex": root / ".codex" / "hooks.json",
         "gemini": root / ".gemini" / "settings.json",
     }[client]
     document = read_json(path)
-    if client in ("cursor", "vscode"):
+    if client in ("cursor", "vscode", "copilot"):
         assert document["version"] == 1
     hooks: dict[str, list[Any]] = document["hooks"]
     return hooks
@@ -255,6 +274,10 @@ def server_entry(client: str, scope: str, home: Path, project: Path) -> Any:
             "servers",
         ),
         "gemini": (root / ".gemini" / "settings.json", "mcpServers"),
+        "copilot": (
+            home / ".copilot" / "mcp-config.json" if scope == "user" else project / ".github" / "mcp.json",
+            "mcpServers",
+        ),
     }[client]
     return read_json(path)[key]["memory"]
 
@@ -263,9 +286,9 @@ def assert_installed(client: str, scope: str, home: Path, project: Path, program
     hooks = hook_lists(client, scope, home, project)
     for event, timeout in EVENTS[client].items():
         command = our_command(program, client, event)
-        if client in ("cursor", "vscode"):
+        if client in ("cursor", "vscode", "copilot"):
             entry = {"command": command, "timeout": timeout} | (
-                {"type": "command"} if client == "vscode" else {}
+                {"type": "command"} if client in ("vscode", "copilot") else {}
             )
             assert hooks[event].count(entry) == 1, (event, hooks[event])
         else:
@@ -283,11 +306,14 @@ def assert_installed(client: str, scope: str, home: Path, project: Path, program
     expected = {"command": program, "args": ["serve"], "env": CAPTURE_ENV}
     if client in ("claude-code", "vscode"):
         expected = {"type": "stdio", **expected}
+    if client == "copilot":
+        expected = {"type": "local", **expected, "tools": ["*"]}
     assert entry == expected
 
 
 @pytest.mark.parametrize("scope", SCOPES)
-@pytest.mark.parametrize("client", sorted(CLIENTS))
+# OpenCode takes a plugin, not hook entries: tests/unit/test_install_opencode.py.
+@pytest.mark.parametrize("client", sorted(set(CLIENTS) - {"opencode"}))
 def test_install_writes_what_the_client_documents_keeps_the_rest_and_uninstall_gives_it_back(
     client: str, scope: str, home: Path, project: Path, program: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
