@@ -52,6 +52,7 @@ _KINDS = {
 def _kind_of(secret_type: str) -> str:
     return _KINDS.get(secret_type) or re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")[:40]
 
+
 MIN_SECRET_CHARS = 8
 
 
@@ -144,7 +145,7 @@ def _replace_values(text: str, secrets: Mapping[str, str]) -> str:
         bounded = re.compile(before + re.escape(value) + after)
         replacement = marker(secrets[value])  # no backslash: safe as a re.sub template
         text, count = bounded.subn(replacement, text)
-        if not count:
+        if not count and not value[0].isdigit():  # digits inside a longer number: an id (an ARN), not this
             text = text.replace(value, replacement)
     return text
 

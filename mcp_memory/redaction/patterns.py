@@ -79,13 +79,13 @@ def placeholder(value: str) -> bool:
 
 
 def filler(value: str) -> bool:
-    """A token-shaped stand-in, not a token: ghp_xxxx..., AKIAXXXXXXXXXXXXXXXX, xoxp-...-####, ...EXAMPLE
-    (one character makes half of what follows the prefix, or the documentation's EXAMPLE)."""
-    if "EXAMPLE" in value or any(c.isspace() for c in value):
-        return "EXAMPLE" in value
+    """A token's shape filled in by hand, not a token: ghp_xxxx..., AKIAXXXXXXXXXXXXXXXX, xoxp-...-####
+    (x, X, * or # make half of what follows the prefix). Other repeated letters (AKIAZZZZ...) may be a key."""
     body = _PREFIX.sub("", value, count=1)
     chars = [c for c in body if c.isalnum() or c in "#*"]
-    return len(chars) >= FILLER_CHARS and max(chars.count(c) for c in set(chars)) * 2 >= len(chars)
+    if len(chars) < FILLER_CHARS:
+        return False
+    return max(chars.count(c) for c in "xX*#") * 2 >= len(chars)
 
 
 def _variable(word: str) -> bool:
@@ -145,6 +145,14 @@ def _rules() -> tuple[_Rule, ...]:
             ("putty-user-key-file",),
         ),
         _Rule("jwt", c(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), ("eyj",)),
+        _Rule("jwt", c(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"), ("eyj",)),  # unsigned: header.payload
+        # Discord bot tokens (detect-secrets' samples): id.timestamp.hmac
+        _Rule(
+            "discord_token",
+            c(r"[A-Z][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![A-Za-z0-9_-])"),
+            (".",),
+            digit=True,
+        ),
         # scheme://user:password@host (postgres, mysql, mongodb+srv, redis://:password@, amqp, https). The
         # password as people write it, unencoded: `#`, `?`, `/` and `@` in it too (up to the token's last
         # `@` before a host); not a port and a path (https://host:8080/users/@name).
@@ -240,13 +248,19 @@ def _rules() -> tuple[_Rule, ...]:
         ),
         _Rule("google_api_key", c(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), ("aiza",)),
         _Rule("npm_token", c(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), ("npm_",)),
-        _Rule("npm_token", c(r"_authToken\s*=\s*(?P<s>\S+)"), ("_authtoken",), word_start=False),
+        _Rule(
+            "npm_token",
+            c(r"_authToken\s*=\s*(?P<s>\S+)"),
+            ("_authtoken",),
+            word_start=False,
+            placeholders=True,
+        ),
         _Rule("pypi_token", c(r"pypi-AgE[A-Za-z0-9_-]{50,}"), ("pypi-",)),
         _Rule("sendgrid_key", c(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"), ("sg.",)),
         _Rule("huggingface_token", c(r"hf_[A-Za-z0-9]{34,}(?![A-Za-z0-9])"), ("hf_",)),
         # From gitleaks' rules (cmd/generate/config/rules/): tests/security/secret_corpus.json holds their samples.
         _Rule("onepassword_token", c(r"ops_eyJ[A-Za-z0-9+/]{250,}={0,3}"), ("ops_eyj",)),
-        _Rule("aws_bedrock_key", c(r"ABSK[A-Za-z0-9+/]{109,269}={0,2}"), ("absk",)),
+        _Rule("aws_bedrock_key", c(r"ABSK[A-Za-z0-9+/]{109,269}={0,2}(?![A-Za-z0-9+/=])"), ("absk",)),
         _Rule(
             "azure_client_secret",
             c(r"(?<![\w~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~.-])"),
@@ -254,7 +268,9 @@ def _rules() -> tuple[_Rule, ...]:
             word_start=False,
         ),
         _Rule("facebook_token", c(r"EAA[MC][A-Za-z0-9]{100,}"), ("eaa",)),
-        _Rule("facebook_token", c(r"\b\d{15,16}(?:\||%7C)[0-9A-Za-z_-]{27,40}(?![0-9A-Za-z_-])"), ("|", "%7c")),
+        _Rule(
+            "facebook_token", c(r"\b\d{15,16}(?:\||%7C)[0-9A-Za-z_-]{27,40}(?![0-9A-Za-z_-])"), ("|", "%7c")
+        ),
         _Rule("notion_token", c(r"ntn_\d{11}[A-Za-z0-9]{35}(?![A-Za-z0-9])"), ("ntn_",)),
         _Rule(
             "sourcegraph_token",
@@ -266,7 +282,12 @@ def _rules() -> tuple[_Rule, ...]:
             c(r"sourcegraph\W{1,4}(?P<s>[a-fA-F0-9]{40})(?![a-fA-F0-9])", re.IGNORECASE),
             ("sourcegraph",),
         ),
-        _Rule("vault_token", c(r"(?:hv[sb]|[sb])\.[A-Za-z0-9_-]{24,}(?![A-Za-z0-9_-])"), ("s.", "b."), digit=True),
+        _Rule(
+            "vault_token",
+            c(r"(?:hv[sb]|[sb])\.[A-Za-z0-9_-]{24,}(?![A-Za-z0-9_-])"),
+            ("s.", "b."),
+            digit=True,
+        ),
         _Rule("intra42_secret", c(r"s-s4t2(?:ud|af)-[a-f0-9]{64}(?![a-f0-9])"), ("s-s4t2",)),
         # curl's credentials: -u/--user user:password, and a header naming a token.
         _Rule(
@@ -326,6 +347,8 @@ def _replace_assigned(text: str, found: set[str]) -> str:
         group = "quoted" if m.group("quoted") is not None else "bare"
         value = m.group(group)
         if MARKED in value or (placeholder(value) if group == "quoted" else not bare_secret(value)):
+            return m.group(0)
+        if filler(value):
             return m.group(0)
         kind = "password" if PASSWORD_NAME.search(m.group("name")) else "secret"
         found.add(kind)

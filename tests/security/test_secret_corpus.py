@@ -40,7 +40,9 @@ def test_a_look_alike_placeholder_is_kept(text: str) -> None:
         ("mongodb+srv://u:Pa/ss123word@h/db", "Pa/ss123word"),
     ],
 )
-def test_a_url_password_with_reserved_characters_is_gone_whole_even_from_the_hook(text: str, secret: str) -> None:
+def test_a_url_password_with_reserved_characters_is_gone_whole_even_from_the_hook(
+    text: str, secret: str
+) -> None:
     for redacted in (redact(text).text, redact_fast(text).text):
         assert secret not in redacted and not any(part in redacted for part in re.split("[#?/]", secret))
         assert redacted.endswith(text[text.index("@") :])  # the host and database stay
