@@ -69,9 +69,9 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from datetime import UTC, datetime
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -298,7 +298,13 @@ def project_repo(root: Path, name: str) -> Path:
 
 
 def replay(
-    hooks: Hooks, name: str, sessions: list[list[Message]], repo: Path, work: Path, *, flush_race: bool = False
+    hooks: Hooks,
+    name: str,
+    sessions: list[list[Message]],
+    repo: Path,
+    work: Path,
+    *,
+    flush_race: bool = False,
 ) -> dict[str, Any]:
     """Every session through the hooks; what UserPromptSubmit and SessionStart injected on the way.
     `flush_race`: each Stop fires before its replies are in the transcript, which gets them right after."""
@@ -559,7 +565,7 @@ class Beam:
     replayed: dict[str, Any] = field(default_factory=dict)
 
 
-def measure(  # noqa: PLR0913 - the run's choices
+def measure(
     beams: list[Beam],
     budgets: list[str],
     work: Path,

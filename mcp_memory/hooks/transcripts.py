@@ -135,9 +135,9 @@ class _Reader:
 
     def read(self, entries: Iterable[dict[str, Any]], *, complete: bool) -> Iterator[Captured]:
         for entry in entries:
-            time = self.time_of(entry)
             if entry.get("isSidechain"):
                 continue
+            time = self.time_of(entry)
             uuid = str(entry.get("uuid") or "")
             message = _object(entry.get("message"))
             content = message.get("content")
@@ -182,7 +182,9 @@ class _Reader:
 
     def notification(self, content: object, uuid: str, time: str | None) -> Iterator[Captured]:
         note = _notification_of(_text_of(content))
-        yield from self.next_exchange(uuid, Captured(uuid, "observation", "tool", note, time) if note else None)
+        yield from self.next_exchange(
+            uuid, Captured(uuid, "observation", "tool", note, time) if note else None
+        )
 
     def assistant(self, content: object, uuid: str, time: str | None) -> None:
         for block in _blocks(content, "text", "tool_use"):

@@ -177,7 +177,9 @@ class HookCapture:
             reply = _stop_reply(entry)
             waited = 0.0
             while True:
-                reading = await anyio.to_thread.run_sync(lambda: read_transcript(transcript, complete=complete))
+                reading = await anyio.to_thread.run_sync(
+                    lambda: read_transcript(transcript, complete=complete)
+                )
                 if reply is None or _held_by(reading, reply) is not None or waited >= STOP_WAIT_SECONDS:
                     return _with_stop_reply(reading, reply)
                 await anyio.sleep(STOP_LOOK_SECONDS)  # the hook ran before the client wrote the reply
@@ -230,14 +232,19 @@ def _with_stop_reply(reading: Reading, reply: str | None) -> list[Captured]:
     instead of what the transcript took for the last exchange's reply (narration before tool calls it had
     not written yet)."""
     items = reading.items
-    last = items[-1] if items and items[-1].kind == "reply" and _of_last_exchange(reading, items[-1]) else None
+    last = (
+        items[-1] if items and items[-1].kind == "reply" and _of_last_exchange(reading, items[-1]) else None
+    )
     if reply is None or reading.reply_key is None:
         return items
     held = _held_by(reading, reply)
     if held is not None:
         return items if held is last or last is None else items[:-1]
     key = reading.reply_key if last is None else last.key
-    return [*(items if last is None else items[:-1]), Captured(key, "reply", "assistant", reply, reading.latest)]
+    return [
+        *(items if last is None else items[:-1]),
+        Captured(key, "reply", "assistant", reply, reading.latest),
+    ]
 
 
 def _from_payload(entry: dict[str, Any]) -> list[Captured]:

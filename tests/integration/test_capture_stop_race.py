@@ -42,7 +42,9 @@ def times(t: Transcript) -> set[datetime]:
     import json
 
     lines = [json.loads(line) for line in t.path.read_text().splitlines()]
-    return {datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")) for e in lines if e.get("timestamp")}
+    return {
+        datetime.fromisoformat(e["timestamp"].replace("Z", "+00:00")) for e in lines if e.get("timestamp")
+    }
 
 
 async def test_a_late_stop_does_not_take_the_next_exchanges_narration_for_its_reply(
@@ -109,7 +111,9 @@ async def test_a_reply_the_transcript_never_gets_is_the_stops_own_at_the_transcr
         assert await capture.store(stop(t, "Fixed: invoices round half-even now.")) == 2
         t.tool("toolu_1", "Edit", {"file_path": "/repo/invoice.py"}, "ok")
         t.say("Fixed: invoices round half-even now.")
-        assert await HookCapture(service, "tester").store(stop(t, "Fixed: invoices round half-even now.")) == 1
+        assert (
+            await HookCapture(service, "tester").store(stop(t, "Fixed: invoices round half-even now.")) == 1
+        )
     turns = await stored(service, t)
     assert [(role, text) for role, text, _ in turns] == [
         ("user", "Fix the rounding bug."),

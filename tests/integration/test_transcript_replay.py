@@ -79,9 +79,18 @@ def entries() -> list[dict[str, Any]]:
     )
     add(
         "user",
-        [{"type": "tool_result", "tool_use_id": "toolu_bg1", "content": "Command running in background with ID: b1x2"}],
+        [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_bg1",
+                "content": "Command running in background with ID: b1x2",
+            }
+        ],
     )
-    add("assistant", [{"type": "text", "text": "The migration runs in the background; I will report when it ends."}])
+    add(
+        "assistant",
+        [{"type": "text", "text": "The migration runs in the background; I will report when it ends."}],
+    )
     stop()
     add(
         "user",
@@ -117,7 +126,12 @@ def typed_prompts(all_entries: list[dict[str, Any]]) -> list[str]:
     out = []
     for e in all_entries:
         content = (e.get("message") or {}).get("content")
-        if e.get("type") != "user" or not isinstance(content, str) or e.get("isMeta") or e.get("isCompactSummary"):
+        if (
+            e.get("type") != "user"
+            or not isinstance(content, str)
+            or e.get("isMeta")
+            or e.get("isCompactSummary")
+        ):
             continue
         if content.lstrip().startswith("<") or e.get("origin"):
             continue
@@ -176,7 +190,11 @@ def replay(hooks: Hooks, all_entries: list[dict[str, Any]], work: Path) -> list[
     turn: list[dict[str, Any]] = []
     for entry in all_entries:
         content = (entry.get("message") or {}).get("content")
-        if entry.get("type") == "user" and isinstance(content, str) and content.strip() in typed_prompts([entry]):
+        if (
+            entry.get("type") == "user"
+            and isinstance(content, str)
+            and content.strip() in typed_prompts([entry])
+        ):
             r.fire("UserPromptSubmit", prompt=content)
         if entry.get("subtype") == "compact_boundary":
             r.fire("PreCompact", trigger="manual", custom_instructions="")
