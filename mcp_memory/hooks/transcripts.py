@@ -10,7 +10,9 @@ same transcript again, after a resume or a compaction, finds the same keys:
   a typed prompt or at a background task's notification (`<task-notification>`, which Claude Code writes as
   a user entry when a task run in the background ends and the agent answers it): that reply is kept like
   any other, keyed by the notification, and the notification itself is kept as an observation (its
-  summary), never as a prompt. A compaction inside an exchange does not end it;
+  summary), never as a prompt; so does any other message Claude Code marks as not the person's
+  (`origin.kind` other than "human": another session, a coordinator), whose text is not kept. A compaction
+  inside an exchange does not end it;
 - compact observations of the work: files created and edited (by path), commands run with their exit
   status and the first lines of an error, the todo list, subagents' results (an excerpt);
 - the client's own compaction summaries.
@@ -141,9 +143,10 @@ class _Reader:
             uuid = str(entry.get("uuid") or "")
             message = _object(entry.get("message"))
             content = message.get("content")
-            if entry.get("type") == "user" and _is_notification(entry, content):
+            sender = _sender(entry, content) if entry.get("type") == "user" else None
+            if sender is not None:
                 # Before the meta rule: a notification written as meta still opens an exchange.
-                yield from self.notification(content, uuid, time)
+                yield from self.notification(sender, content, uuid, time)
             elif entry.get("isMeta"):
                 continue
             elif entry.get("type") == "user":
@@ -180,8 +183,10 @@ class _Reader:
             if observed is not None:
                 self.exchange.items.append(observed)
 
-    def notification(self, content: object, uuid: str, time: str | None) -> Iterator[Captured]:
-        note = _notification_of(_text_of(content))
+    def notification(self, sender: str, content: object, uuid: str, time: str | None) -> Iterator[Captured]:
+        """A message to the agent from elsewhere than the person (a background task that ended, another
+        session, the harness): the agent answers it, so it opens an exchange; only a task's is kept."""
+        note = _notification_of(_text_of(content)) if sender == NOTIFICATION_TAG else ""
         yield from self.next_exchange(
             uuid, Captured(uuid, "observation", "tool", note, time) if note else None
         )
@@ -237,11 +242,16 @@ def _instant(stamp: str) -> str:
     return stamp.replace("+00:00", "Z")
 
 
-def _is_notification(entry: dict[str, Any], content: object) -> bool:
-    origin = _object(entry.get("origin"))
-    if origin.get("kind") == NOTIFICATION_TAG:
-        return True
-    return _text_of(content).startswith(f"<{NOTIFICATION_TAG}>")
+def _sender(entry: dict[str, Any], content: object) -> str | None:
+    """Who a user entry is from when not the person: Claude Code marks it with `origin.kind` (its message
+    origins: "human", "task-notification", "coordinator", "channel", "peer", "observer", ...; anything
+    but "human" is "never presumed human"); an older one wrote a bare <task-notification> block."""
+    kind = _object(entry.get("origin")).get("kind")
+    if isinstance(kind, str) and kind and kind != "human":
+        return kind
+    if _text_of(content).startswith(f"<{NOTIFICATION_TAG}>"):
+        return NOTIFICATION_TAG
+    return None
 
 
 def _notification_of(text: str) -> str:

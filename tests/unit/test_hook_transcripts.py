@@ -264,3 +264,18 @@ def test_an_entry_without_a_timestamp_takes_the_one_before_it(tmp_path: Path) ->
         )
     reading = read(path, complete=True)
     assert reading.items[-1].time == reading.items[0].time == reading.latest
+
+
+def test_a_message_marked_as_not_the_persons_is_no_prompt_but_its_answer_is_a_reply(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    t = Transcript(path)
+    t.user("Ship it.", origin={"kind": "human"}, promptSource="typed")
+    t.say("Shipped.")
+    t.user("The coordinator asks: re-run pass 2", origin={"kind": "coordinator"})
+    t.say("Pass 2 re-run: clean.")
+    kept = read_transcript(path, complete=True)
+    assert [(c.kind, c.content) for c in kept] == [
+        ("prompt", "Ship it."),
+        ("reply", "Shipped."),
+        ("reply", "Pass 2 re-run: clean."),
+    ]
