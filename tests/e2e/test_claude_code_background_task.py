@@ -2,7 +2,8 @@
 a task notification into the transcript (and sends it to UserPromptSubmit as if it were a prompt), the
 model answers it, and Stop fires again. The memory, installed as a user installs it, stores the typed
 prompt once, both replies once each, the notification as an observation and never as a prompt, every
-turn with the transcript's own time, and no byte of the credential the prompt held.
+turn with the transcript's own time, and no byte of the credential the prompt held; and the same once
+more after `--resume` (which appends to the same transcript).
 
 The stand-in model API here answers with a tool call (the suite's tests/services/messages_api.py answers
 text only): the first turn starts `sleep 2; echo built` in the background, then says so; the turn the
@@ -32,8 +33,9 @@ from tests.services.claude_code import QUIET, claude_binary
 
 PROMPT = "Run the billing build in the background; it reads postgres://app:Abc#123xyz@db.internal/billing"
 SECRET = "Abc#123xyz"
-STARTED = "The build runs in the background; I will report when it ends."
-FINISHED = "The build finished: exit code 0."
+AGAIN = "Build it once more."
+STARTED = "Build {n} runs in the background; I will report when it ends."
+FINISHED = "Build {n} finished: exit code 0."
 WAIT_SECONDS = 90.0
 
 
@@ -42,6 +44,7 @@ class BackgroundTaskAPI:
 
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
+        self.builds = 0  # commands started so far: each reply names its build
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -50,14 +53,16 @@ class BackgroundTaskAPI:
         return f"http://127.0.0.1:{self.server.server_address[1]}"
 
     def answer(self, body: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
-        if not body.get("tools"):  # a call Claude Code makes for itself (a title, a topic check)
+        if not _conversation(body):  # a call Claude Code makes for itself (a title, a check, a summary)
             return [{"type": "text", "text": "Notes"}], "end_turn"
-        last = (body.get("messages") or [{}])[-1].get("content")
-        blocks = last if isinstance(last, list) else [{"type": "text", "text": str(last)}]
+        blocks = _since_last_answer(body.get("messages") or [])
         if any("<task-notification>" in str(b.get("text", "")) for b in blocks):
-            return [{"type": "text", "text": FINISHED}], "end_turn"
+            return [{"type": "text", "text": FINISHED.format(n=self.builds)}], "end_turn"
         if any(b.get("type") == "tool_result" for b in blocks):
-            return [{"type": "text", "text": STARTED}], "end_turn"
+            return [{"type": "text", "text": STARTED.format(n=self.builds)}], "end_turn"
+        if not any(asked in str(b.get("text", "")) for b in blocks for asked in (PROMPT, AGAIN)):
+            return [{"type": "text", "text": "Noted."}], "end_turn"  # a request of Claude Code's own
+        self.builds += 1
         command = {
             "command": "sleep 2; echo built",
             "description": "Run the build",
@@ -95,6 +100,22 @@ class BackgroundTaskAPI:
                 self.wfile.write(data)
 
         return Handler
+
+
+def _since_last_answer(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The content blocks of the user messages after the model's last answer (Claude Code sends a turn's
+    prompt, its context and reminders as several)."""
+    answered = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    blocks: list[dict[str, Any]] = []
+    for message in messages[answered + 1 :]:
+        content = message.get("content")
+        blocks += content if isinstance(content, list) else [{"type": "text", "text": str(content)}]
+    return blocks
+
+
+def _conversation(body: dict[str, Any]) -> bool:
+    """A turn of the session itself: the request offers the agent's tools (Bash among them)."""
+    return any(isinstance(t, dict) and t.get("name") == "Bash" for t in body.get("tools") or [])
 
 
 def _events(body: dict[str, Any], blocks: list[dict[str, Any]], stop: str) -> bytes:
@@ -174,7 +195,7 @@ def settled(installed_memory: Memory) -> list[tuple[str, str, str, str]]:
     while time.monotonic() < deadline:
         now = turns(data_dir)
         spooled = list((data_dir / "hooks" / "spool").glob("*.json"))
-        if any(FINISHED in t[2] for t in now) and not spooled and now == seen:
+        if any(FINISHED.format(n=2) in t[2] for t in now) and not spooled and now == seen:
             return now
         seen = now
         time.sleep(1.0)
@@ -201,33 +222,44 @@ def test_a_background_tasks_notification_is_no_prompt_and_its_answer_is_kept_onc
         **QUIET,
         **memory.env,
     }
-    done = subprocess.run(
-        [str(claude_binary()), "-p", PROMPT, "--output-format", "json", "--allowedTools", "Bash"],
-        cwd=project,
-        env=env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=WAIT_SECONDS,
-        check=False,
+
+    def claude(*args: str) -> dict[str, Any]:
+        done = subprocess.run(
+            [str(claude_binary()), *args, "--output-format", "json", "--allowedTools", "Bash"],
+            cwd=project,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=WAIT_SECONDS,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        answer: dict[str, Any] = json.loads(done.stdout)
+        return answer
+
+    output = claude("-p", PROMPT)
+    assert claude("-p", AGAIN, "--resume", output["session_id"])["session_id"] == output["session_id"]
+    conversation = [r for r in api.requests if _conversation(r)]
+    assert api.builds == 2 and len(conversation) >= 6, (
+        "per run: the prompt, the tool's result, the notification"
     )
-    assert done.returncode == 0, done.stderr
-    output = json.loads(done.stdout)
-    conversation = [r for r in api.requests if r.get("tools")]
-    assert len(conversation) == 3, "the prompt, the tool's result, the notification"
     transcripts = list((home / ".claude" / "projects").glob(f"*/{output['session_id']}.jsonl"))
     entries = [json.loads(line) for line in transcripts[0].read_text().splitlines()]
     notes = [e for e in entries if (e.get("origin") or {}).get("kind") == "task-notification"]
-    assert len(notes) == 1 and "<task-notification>" in notes[0]["message"]["content"]
+    assert len(notes) == 2 and all("<task-notification>" in n["message"]["content"] for n in notes)
 
     stored = settled(memory)
     users = [t for t in stored if t[0] == "user"]
-    assert [(t[1], t[2]) for t in users] == [("prompt", PROMPT.replace(SECRET, "[redacted:url_password]"))]
+    assert [(t[1], t[2]) for t in users] == [
+        ("prompt", PROMPT.replace(SECRET, "[redacted:url_password]")),
+        ("prompt", AGAIN),
+    ]
     replies = [t[2] for t in stored if t[0] == "assistant"]
-    assert replies == [STARTED, FINISHED]
+    assert replies == [STARTED.format(n=1), FINISHED.format(n=1), STARTED.format(n=2), FINISHED.format(n=2)]
     assert [t[2] for t in stored if t[2].startswith("[background task]")] == [
         '[background task] Background command "Run the build" completed (exit code 0)'
-    ]
+    ] * 2
     assert not any("task-notification" in t[2] for t in stored)
     said = {instant(e["timestamp"]) for e in entries if isinstance(e.get("timestamp"), str)}
     assert [t for t in stored if instant(t[3]) not in said] == []
