@@ -196,8 +196,8 @@ def _stop_reply(entry: dict[str, Any]) -> str | None:
 
 
 def _held_by(reading: Reading, reply: str) -> Captured | None:
-    """The transcript's reply that is the Stop event's: the last exchange's when it contains it (it may join
-    several text blocks), else an earlier one that is it (the Stop of an exchange the transcript has since
+    """The transcript's reply that is the Stop event's: the last exchange's when it ends with it (it may join
+    several text blocks, the Stop's being the last), else an earlier one that is it (the Stop of an exchange the transcript has since
     gone past). Compared as the hook spooled it: redacted, whitespace folded."""
     said = _folded(reply)
     found = None
@@ -205,7 +205,7 @@ def _held_by(reading: Reading, reply: str) -> Captured | None:
         if item.kind != "reply":
             continue
         text = _folded(redact_fast(item.content).text)
-        if _of_last_exchange(reading, item) and said in text:
+        if _of_last_exchange(reading, item) and text.endswith(said):
             return item
         if text == said:
             found = item
