@@ -41,7 +41,12 @@ real `mcp-memory serve` over stdio (the MCP SDK's Client, a fresh data dir) for 
 of the first conversation. With the hooks: 0 output tokens; input = what UserPromptSubmit injected for
 those same exchanges during the replay (SessionStart's injection once per session, reported beside).
 
-Also checked: every prompt and reply replayed is stored once (turns per session thread in the store).
+Also checked: every prompt and reply replayed is stored once (turns per session thread in the store),
+and every turn keeps its transcript's time (turns dated otherwise: `capture_time`). `--flush-race` fires
+each Stop before its exchange's replies are in the transcript and appends them right after, as Claude Code
+can (its Stop hook may run before the transcript is written); `--capture-only` stops after that check:
+
+    .venv/bin/python bench/hooks.py ../shared/data/beam/100K --conversations 1 --capture-only --flush-race
 Prints markdown tables; `--json` writes everything (default bench/results/hooks.json). Cite BEAM when
 reporting: Tavakoli et al., "Beyond a Million Tokens: Benchmarking and Enhancing Long-Term Memory in
 LLMs", arXiv 2510.27246. The data is read from the path given, never copied.
@@ -66,6 +71,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -291,8 +297,17 @@ def project_repo(root: Path, name: str) -> Path:
     return repo
 
 
-def replay(hooks: Hooks, name: str, sessions: list[list[Message]], repo: Path, work: Path) -> dict[str, Any]:
-    """Every session through the hooks; what UserPromptSubmit and SessionStart injected on the way."""
+def replay(
+    hooks: Hooks,
+    name: str,
+    sessions: list[list[Message]],
+    repo: Path,
+    work: Path,
+    *,
+    flush_race: bool = False,
+) -> dict[str, Any]:
+    """Every session through the hooks; what UserPromptSubmit and SessionStart injected on the way.
+    `flush_race`: each Stop fires before its replies are in the transcript, which gets them right after."""
     injected: list[dict[str, Any]] = []
     expected: dict[str, dict[str, int]] = {}
     for number, session in enumerate(sessions):
@@ -310,20 +325,32 @@ def replay(hooks: Hooks, name: str, sessions: list[list[Message]], repo: Path, w
             if prompt is not None:
                 context = hooks.fire("UserPromptSubmit", base | {"prompt": prompt.content}, "replay")
                 injected.append({"event": "UserPromptSubmit", "session": number, "context": context})
-            for m in ([prompt] if prompt else []) + replies:
+            for m in [prompt] if prompt else []:
+                transcript.append(m)
+            for m in [] if flush_race else replies:
                 transcript.append(m)
             last = replies[-1].content if replies else ""
             hooks.fire("Stop", base | {"last_assistant_message": last, "stop_hook_active": False}, "replay")
+            for m in replies if flush_race else []:
+                transcript.append(m)
         hooks.fire("SessionEnd", base | {"reason": "prompt_input_exit"}, "replay")
         thread = project_of(repo).thread_id(session_id)
         expected[thread] = {role: sum(m.role == role for m in session) for role in ("user", "assistant")}
-    return {"injected": injected, "expected": expected}
+    said = sorted({m.said_at.strftime("%Y-%m-%dT%H:%M:%S.000Z") for s in sessions for m in s})
+    return {"injected": injected, "expected": expected, "said": said}
 
 
-def capture_check(data_dir: Path, expected: dict[str, dict[str, int]]) -> dict[str, int]:
-    """Replayed prompts and replies stored, missing, and stored more than once."""
+def capture_check(data_dir: Path, expected: dict[str, dict[str, int]], said: set[str]) -> dict[str, int]:
+    """Replayed prompts and replies stored, missing, stored more than once, and dated otherwise than
+    their transcript (`said`: every time the transcripts hold)."""
     counts: dict[tuple[str, str], int] = defaultdict(int)
     hashes: dict[str, list[str]] = defaultdict(list)
+    capture_time = 0
+    with contextlib.closing(sqlite3.connect(f"file:{data_dir / 'memory.db'}?mode=ro", uri=True)) as db:
+        times = db.execute("SELECT created_at FROM memories WHERE type = 'turn'").fetchall()
+    for (created_at,) in times:
+        moment = datetime.fromisoformat(str(created_at).replace("Z", "+00:00")).astimezone(UTC)
+        capture_time += moment.strftime("%Y-%m-%dT%H:%M:%S.000Z") not in said
     for thread, role, content_hash, _ in stored(data_dir):
         counts[thread, role] += 1
         hashes[thread].append(content_hash)
@@ -331,7 +358,14 @@ def capture_check(data_dir: Path, expected: dict[str, dict[str, int]]) -> dict[s
     kept = sum(min(counts[t, r], n) for t, roles in expected.items() for r, n in roles.items())
     twice = sum(len(hashes[t]) - len(set(hashes[t])) for t in expected)
     others = sum(n for (t, _), n in counts.items() if t not in expected)
-    return {"replayed": want, "stored": kept, "missing": want - kept, "twice": twice, "other_threads": others}
+    return {
+        "replayed": want,
+        "stored": kept,
+        "missing": want - kept,
+        "twice": twice,
+        "capture_time": capture_time,
+        "other_threads": others,
+    }
 
 
 # ---- the questions -------------------------------------------------------------------------------------
@@ -531,7 +565,15 @@ class Beam:
     replayed: dict[str, Any] = field(default_factory=dict)
 
 
-def measure(beams: list[Beam], budgets: list[str], work: Path, tokens: TokenCounter) -> dict[str, Any]:
+def measure(
+    beams: list[Beam],
+    budgets: list[str],
+    work: Path,
+    tokens: TokenCounter,
+    *,
+    flush_race: bool = False,
+    capture_only: bool = False,
+) -> dict[str, Any]:
     """Replay every conversation at the first budget, then ask every question at each budget."""
 
     def env_at(budget: str) -> dict[str, str]:
@@ -548,12 +590,15 @@ def measure(beams: list[Beam], budgets: list[str], work: Path, tokens: TokenCoun
             name = beam.conversation.name
             beam.repo = project_repo(work / "projects", name)
             began = time.monotonic()
-            beam.replayed = replay(hooks, name, sessions_of(beam.folder, beam.conversation), beam.repo, work)
+            sessions = sessions_of(beam.folder, beam.conversation)
+            beam.replayed = replay(hooks, name, sessions, beam.repo, work, flush_race=flush_race)
             print(f"conversation {name} replayed in {time.monotonic() - began:.0f} s", file=sys.stderr)
         out["settle_s"] = hooks.settle()
         expected = {t: n for b in beams for t, n in b.replayed["expected"].items()}
-        out["capture"] = capture_check(hooks.data_dir, expected)
-        for number, budget in enumerate(budgets):
+        said = {t for b in beams for t in b.replayed["said"]}
+        out["capture"] = capture_check(hooks.data_dir, expected, said)
+        print(f"capture: {json.dumps(out['capture'])}", file=sys.stderr)
+        for number, budget in enumerate([] if capture_only else budgets):
             if number:
                 hooks.stop()
                 hooks.env = env_at(budget)
@@ -579,7 +624,7 @@ def measure(beams: list[Beam], budgets: list[str], work: Path, tokens: TokenCoun
     return out | {
         "wall_time": wall_times(hooks.fired),
         "start_events_ms": [f.seconds * 1000 for f in hooks.fired if f.phase == "start"],
-        "small_talk_max_chars": max(talk),
+        "small_talk_max_chars": max(talk, default=0),
         "replay_prompt_tokens": {"p50": percentile(replayed, 0.5), "p95": percentile(replayed, 0.95)},
         "fired": [{"event": f.event, "phase": f.phase, "ms": f.seconds * 1000} for f in hooks.fired],
     }
@@ -621,6 +666,8 @@ def main() -> None:
         "replay at the first; default: the setting's default)",
     )
     parser.add_argument("--json", type=Path, default=Path("bench/results/hooks.json"))
+    parser.add_argument("--flush-race", action="store_true", help="each Stop before its replies are written")
+    parser.add_argument("--capture-only", action="store_true", help="the replay and its capture check only")
     args = parser.parse_args()
     budgets = [b.strip() for b in args.budget.split(",") if b.strip()] or ["default"]
     beams = [Beam(f, load_conversation(f)) for f in conversation_folders(args.data)[: args.conversations]]
@@ -628,7 +675,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="mcp-memory-hooks-") as scratch:
         work = Path(scratch)
         tokens = TokenCounter.load("o200k_base", cache_dir=work / "tiktoken")
-        results = measure(beams, budgets, work, tokens)
+        results = measure(
+            beams, budgets, work, tokens, flush_race=args.flush_race, capture_only=args.capture_only
+        )
+        if args.capture_only:
+            print(json.dumps(results["capture"]))
+            return
         results["cost"] = model_cost(beams[0], work, tokens)
     messages = sum(len(b.conversation.messages) for b in beams)
     questions = sum(len(b.conversation.questions) for b in beams)

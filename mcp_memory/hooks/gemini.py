@@ -171,7 +171,7 @@ def _captured(messages: list[dict[str, Any]], *, complete: bool) -> Iterator[Cap
     def reply() -> Iterator[Captured]:
         if prompt is not None and tail:
             yield Captured(
-                reply_key(prompt, ""), "reply", "assistant", "\n\n".join(t for t, _ in tail), tail[-1][1]
+                reply_key(prompt.key), "reply", "assistant", "\n\n".join(t for t, _ in tail), tail[-1][1]
             )
 
     for message in messages:
@@ -228,7 +228,7 @@ def _with_event_reply(items: list[Captured], entry: dict[str, Any]) -> list[Capt
     time = entry.get("time") if isinstance(entry.get("time"), str) else None
     return [
         *items,
-        Captured(reply_key(items[prompts[-1]], ""), "reply", "assistant", without_recall(reply), time),
+        Captured(reply_key(items[prompts[-1]].key), "reply", "assistant", without_recall(reply), time),
     ]
 
 
@@ -243,5 +243,5 @@ def _exchange_from_payload(entry: dict[str, Any]) -> list[Captured]:
     prompt = Captured(f"prompt:{time or ''}:{digest}", "prompt", "user", prompt_text, time)
     items = [prompt] if prompt_text else []
     if reply_text:
-        items.append(Captured(reply_key(prompt, ""), "reply", "assistant", reply_text, time))
+        items.append(Captured(reply_key(prompt.key), "reply", "assistant", reply_text, time))
     return items

@@ -6,10 +6,18 @@ boundaries). Kept, each under a key made of the entry's own uuid (or the tool ca
 same transcript again, after a resume or a compaction, finds the same keys:
 
 - every prompt the person typed (not tool results, slash-command echoes, meta messages or reminders);
-- the final reply of each exchange: the text the agent wrote after its last tool call;
+- the final reply of each exchange: the text the agent wrote after its last tool call. An exchange opens at
+  a typed prompt or at a background task's notification (`<task-notification>`, which Claude Code writes as
+  a user entry when a task run in the background ends and the agent answers it): that reply is kept like
+  any other, keyed by the notification, and the notification itself is kept as an observation (its
+  summary), never as a prompt; so does any other message Claude Code marks as not the person's
+  (`origin.kind` other than "human": another session, a coordinator), whose text is not kept. A compaction
+  inside an exchange does not end it;
 - compact observations of the work: files created and edited (by path), commands run with their exit
   status and the first lines of an error, the todo list, subagents' results (an excerpt);
 - the client's own compaction summaries.
+
+Every item carries the transcript's own time (an entry without a timestamp takes the one before it).
 
 Never kept: thinking, file contents, tool output beyond an error's first lines, and the memory's own
 injected context (RECALL_TAG spans, wherever they appear).
@@ -25,6 +33,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 CapturedKind = Literal["prompt", "reply", "observation", "compaction", "subagent"]
+NOTIFICATION_TAG = "task-notification"  # Claude Code's note to the agent that a background task ended
 
 RECALL_TAG = "memory-recall"  # what the hooks inject is wrapped in <memory-recall ...>...</memory-recall>
 # The marker as injected (<memory-recall ...>), as Gemini CLI escapes hook output (&lt;memory-recall ...&gt;),
@@ -42,6 +51,7 @@ _COMMAND_ECHO = re.compile(
     r"bash-input|bash-stdout|bash-stderr|user-prompt-submit-hook)>"
 )
 _EXIT = re.compile(r"^Exit code (\d+)")
+_NOTIFICATION_FIELD = re.compile(r"<(summary|status|task-id)>(.*?)</\1>", re.DOTALL)
 EDITS = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
 SHELLS = frozenset({"Bash", "BashOutput", "PowerShell"})
 SUBAGENTS = frozenset({"Task", "Agent"})
@@ -49,6 +59,7 @@ COMMAND_CHARS = 200
 ERROR_CHARS = 300
 ERROR_LINES = 3
 SUBAGENT_CHARS = 800
+NOTIFICATION_CHARS = 300
 TASK_LIST_CHARS = 500
 
 
@@ -69,10 +80,27 @@ def without_recall(text: str) -> str:
     return _RECALLED.sub("", text).strip()
 
 
+@dataclass(frozen=True)
+class Reading:
+    """What one read of a transcript found: its items, and what a Stop event's reply needs to be stored
+    under the same key and time as the transcript's own copy of it, when the transcript lacks it."""
+
+    items: list[Captured]
+    reply_key: str | None  # the key the last exchange's (next) reply has; None before any exchange opens
+    latest: str | None  # the transcript's latest timestamp
+
+
 def read_transcript(path: str | Path, *, complete: bool) -> list[Captured]:
     """What the transcript holds worth keeping, in order. `complete`: the last exchange is over (Stop,
     SessionEnd); otherwise its reply is left for a later read, since more of it may still come."""
-    return list(captured(_entries(Path(path)), complete=complete))
+    return read(path, complete=complete).items
+
+
+def read(path: str | Path, *, complete: bool) -> Reading:
+    """read_transcript, with the last exchange's reply key and the transcript's latest time."""
+    reader = _Reader()
+    items = list(reader.read(_entries(Path(path)), complete=complete))
+    return Reading(items, reader.exchange.next_reply_key(), reader.latest)
 
 
 def _entries(path: Path) -> Iterator[dict[str, Any]]:
@@ -92,29 +120,69 @@ def _entries(path: Path) -> Iterator[dict[str, Any]]:
 
 @dataclass
 class _Exchange:
-    prompt: Captured | None = None
+    opener: str | None = None  # the key of the typed prompt or the notification that opened it
+    prompt: Captured | None = None  # the typed prompt, or the notification's observation
     items: list[Captured] = field(default_factory=list)  # observations, subagents, compactions
     tail: list[tuple[str, str, str | None]] = field(default_factory=list)  # (uuid, text, time): the reply
+    replies: int = 0  # replies already given (a compaction inside the exchange ends one)
+
+    def next_reply_key(self) -> str | None:
+        if self.opener is None:
+            return None
+        key = reply_key(self.opener)
+        return key if self.replies == 0 else f"{key}{self.replies + 1}"
 
 
 @dataclass
 class _Reader:
-    """One pass over a transcript: tool calls wait for their results; an exchange ends at the next prompt."""
+    """One pass over a transcript: tool calls wait for their results; an exchange ends at the next prompt
+    or notification."""
 
     exchange: _Exchange = field(default_factory=_Exchange)
     calls: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # tool id -> (name, input)
+    latest: str | None = None  # the latest timestamp seen
+    last: str | None = None  # the timestamp of the last entry that had one
+
+    def read(self, entries: Iterable[dict[str, Any]], *, complete: bool) -> Iterator[Captured]:
+        for entry in entries:
+            if entry.get("isSidechain"):
+                continue
+            time = self.time_of(entry)
+            uuid = str(entry.get("uuid") or "")
+            message = _object(entry.get("message"))
+            content = message.get("content")
+            sender = _sender(entry, content) if entry.get("type") == "user" else None
+            if sender is not None:
+                # Before the meta rule: a notification written as meta still opens an exchange.
+                yield from self.notification(sender, content, uuid, time)
+            elif entry.get("isMeta"):
+                continue
+            elif entry.get("type") == "user":
+                yield from self.user(entry, content, uuid, time)
+            elif entry.get("type") == "assistant":
+                self.assistant(content, uuid, time)
+        yield from self.closed(final=complete)
+
+    def time_of(self, entry: dict[str, Any]) -> str | None:
+        stamp = entry.get("timestamp")
+        if isinstance(stamp, str) and stamp:
+            self.last = stamp
+            if self.latest is None or _instant(stamp) >= _instant(self.latest):
+                self.latest = stamp
+        return self.last
 
     def user(self, entry: dict[str, Any], content: object, uuid: str, time: str | None) -> Iterator[Captured]:
         if entry.get("isCompactSummary"):
-            # The exchange before it is over (a compaction comes between exchanges, or ends one).
-            yield from self.next_exchange(None)
+            # Between exchanges (a /compact) or inside one (an automatic compaction): what came before it
+            # is kept now, and the exchange goes on under the same prompt.
+            yield from self.closed(final=True)
             text = _text_of(content)
             if text:
                 yield Captured(uuid, "compaction", "system", f"[compaction summary] {text}", time)
             return
         prompt = _prompt_of(content)
         if prompt:
-            yield from self.next_exchange(Captured(uuid, "prompt", "user", prompt, time))
+            yield from self.next_exchange(uuid, Captured(uuid, "prompt", "user", prompt, time))
             return
         for block in _blocks(content, "tool_result"):
             key = str(block.get("tool_use_id"))
@@ -122,6 +190,14 @@ class _Reader:
             observed = None if call is None else _observation(call[0], call[1], block, time, key)
             if observed is not None:
                 self.exchange.items.append(observed)
+
+    def notification(self, sender: str, content: object, uuid: str, time: str | None) -> Iterator[Captured]:
+        """A message to the agent from elsewhere than the person (a background task that ended, another
+        session, the harness): the agent answers it, so it opens an exchange; only a task's is kept."""
+        note = _notification_of(_text_of(content)) if sender == NOTIFICATION_TAG else ""
+        yield from self.next_exchange(
+            uuid, Captured(uuid, "observation", "tool", note, time) if note else None
+        )
 
     def assistant(self, content: object, uuid: str, time: str | None) -> None:
         for block in _blocks(content, "text", "tool_use"):
@@ -138,42 +214,63 @@ class _Reader:
             if todo:
                 self.exchange.items.append(Captured(key, "observation", "tool", todo, time))
 
-    def next_exchange(self, prompt: Captured | None) -> Iterator[Captured]:
-        yield from _closed(self.exchange, final=True)
-        self.exchange = _Exchange(prompt=prompt)
+    def next_exchange(self, opener: str, prompt: Captured | None) -> Iterator[Captured]:
+        yield from self.closed(final=True)
+        self.exchange = _Exchange(opener=opener, prompt=prompt)
+
+    def closed(self, *, final: bool) -> Iterator[Captured]:
+        """The exchange's items so far, in order: its prompt, what was done, and (when over) its reply.
+        The exchange stays open (a compaction inside it); what was given is not given again."""
+        exchange = self.exchange
+        if exchange.prompt is not None:
+            yield exchange.prompt
+            exchange.prompt = None
+        yield from exchange.items
+        exchange.items = []
+        if final and exchange.tail:
+            reply = "\n\n".join(text for _, text, _ in exchange.tail)
+            key = exchange.next_reply_key() or reply_key(exchange.tail[0][0])
+            yield Captured(key, "reply", "assistant", reply, exchange.tail[-1][2])
+            exchange.tail = []
+            exchange.replies += 1
 
 
 def captured(entries: Iterable[dict[str, Any]], *, complete: bool) -> Iterator[Captured]:
-    reader = _Reader()
-    for entry in entries:
-        if entry.get("isSidechain") or entry.get("isMeta"):
-            continue
-        time = entry.get("timestamp") if isinstance(entry.get("timestamp"), str) else None
-        uuid = str(entry.get("uuid") or "")
-        message = _object(entry.get("message"))
-        if entry.get("type") == "user":
-            yield from reader.user(entry, message.get("content"), uuid, time)
-        elif entry.get("type") == "assistant":
-            reader.assistant(message.get("content"), uuid, time)
-    yield from _closed(reader.exchange, final=complete)
+    return _Reader().read(entries, complete=complete)
 
 
-def _closed(exchange: _Exchange, *, final: bool) -> Iterator[Captured]:
-    """An exchange's items in order: its prompt, what was done, and (when over) its final reply."""
-    if exchange.prompt is not None:
-        yield exchange.prompt
-    yield from exchange.items
-    if final and exchange.tail:
-        reply = "\n\n".join(text for _, text, _ in exchange.tail)
-        yield Captured(
-            reply_key(exchange.prompt, exchange.tail[0][0]), "reply", "assistant", reply, exchange.tail[-1][2]
-        )
+def reply_key(opener: str) -> str:
+    """An exchange's reply is keyed by what opened it (its prompt or notification): the same key whether
+    the reply is read from the transcript or taken from the Stop event (when the transcript lacks it)."""
+    return f"{opener}:reply"
 
 
-def reply_key(prompt: Captured | None, first_uuid: str) -> str:
-    """An exchange's reply is keyed by its prompt: the same key whether the reply is read from the
-    transcript or taken from the Stop event (when the transcript did not have it yet)."""
-    return f"{prompt.key if prompt is not None else first_uuid}:reply"
+def _instant(stamp: str) -> str:
+    """A timestamp comparable as text: Claude Code writes UTC as ...Z, to the millisecond."""
+    return stamp.replace("+00:00", "Z")
+
+
+def _sender(entry: dict[str, Any], content: object) -> str | None:
+    """Who a user entry is from when not the person: Claude Code marks it with `origin.kind` (its message
+    origins: "human", "task-notification", "coordinator", "channel", "peer", "observer", ...; anything
+    but "human" is "never presumed human"); an older one wrote a bare <task-notification> block."""
+    kind = _object(entry.get("origin")).get("kind")
+    if isinstance(kind, str) and kind and kind != "human":
+        return kind
+    if _text_of(content).startswith(f"<{NOTIFICATION_TAG}>"):
+        return NOTIFICATION_TAG
+    return None
+
+
+def _notification_of(text: str) -> str:
+    """A background task's notification as one short line: its summary (else its status)."""
+    fields = {name: " ".join(value.split()) for name, value in _NOTIFICATION_FIELD.findall(text)}
+    said = fields.get("summary") or fields.get("status") or ""
+    if not said and not text.startswith(f"<{NOTIFICATION_TAG}>"):
+        said = " ".join(_REMINDER.sub("", without_recall(text)).split())
+    if not said:
+        return ""
+    return "[background task] " + said[:NOTIFICATION_CHARS] + ("…" if len(said) > NOTIFICATION_CHARS else "")
 
 
 def _object(value: object) -> dict[str, Any]:

@@ -8,9 +8,11 @@ observation by its words, updating a memory to the same text).
 
 Two layers:
 - `redact_fast`: regular expressions only (patterns.py, the standard library), for a process that must
-  start in milliseconds (a hook): PEM private keys, JWTs, passwords in URLs and connection strings,
-  Authorization headers, the token formats of AWS, GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic,
-  Google, Azure, npm, PyPI, SendGrid, Hugging Face, and values assigned to secret-sounding names.
+  start in milliseconds (a hook): PEM private keys, JWTs, passwords in URLs (`#`, `?`, `/`, `@` in them
+  too) and connection strings, curl's credentials, Authorization headers, the token formats of AWS,
+  GitHub, GitLab, Slack, Stripe, OpenAI, Anthropic, Google, Azure, npm, PyPI, SendGrid, Hugging Face,
+  1Password, Facebook, Notion, Sourcegraph, Vault, Discord, and values assigned to secret-sounding names.
+  A look-alike placeholder (`${PASSWORD}`, `<your-key>`, `ghp_xxxx...`) is kept.
 - `redact`: the above, then detect-secrets (Yelp's maintained detector, detector.py) over what is left:
   its format plugins on the whole text, its keyword detector and its high-entropy plugins on the lines
   that name a secret, its false-positive filters on what they find. Imported on first use (`loaded()`

@@ -9,7 +9,7 @@ import re
 import threading
 from collections.abc import Mapping
 
-from mcp_memory.redaction.patterns import MARKED, bare_secret, marker, placeholder
+from mcp_memory.redaction.patterns import MARKED, bare_secret, filler, marker, placeholder
 
 # The format plugins scan the whole text at once (their patterns start with a literal prefix, so `re`
 # skips to it), some only when the text holds what they need; these four, slow over a long text and
@@ -51,6 +51,9 @@ _KINDS = {
 
 def _kind_of(secret_type: str) -> str:
     return _KINDS.get(secret_type) or re.sub(r"[^a-z0-9]+", "_", secret_type.lower()).strip("_")[:40]
+
+
+MIN_SECRET_CHARS = 8
 
 
 class _Detector:
@@ -123,6 +126,8 @@ class _Detector:
         return not (
             MARKED in value
             or placeholder(value)  # YOUR_API_KEY, process.env.API_KEY, ${TOKEN}: names, not secrets
+            or filler(value)  # ghp_xxxx...: a token's shape filled in by hand
+            or len(value) < MIN_SECRET_CHARS  # a plugin's capture of a prefix alone (GitHub's "ghp")
             or h.is_sequential_string(value)
             or h.is_potential_uuid(value)
             or h.is_templated_secret(value)
@@ -140,7 +145,7 @@ def _replace_values(text: str, secrets: Mapping[str, str]) -> str:
         bounded = re.compile(before + re.escape(value) + after)
         replacement = marker(secrets[value])  # no backslash: safe as a re.sub template
         text, count = bounded.subn(replacement, text)
-        if not count:
+        if not count and not value[0].isdigit():  # digits inside a longer number: an id (an ARN), not this
             text = text.replace(value, replacement)
     return text
 

@@ -59,6 +59,10 @@ _NAMES_A_SECRET = re.compile(
 _LETTERS_ONLY = re.compile(r"[A-Za-z_-]+")
 
 
+_PREFIX = re.compile(r"^(?:[A-Za-z]{2,8}[_-])+")
+FILLER_CHARS = 8  # a shorter value may repeat a letter and still be a password (p@ss)
+
+
 def placeholder(value: str) -> bool:
     """A value that stands for a secret rather than being one: ${X}, {{x}}, <password>, ****, None."""
     value = value.rstrip(";,")
@@ -72,6 +76,16 @@ def placeholder(value: str) -> bool:
         or "[" in value  # an index: os.environ["X"]
         or bool(_DOTTED_NAME.fullmatch(value))  # a reference: settings.db_password
     )
+
+
+def filler(value: str) -> bool:
+    """A token's shape filled in by hand, not a token: ghp_xxxx..., AKIAXXXXXXXXXXXXXXXX, xoxp-...-####
+    (x, X, * or # make half of what follows the prefix). Other repeated letters (AKIAZZZZ...) may be a key."""
+    body = _PREFIX.sub("", value, count=1)
+    chars = [c for c in body if c.isalnum() or c in "#*"]
+    if len(chars) < FILLER_CHARS:
+        return False
+    return max(chars.count(c) for c in "xX*#") * 2 >= len(chars)
 
 
 def _variable(word: str) -> bool:
@@ -104,6 +118,8 @@ class _Rule(NamedTuple):
     word_start: bool = True
     # Only a match whose replaced part holds a digit (a token, not a word: "sk-learn-examples-for-all").
     digit: bool = False
+    # A replaced part that stands for a secret (${PASSWORD}, <password>, ****) is kept: see placeholder().
+    placeholders: bool = False
 
 
 def _rules() -> tuple[_Rule, ...]:
@@ -129,12 +145,23 @@ def _rules() -> tuple[_Rule, ...]:
             ("putty-user-key-file",),
         ),
         _Rule("jwt", c(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), ("eyj",)),
-        # scheme://user:password@host (postgres, mysql, mongodb+srv, redis://:password@, amqp, https)
+        _Rule("jwt", c(r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}"), ("eyj",)),  # unsigned: header.payload
+        # Discord bot tokens (detect-secrets' samples): id.timestamp.hmac
+        _Rule(
+            "discord_token",
+            c(r"[A-Z][A-Za-z0-9_-]{23,25}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,38}(?![A-Za-z0-9_-])"),
+            (".",),
+            digit=True,
+        ),
+        # scheme://user:password@host (postgres, mysql, mongodb+srv, redis://:password@, amqp, https). The
+        # password as people write it, unencoded: `#`, `?`, `/` and `@` in it too (up to the token's last
+        # `@` before a host); not a port and a path (https://host:8080/users/@name).
         _Rule(
             "url_password",
-            c(r"://[^\s:/?#@\"'<>]*:(?P<s>[^\s/?#\"'<>]+)@(?=[\w\[])"),
+            c(r"://[^\s:/?#@\"'<>]*:(?P<s>(?!\d+[/?#])[^\s\"'<>]+)@(?=[\w\[])"),
             ("://",),
             word_start=False,
+            placeholders=True,
         ),
         # ADO.NET / ODBC / JDBC property strings: Server=...;User Id=sa;Password=...;
         _Rule(
@@ -201,10 +228,10 @@ def _rules() -> tuple[_Rule, ...]:
                 "gloas-",
             ),
         ),
-        _Rule("slack_token", c(r"xox[abposre]-[A-Za-z0-9-]{10,}"), ("xox",), digit=True),
+        _Rule("slack_token", c(r"xox[abposre]-\d[A-Za-z0-9-]{9,}"), ("xox",)),
         _Rule(
             "slack_webhook",
-            c(r"https://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]+"),
+            c(r"https?://hooks\.slack\.com/(?:services|workflows)/[A-Za-z0-9_/]+"),
             ("hooks.slack.com",),
         ),
         _Rule(
@@ -221,10 +248,74 @@ def _rules() -> tuple[_Rule, ...]:
         ),
         _Rule("google_api_key", c(r"AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])"), ("aiza",)),
         _Rule("npm_token", c(r"npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"), ("npm_",)),
-        _Rule("npm_token", c(r"_authToken\s*=\s*(?P<s>\S+)"), ("_authtoken",), word_start=False),
+        _Rule(
+            "npm_token",
+            c(r"_authToken\s*=\s*(?P<s>\S+)"),
+            ("_authtoken",),
+            word_start=False,
+            placeholders=True,
+        ),
         _Rule("pypi_token", c(r"pypi-AgE[A-Za-z0-9_-]{50,}"), ("pypi-",)),
         _Rule("sendgrid_key", c(r"SG\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"), ("sg.",)),
         _Rule("huggingface_token", c(r"hf_[A-Za-z0-9]{34,}(?![A-Za-z0-9])"), ("hf_",)),
+        # From gitleaks' rules (cmd/generate/config/rules/): tests/security/secret_corpus.json holds their samples.
+        _Rule("onepassword_token", c(r"ops_eyJ[A-Za-z0-9+/]{250,}={0,3}"), ("ops_eyj",)),
+        _Rule("aws_bedrock_key", c(r"ABSK[A-Za-z0-9+/]{109,269}={0,2}(?![A-Za-z0-9+/=])"), ("absk",)),
+        _Rule(
+            "azure_client_secret",
+            c(r"(?<![\w~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![\w~.-])"),
+            ("q~",),
+            word_start=False,
+        ),
+        _Rule("facebook_token", c(r"EAA[MC][A-Za-z0-9]{100,}"), ("eaa",)),
+        _Rule(
+            "facebook_token", c(r"\b\d{15,16}(?:\||%7C)[0-9A-Za-z_-]{27,40}(?![0-9A-Za-z_-])"), ("|", "%7c")
+        ),
+        _Rule("notion_token", c(r"ntn_\d{11}[A-Za-z0-9]{35}(?![A-Za-z0-9])"), ("ntn_",)),
+        _Rule(
+            "sourcegraph_token",
+            c(r"sgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}(?![a-fA-F0-9])"),
+            ("sgp_",),
+        ),
+        _Rule(
+            "sourcegraph_token",
+            c(r"sourcegraph\W{1,4}(?P<s>[a-fA-F0-9]{40})(?![a-fA-F0-9])", re.IGNORECASE),
+            ("sourcegraph",),
+        ),
+        _Rule(
+            "vault_token",
+            c(r"(?:hv[sb]|[sb])\.[A-Za-z0-9_-]{24,}(?![A-Za-z0-9_-])"),
+            ("s.", "b."),
+            digit=True,
+        ),
+        _Rule("intra42_secret", c(r"s-s4t2(?:ud|af)-[a-f0-9]{64}(?![a-f0-9])"), ("s-s4t2",)),
+        # curl's credentials: -u/--user user:password, and a header naming a token.
+        _Rule(
+            "password",
+            c(
+                r"(?:\s-u|--user)\s+[\"']?\{?(?P<u>[^\s:\"'{}]*)\}?[\"']?:[\"']?\{?"
+                r"(?!(?P=u)(?:[\"'}\s]|$))(?P<s>[^\s\"'{}]{4,})"  # not user:user (test:test)
+            ),
+            ("-u", "--user"),
+            word_start=False,
+            placeholders=True,
+        ),
+        _Rule(  # an API key sent as the user name, with no password: -u "key:"
+            "secret",
+            c(r"(?:\s-u|--user)\s+[\"']?(?P<s>[^\s:\"'{}]{8,}):[\"']?(?:\s|$)"),
+            ("-u", "--user"),
+            word_start=False,
+            placeholders=True,
+            digit=True,
+        ),
+        _Rule(
+            "secret",
+            c(r"-H\s*[\"'][\w-]*(?:token|key|secret)[\w-]*:\s*(?P<s>[^\"'\s]{8,})", re.IGNORECASE),
+            ("-h",),
+            word_start=False,
+            placeholders=True,
+            digit=True,
+        ),
     )
 
 
@@ -240,7 +331,10 @@ def _apply(rule: _Rule, text: str, found: set[str]) -> str:
         start, end = m.span("s") if "s" in m.re.groupindex else (-1, -1)
         if start < 0:  # the rule has no group "s": all of it
             start, end = m.span()
-        if MARKED in text[start:end] or (rule.digit and not any(ch.isdigit() for ch in text[start:end])):
+        value = text[start:end]
+        if MARKED in value or (rule.digit and not any(ch.isdigit() for ch in value)):
+            return whole
+        if (rule.placeholders and placeholder(value)) or filler(value):
             return whole
         found.add(rule.kind)
         return whole[: start - m.start()] + marker(rule.kind) + whole[end - m.start() :]
@@ -253,6 +347,8 @@ def _replace_assigned(text: str, found: set[str]) -> str:
         group = "quoted" if m.group("quoted") is not None else "bare"
         value = m.group(group)
         if MARKED in value or (placeholder(value) if group == "quoted" else not bare_secret(value)):
+            return m.group(0)
+        if filler(value):
             return m.group(0)
         kind = "password" if PASSWORD_NAME.search(m.group("name")) else "secret"
         found.add(kind)

@@ -7,8 +7,11 @@ entry's uuid, the tool call's id, the spooled event's id), so whatever the order
 events (Stop after every reply, resumed sessions, a compaction, a spool file stored twice by two
 servers) a message is stored once: a derived id that exists already is skipped.
 
-Turns keep the transcript's times; a time earlier than the thread's latest (a meta message written
-after a compaction with an older timestamp) is moved up to it, since a thread's turns are in order.
+Turns keep the transcript's times, never the time of capture: the Stop event's reply, when the transcript
+does not hold it yet (Claude Code may run the hook before it writes the reply), is first looked for again
+for a few seconds, then stored with the transcript's latest time under the key the transcript's copy will
+have. A time earlier than the thread's latest (entries written out of order) is moved up to it, since a
+thread's turns are in order.
 """
 
 from __future__ import annotations
@@ -35,14 +38,18 @@ from mcp_memory.errors import (
 )
 from mcp_memory.hooks import gemini, spool
 from mcp_memory.hooks.projects import Project
-from mcp_memory.hooks.transcripts import Captured, read_transcript, reply_key, without_recall
+from mcp_memory.hooks.transcripts import Captured, Reading, without_recall
+from mcp_memory.hooks.transcripts import read as read_transcript
 from mcp_memory.models import SpaceRole, utcnow
+from mcp_memory.redaction import redact_fast
 from mcp_memory.security.spaces import Access
 from mcp_memory.service.memory_service import MemoryService
 
 log = logging.getLogger(__name__)
 
 COMPLETE_KINDS = frozenset({"reply", "session_end"})  # the transcript's last exchange is over
+STOP_WAIT_SECONDS = 3.0  # how long a Stop's reply is looked for in the transcript before it is stored alone
+STOP_LOOK_SECONDS = 0.1
 
 
 def project_from(entry: dict[str, Any]) -> Project:
@@ -169,24 +176,77 @@ class HookCapture:
         transcript = entry.get("transcript_path")
         if entry.get("client") == "claude-code" and isinstance(transcript, str) and transcript:
             complete = entry.get("kind") in COMPLETE_KINDS
-            items = await anyio.to_thread.run_sync(lambda: read_transcript(transcript, complete=complete))
-            return _with_stop_reply(items, entry)
+            reply = _stop_reply(entry)
+            waited = 0.0
+            while True:
+                reading = await anyio.to_thread.run_sync(
+                    lambda: read_transcript(transcript, complete=complete)
+                )
+                if reply is None or _held_by(reading, reply) is not None or waited >= STOP_WAIT_SECONDS:
+                    return _with_stop_reply(reading, reply)
+                await anyio.sleep(STOP_LOOK_SECONDS)  # the hook ran before the client wrote the reply
+                waited += STOP_LOOK_SECONDS
         return _from_payload(entry)
 
 
-def _with_stop_reply(items: list[Captured], entry: dict[str, Any]) -> list[Captured]:
-    """The Stop event's reply, when the transcript does not hold it yet (written after the hook ran):
-    under the key the transcript's own would have, so it is stored once either way."""
+def _stop_reply(entry: dict[str, Any]) -> str | None:
+    """The final reply a Stop event carries (Claude Code's last_assistant_message), if any."""
     reply = entry.get("reply")
-    prompts = [i for i, item in enumerate(items) if item.kind == "prompt"]
-    if entry.get("kind") != "reply" or not isinstance(reply, str) or not reply.strip() or not prompts:
+    if entry.get("kind") != "reply" or not isinstance(reply, str):
+        return None
+    return without_recall(reply).strip() or None
+
+
+def _held_by(reading: Reading, reply: str) -> Captured | None:
+    """The transcript's reply that is the Stop event's: the last exchange's when it ends with it (it may join
+    several text blocks, the Stop's being the last), else an earlier one that is it (the Stop of an exchange the transcript has since
+    gone past). Compared as the hook spooled it: redacted, whitespace folded."""
+    said = _folded(reply)
+    found = None
+    for item in reading.items:
+        if item.kind != "reply":
+            continue
+        text = _folded(redact_fast(item.content).text)
+        if _of_last_exchange(reading, item) and text.endswith(said):
+            return item
+        if text == said:
+            found = item
+    return found
+
+
+def _of_last_exchange(reading: Reading, reply: Captured) -> bool:
+    """Whether `reply` is the transcript's last exchange's (nothing opened another exchange after it)."""
+    if reading.reply_key is None:
+        return False
+    opener = reading.reply_key.rsplit(":reply", 1)[0]
+    return reply.key.startswith(f"{opener}:reply")
+
+
+def _folded(text: str) -> str:
+    return " ".join(text.split()).casefold()
+
+
+def _with_stop_reply(reading: Reading, reply: str | None) -> list[Captured]:
+    """What a Stop event stores of the transcript. The exchange its reply ends is over: an exchange the
+    transcript holds after it is not (its reply, if read already, may still grow: left for a later read).
+    When the transcript lacks the reply (looked for a few seconds), the Stop's own copy is stored under
+    the key the transcript's will have (so it is stored once either way), at the transcript's latest time,
+    instead of what the transcript took for the last exchange's reply (narration before tool calls it had
+    not written yet)."""
+    items = reading.items
+    last = (
+        items[-1] if items and items[-1].kind == "reply" and _of_last_exchange(reading, items[-1]) else None
+    )
+    if reply is None or reading.reply_key is None:
         return items
-    last = prompts[-1]
-    if any(item.kind == "reply" for item in items[last:]):
-        return items
-    time = entry.get("time") if isinstance(entry.get("time"), str) else None
-    key = reply_key(items[last], "")
-    return [*items, Captured(key, "reply", "assistant", without_recall(reply), time)]
+    held = _held_by(reading, reply)
+    if held is not None:
+        return items if held is last or last is None else items[:-1]
+    key = reading.reply_key if last is None else last.key
+    return [
+        *(items if last is None else items[:-1]),
+        Captured(key, "reply", "assistant", reply, reading.latest),
+    ]
 
 
 def _from_payload(entry: dict[str, Any]) -> list[Captured]:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from mcp_memory.hooks.transcripts import read_transcript
+from mcp_memory.hooks.transcripts import read, read_transcript
 
 FILE_BODY = "SECRET_FILE_BODY " * 500  # a whole file's content: never kept
 
@@ -186,3 +186,96 @@ def test_a_damaged_or_missing_transcript_gives_what_it_can(tmp_path: Path) -> No
         handle.write('{"type": "user", "message": {"content": "half a li')
     assert read_transcript(path, complete=True)[0].kind == "prompt"
     assert read_transcript(tmp_path / "missing.jsonl", complete=True) == []
+
+
+NOTIFICATION = (
+    "<task-notification>\n<task-id>b1x2</task-id>\n<tool-use-id>toolu_bg</tool-use-id>\n"
+    "<output-file>/tmp/claude-0/-repo/tasks/b1x2.output</output-file>\n<status>completed</status>\n"
+    '<summary>Background command "Run the build" completed (exit code 0)</summary>\n</task-notification>'
+)
+
+
+def test_a_notification_opens_an_exchange_and_is_kept_as_an_observation_in_every_shape(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "s.jsonl"
+    t = Transcript(path)
+    t.user("Build it in the background.")
+    t.say("Started.")
+    t.user(NOTIFICATION, origin={"kind": "task-notification"}, promptSource="sdk")  # Claude Code 2.1.x
+    t.say("The build passed.")
+    t.blocks("user", {"type": "text", "text": NOTIFICATION.replace("b1x2", "c3")})  # older: no origin
+    t.say("Second build passed too.")
+    t.user("wake: queued", isMeta=True, origin={"kind": "task-notification"})  # written as meta
+    t.say("Third.")
+    kept = read_transcript(path, complete=True)
+    assert [(c.kind, c.role) for c in kept] == [
+        ("prompt", "user"),
+        ("reply", "assistant"),
+        ("observation", "tool"),
+        ("reply", "assistant"),
+        ("observation", "tool"),
+        ("reply", "assistant"),
+        ("observation", "tool"),
+        ("reply", "assistant"),
+    ]
+    assert kept[2].content == '[background task] Background command "Run the build" completed (exit code 0)'
+    assert kept[6].content == "[background task] wake: queued"
+    assert [c.content for c in kept if c.kind == "reply"] == [
+        "Started.",
+        "The build passed.",
+        "Second build passed too.",
+        "Third.",
+    ]
+    assert len({c.key for c in kept}) == len(kept)
+    assert not any("task-notification" in c.content for c in kept)
+
+
+def test_a_compaction_inside_an_exchange_keeps_its_prompt_and_the_reply_key_is_stable(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    t = Transcript(path)
+    t.user("Refactor the billing module.")
+    t.tool("toolu_1", "Bash", {"command": "pytest -q"}, "ok")
+    t._write({"type": "system", "subtype": "compact_boundary"})
+    t.user("This session is being continued... Summary: refactoring billing.", isCompactSummary=True)
+    t.tool("toolu_2", "Edit", {"file_path": "/repo/billing.py"}, "ok")
+    before = read(path, complete=False)
+    t.say("Refactored: billing is three modules now.")
+    after = read(path, complete=True)
+    assert [c.kind for c in after.items] == ["prompt", "observation", "compaction", "observation", "reply"]
+    reply = after.items[-1]
+    assert reply.key == before.reply_key == f"{after.items[0].key}:reply"  # the Stop's copy gets the same key
+
+
+def test_an_entry_without_a_timestamp_takes_the_one_before_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    t = Transcript(path)
+    t.user("Which database?")
+    with path.open("a") as handle:
+        handle.write(
+            json.dumps(
+                {
+                    "type": "assistant",
+                    "uuid": "a-1",
+                    "message": {"content": [{"type": "text", "text": "Postgres."}]},
+                }
+            )
+            + "\n"
+        )
+    reading = read(path, complete=True)
+    assert reading.items[-1].time == reading.items[0].time == reading.latest
+
+
+def test_a_message_marked_as_not_the_persons_is_no_prompt_but_its_answer_is_a_reply(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    t = Transcript(path)
+    t.user("Ship it.", origin={"kind": "human"}, promptSource="typed")
+    t.say("Shipped.")
+    t.user("The coordinator asks: re-run pass 2", origin={"kind": "coordinator"})
+    t.say("Pass 2 re-run: clean.")
+    kept = read_transcript(path, complete=True)
+    assert [(c.kind, c.content) for c in kept] == [
+        ("prompt", "Ship it."),
+        ("reply", "Shipped."),
+        ("reply", "Pass 2 re-run: clean."),
+    ]
