@@ -213,6 +213,8 @@ def parse(client: str, payload: object, event: str | None = None) -> HookEvent:
     kind = _kind(client, name) if isinstance(payload, dict) else "other"
     if client == "codex" and kind == "prompt" and _text(data.get("agent_id")):
         kind = "other"  # a subagent's task, written by the parent agent: not the person's prompt
+    if client == "claude-code" and kind == "prompt" and _notification(data.get("prompt")):
+        kind = "other"  # a background task's notification, sent as a prompt: nobody typed it, no recall
     fields: dict[str, Any] = {}
     match kind:
         case "session_start":
@@ -269,6 +271,12 @@ def render_nothing(event: HookEvent) -> str:
             return "{}"
         case _:  # Claude Code, Codex: no output is "go on", and leaves permission decisions to the user
             return ""
+
+
+def _notification(prompt: object) -> bool:
+    """Claude Code's note that a background task ended (`<task-notification>...`), which it also fires
+    UserPromptSubmit for (measured with 2.1.332; hooks/transcripts.py keeps it as an observation)."""
+    return isinstance(prompt, str) and prompt.lstrip().startswith("<task-notification>")
 
 
 def _prompt(client: str, data: dict[str, Any]) -> str | None:

@@ -80,6 +80,17 @@ def test_the_hook_commands_event_name_wins_over_the_payloads() -> None:
     assert (event.event, event.kind, event.prompt) == ("UserPromptSubmit", "prompt", "hello")
 
 
+def test_a_background_tasks_notification_fired_as_a_prompt_is_neither_a_prompt_nor_recalled() -> None:
+    # As Claude Code 2.1.332 fires UserPromptSubmit for it (tests/e2e/test_claude_code_background_task.py).
+    note = "<task-notification>\n<task-id>b1</task-id>\n<status>completed</status>\n</task-notification>"
+    event = parse("claude-code", {"session_id": "s", "prompt": note}, event="UserPromptSubmit")
+    assert event.kind == "other"
+    typed = parse(
+        "claude-code", {"session_id": "s", "prompt": "what did <task-notification> say?"}, "UserPromptSubmit"
+    )
+    assert typed.kind == "prompt"
+
+
 def test_an_unknown_client_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="unknown client"):
         parse("emacs", {"hook_event_name": "SessionStart"})
