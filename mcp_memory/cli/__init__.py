@@ -151,16 +151,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["hook"]:  # the hot path: a coding agent's lifecycle event (cli/hook.py)
-        from mcp_memory.cli.hook import main as hook_main
-
-        hook_main(arguments[1:])
+    if _served_light(arguments):  # a hook's event, a client's stdio session: standard library only
         return
-    if _relayed_stdio(arguments):  # a client's session: relayed to the resident server (mcp_memory/relay/)
-        from mcp_memory.relay import serve_relayed
-
-        if serve_relayed():
-            return
     args = build_parser().parse_args(arguments)
     if args.command in ("install", "doctor"):  # files of the clients: they work even with bad settings
         from mcp_memory.cli import doctor, install
@@ -220,10 +212,29 @@ def main(argv: Sequence[str] | None = None) -> None:
         pass
 
 
-def _relayed_stdio(arguments: list[str]) -> bool:
-    """`mcp-memory`, `mcp-memory serve` or `... serve --transport stdio`: what a client starts per session."""
+def _served_light(arguments: list[str]) -> bool:
+    """The hot paths, before anything heavy is imported: a coding agent's lifecycle event (cli/hook.py),
+    or a client's stdio session relayed to the resident server; False for every other command."""
+    if arguments[:1] == ["hook"]:
+        from mcp_memory.cli.hook import main as hook_main
+
+        hook_main(arguments[1:])
+        return True
+    return _served_by_relay(arguments)
+
+
+def _served_by_relay(arguments: list[str]) -> bool:
+    """`mcp-memory`, `mcp-memory serve` or `... serve --transport stdio` (what a client starts per session)
+    relayed to the user's resident server (mcp_memory/relay/); False when it must be served here."""
     rest = arguments[1:] if arguments[:1] == ["serve"] else arguments
-    return rest in ([], ["--transport", "stdio"], ["--transport=stdio"])
+    if rest not in ([], ["--transport", "stdio"], ["--transport=stdio"]):
+        return False
+    from mcp_memory.relay import serve_relayed
+
+    exit_code = serve_relayed()
+    if exit_code:
+        raise SystemExit(exit_code)
+    return exit_code is not None
 
 
 def _service_command(settings: Settings, args: argparse.Namespace) -> None:

@@ -161,7 +161,7 @@ def start(data_dir: Path, log_file: Path) -> bool:
         starting_file(data_dir).touch()  # removed by the server once it listens
         private_dir(path.parent)
         with open(os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
-            subprocess.Popen(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -170,7 +170,17 @@ def start(data_dir: Path, log_file: Path) -> bool:
                 env={**os.environ, "MCP_MEMORY_DATA_DIR": os.fspath(data_dir)},
                 close_fds=True,
             )
+        with contextlib.suppress(OSError):  # whoever waits for it can tell a start that failed (relay/)
+            starting_file(data_dir).write_text(str(process.pid))
         return True
+
+
+def starting_pid(data_dir: Path) -> int | None:
+    """The process id of the resident server being started (None once it listens, or when unknown)."""
+    try:
+        return int(starting_file(data_dir).read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def starting_file(data_dir: Path) -> Path:

@@ -46,7 +46,9 @@ class RelayedSessions:
         return Route(PATH, self, methods=["POST"])
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
+        headers = {
+            name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]
+        }
         if headers.get(SETTINGS_HEADER.lower()) != self.fingerprint:
             reason = (
                 "the resident server runs with other settings (MCP_MEMORY_* variables or .env) than this "
@@ -57,7 +59,13 @@ class RelayedSessions:
         self.open += 1
         token = captured_session.set(headers.get(CAPTURED_HEADER.lower()) == "true")
         try:
-            await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/jsonl")]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 200,
+                    "headers": [(b"content-type", b"application/jsonl")],
+                }
+            )
             stdin, stdout = _RequestLines(receive), _ResponseBody(send)
             # The SDK types these as anyio files; it only iterates the one and writes to the other.
             async with stdio_server(stdin=cast(Any, stdin), stdout=cast(Any, stdout)) as (read, write):
@@ -117,4 +125,3 @@ async def _answer(send: Send, status: int, body: dict[str, str]) -> None:
         }
     )
     await send({"type": "http.response.body", "body": data})
-

@@ -43,35 +43,36 @@ def log(text: str) -> None:
     print(f"mcp-memory: {text}", file=sys.stderr, flush=True)
 
 
-def serve_relayed() -> bool:
-    """Relay this stdio session to the resident server; False (having said why on stderr) when the
-    caller must serve it in this process instead."""
+def serve_relayed() -> int | None:
+    """Relay this stdio session to the resident server: the exit code once the session ended; None
+    (having said why on stderr) when the caller must serve it in this process instead."""
     if settings.in_process_requested(os.environ):
         log(f"serving in this process ({settings.IN_PROCESS_VARIABLE} is set)")
-        return False
+        return None
     if not hasattr(socket, "AF_UNIX"):
         log("serving in this process: this platform has no Unix sockets for the resident server")
-        return False
+        return None
     values = settings.current()
     fingerprint = settings.fingerprint(values)
     captured = settings.captured(values)
     root = settings.data_dir(values)
-    resident = Resident(root, {SETTINGS_HEADER: fingerprint, CAPTURED_HEADER: "true" if captured else "false"})
+    resident = Resident(
+        root, {SETTINGS_HEADER: fingerprint, CAPTURED_HEADER: "true" if captured else "false"}
+    )
     try:
         upstream: Upstream | None = ResidentStream.open(resident.socket, resident.headers)
     except Refused as e:
         log(f"serving in this process: {e}")
-        return False
+        return None
     except OSError:
         upstream = None
         try:
             resident.start()
         except OSError as e:
             log(f"serving in this process: the resident server cannot be started in {root}: {e}")
-            return False
+            return None
     handshakes = Handshakes(hooks_dir(root), f"{fingerprint}/{int(captured)}/{build_id()}")
-    Relay(sys.stdout.buffer, resident.connect, upstream, handshakes, log).run(sys.stdin.buffer)
-    return True
+    return Relay(sys.stdout.buffer, resident.connect, upstream, handshakes, log).run(sys.stdin.buffer)
 
 
 class Resident:
@@ -99,6 +100,8 @@ class Resident:
                 self.refused = True
                 log(f"serving in a child process: {e}")
             except OSError:
+                if self._start_failed():  # the child server prints why, as this process would have
+                    break
                 if time.monotonic() > deadline:
                     log(
                         f"serving in a child process: the resident server did not listen within {START_SECONDS:g} s "
@@ -113,3 +116,20 @@ class Resident:
                         break
                 time.sleep(POLL_SECONDS)
         return ChildServer()
+
+    def _start_failed(self) -> bool:
+        """The resident server this relay (or a hook) started has exited without listening."""
+        pid = daemon.starting_pid(self.data_dir)
+        if pid is None:
+            return False
+        try:
+            exited, _ = os.waitpid(pid, os.WNOHANG)  # this relay's own child
+            return exited == pid
+        except ChildProcessError:  # another process's child
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                return True
+            except PermissionError:
+                return False
+            return False

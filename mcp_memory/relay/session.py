@@ -16,7 +16,9 @@ does not wait for a resident server that is still starting.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any, BinaryIO
@@ -28,6 +30,7 @@ GONE_CODE = -32603  # JSON-RPC internal error: the request may have run or not
 GONE = "the memory server stopped before answering (it is being started again): send the request again"
 PRIVATE_ID = "mcp-memory-relay:"  # the ids of the relay's own requests (never a client's)
 EXIT_WAIT = 5.0  # seconds the server has, once stdin closed, to send what it still has to say
+CONNECT_WAIT = 40.0  # at most, for a server to be there (relay/__init__.py waits 30 s, then starts a child)
 
 
 class Relay:
@@ -59,8 +62,11 @@ class Relay:
         self._private: dict[str, str] = {}  # the relay's own request ids -> what for
         self._private_count = 0
         self._stdin_closed = False
+        self._exit_code = 0
 
-    def run(self, stdin: BinaryIO) -> None:
+    def run(self, stdin: BinaryIO) -> int:
+        """Relay until the client closes stdin and the server has said what it still had to; the exit code
+        (a child server's, when one served in the resident server's place)."""
         pump = threading.Thread(target=self._pump, name="relay-upstream", daemon=True)
         pump.start()
         for line in iter(stdin.readline, b""):
@@ -70,7 +76,9 @@ class Relay:
             upstream = self._upstream if self._ready else None
         if upstream is not None:
             upstream.end_input()
-            pump.join(timeout=EXIT_WAIT)
+        # Not ready: the lines that wait are sent once a server is there, then its end is awaited.
+        pump.join(timeout=EXIT_WAIT if upstream is not None else CONNECT_WAIT + EXIT_WAIT)
+        return self._exit_code
 
     # ---- client -> server ---------------------------------------------------------------------------
 
@@ -89,10 +97,10 @@ class Relay:
             upstream = self._upstream
             forward = self._note_sent(message, self._generation)
         if forward:
-            try:
+            with contextlib.suppress(
+                OSError
+            ):  # gone: the upstream thread answers what is pending, reconnects
                 upstream.send(line)
-            except OSError:
-                pass  # gone: the upstream thread answers the pending requests, then reconnects
 
     def _answer_opening_here(self, message: dict[str, Any]) -> bool:
         """While no server is there: answer the client's opening request from the kept answers."""
@@ -111,33 +119,40 @@ class Relay:
             return True
         method, params = message.get("method"), message.get("params")
         if isinstance(method, str) and "id" in message:
-            if _hashable(message["id"]):
-                self._pending[message["id"]] = generation
-            if self._is_opening(message):
-                self._opening_delivered = True
-            if isinstance(params, dict):
-                if method == "resources/subscribe" and isinstance(params.get("uri"), str):
-                    self._subscriptions[params["uri"]] = params
-                elif method == "resources/unsubscribe":
-                    self._subscriptions.pop(str(params.get("uri")), None)
-                elif method == "logging/setLevel":
-                    self._log_level = params
-        elif isinstance(method, str):
-            if method == "notifications/initialized":
-                self._initialized = True
-            elif method == "notifications/cancelled" and isinstance(params, dict):
-                request_id = params.get("requestId")
-                if _hashable(request_id):
-                    self._pending.pop(request_id, None)  # the server need not answer it now
-        elif _hashable(message.get("id")):
+            self._note_request(message, method, params, generation)
+        elif method == "notifications/initialized":
+            self._initialized = True
+        elif method == "notifications/cancelled" and isinstance(params, dict):
+            request_id = params.get("requestId")
+            if _hashable(request_id):
+                self._pending.pop(request_id, None)  # the server need not answer it now
+        elif method is None and _hashable(message.get("id")):
             if message.get("id") not in self._server_requests:
                 return False
             self._server_requests.discard(message.get("id"))
         return True
 
+    def _note_request(self, message: dict[str, Any], method: str, params: Any, generation: int) -> None:
+        if _hashable(message["id"]):
+            self._pending[message["id"]] = generation
+        if self._is_opening(message):
+            self._opening_delivered = True
+        if not isinstance(params, dict):
+            return
+        if method == "resources/subscribe" and isinstance(params.get("uri"), str):
+            self._subscriptions[params["uri"]] = params
+        elif method == "resources/unsubscribe":
+            self._subscriptions.pop(str(params.get("uri")), None)
+        elif method == "logging/setLevel":
+            self._log_level = params
+
     def _is_opening(self, message: dict[str, Any]) -> bool:
         opening = self._opening
-        return opening is not None and message.get("id") == opening["id"] and message.get("method") == opening["method"]
+        return (
+            opening is not None
+            and message.get("id") == opening["id"]
+            and message.get("method") == opening["method"]
+        )
 
     # ---- server -> client ---------------------------------------------------------------------------
 
@@ -151,6 +166,15 @@ class Relay:
             for line in upstream.lines():
                 self._from_server(line)
             upstream.close()
+            exit_code = upstream.exit_code()
+            if exit_code is not None:  # a child served in the resident server's place: its end is ours
+                self._exit_code = exit_code
+                with self._lock:
+                    closed = self._stdin_closed
+                if not closed:
+                    with self._out_lock:
+                        os._exit(exit_code)  # the client sees the server process end, as before
+                return
             with self._lock:
                 if self._stdin_closed:
                     return
@@ -163,7 +187,9 @@ class Relay:
                 f"the resident server went away; {len(lost)} request(s) answered with an error; connecting again"
             )
             for key in lost:
-                self._write(_dumps({"jsonrpc": "2.0", "id": key, "error": {"code": GONE_CODE, "message": GONE}}))
+                self._write(
+                    _dumps({"jsonrpc": "2.0", "id": key, "error": {"code": GONE_CODE, "message": GONE}})
+                )
             upstream = self._start(self._connect())
 
     def _start(self, upstream: Upstream) -> Upstream:
@@ -198,9 +224,13 @@ class Relay:
         if self._initialized:
             lines.append(_dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}))
         if self._log_level is not None:
-            lines.append(self._private_request("restore", {"method": "logging/setLevel", "params": self._log_level}))
+            lines.append(
+                self._private_request("restore", {"method": "logging/setLevel", "params": self._log_level})
+            )
         for params in self._subscriptions.values():
-            lines.append(self._private_request("restore", {"method": "resources/subscribe", "params": params}))
+            lines.append(
+                self._private_request("restore", {"method": "resources/subscribe", "params": params})
+            )
         return lines
 
     def _private_request(self, purpose: str, request: dict[str, Any]) -> bytes:

@@ -26,6 +26,10 @@ ANSWER_TIMEOUT = 10.0  # for the response head; the body then streams for the wh
 
 
 class Upstream(Protocol):
+    # None: the session may move to another server when this one goes away; a code: this server's end
+    # is the session's end, with that exit code (a child serving in the relay's place).
+    def exit_code(self) -> int | None: ...
+
     def send(self, line: bytes) -> None: ...  # raises OSError once it is gone
 
     def lines(self) -> Iterator[bytes]: ...  # the server's lines until it ends (or is gone)
@@ -76,6 +80,9 @@ class ResidentStream:
             raise
         return cls(sock, reader)
 
+    def exit_code(self) -> int | None:
+        return None
+
     def send(self, line: bytes) -> None:
         with self._send_lock:
             self._sock.sendall(b"%x\r\n%s\r\n" % (len(line), line))
@@ -122,6 +129,13 @@ class ChildServer:
         assert self._process.stdin is not None and self._process.stdout is not None
         self._stdin, self._stdout = self._process.stdin, self._process.stdout
         self._send_lock = threading.Lock()
+
+    def exit_code(self) -> int | None:
+        try:
+            return self._process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            return self._process.wait()
 
     def send(self, line: bytes) -> None:
         with self._send_lock:
