@@ -245,7 +245,9 @@ class StdioServer:
         if self._errlog is not None:
             self._errlog.flush()
         resident_log = _read(self.data_dir / "hooks" / "hooks.log")
-        return _read(self.stderr_path) + (f"\n--- resident server log ---\n{resident_log}" if resident_log else "")
+        return _read(self.stderr_path) + (
+            f"\n--- resident server log ---\n{resident_log}" if resident_log else ""
+        )
 
     def close(self) -> None:
         if self._errlog is not None:
