@@ -46,13 +46,13 @@ def log(text: str) -> None:
 def serve_relayed() -> int | None:
     """Relay this stdio session to the resident server: the exit code once the session ended; None
     (having said why on stderr) when the caller must serve it in this process instead."""
-    if settings.in_process_requested(os.environ):
+    values = settings.current()
+    if settings.in_process_requested(values):
         log(f"serving in this process ({settings.IN_PROCESS_VARIABLE} is set)")
         return None
     if not hasattr(socket, "AF_UNIX"):
         log("serving in this process: this platform has no Unix sockets for the resident server")
         return None
-    values = settings.current()
     fingerprint = settings.fingerprint(values)
     captured = settings.captured(values)
     root = settings.data_dir(values)

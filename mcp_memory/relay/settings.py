@@ -19,7 +19,7 @@ from pathlib import Path
 from mcp_memory import __version__
 
 PREFIX = "MCP_MEMORY_"
-IN_PROCESS_VARIABLE = "MCP_MEMORY_IN_PROCESS"  # "1": serve stdio in this process, never through the relay
+IN_PROCESS_VARIABLE = "MCP_MEMORY_IN_PROCESS"  # the in_process setting: serve stdio in this process
 CAPTURE_VARIABLE = "MCP_MEMORY_HOOKS__CAPTURE"
 DATA_DIR_VARIABLE = "MCP_MEMORY_DATA_DIR"
 SESSION_ONLY = frozenset({CAPTURE_VARIABLE, DATA_DIR_VARIABLE, IN_PROCESS_VARIABLE})
@@ -50,8 +50,8 @@ def captured(values: Mapping[str, str]) -> bool:
     return values.get(CAPTURE_VARIABLE, "").strip().lower() in TRUE_WORDS
 
 
-def in_process_requested(environ: Mapping[str, str]) -> bool:
-    return environ.get(IN_PROCESS_VARIABLE, "").strip().lower() in TRUE_WORDS
+def in_process_requested(values: Mapping[str, str]) -> bool:
+    return values.get(IN_PROCESS_VARIABLE, "").strip().lower() in TRUE_WORDS
 
 
 def data_dir(values: Mapping[str, str]) -> Path:
