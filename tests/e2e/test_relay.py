@@ -295,3 +295,60 @@ def test_an_invalid_setting_reaches_the_client_as_before(tmp_path: Path) -> None
     assert "Traceback" not in result.stderr
     assert result.stdout == ""
     assert not resident_pids(tmp_path / "data")
+
+
+def exchange(tmp_path: Path, lines: list[str], answers: int, *args: str) -> list[str]:
+    """The command's first `answers` lines for `lines` on stdin, sorted (concurrent answers may come in
+    any order); stdin is closed once they came, as a client closes it."""
+    process = subprocess.Popen(
+        [mcp_memory_command(), "serve", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=server_env(tmp_path / "data"),
+        cwd=tmp_path,
+        text=True,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    try:
+        process.stdin.write("".join(line + "\n" for line in lines))
+        process.stdin.flush()
+        got = [process.stdout.readline().strip() for _ in range(answers)]  # the pytest timeout bounds it
+        process.stdin.close()
+        assert process.wait(timeout=60) == 0
+        assert process.stdout.read() == "", "nothing more"
+    finally:
+        if process.poll() is None:
+            process.kill()
+    return sorted(got)
+
+
+def test_the_same_lines_get_the_same_answers_relayed_and_in_process(tmp_path: Path) -> None:
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"},
+        },
+    }
+    lines = [
+        "this is not JSON",
+        json.dumps(initialize),
+        '{"jsonrpc":"2.0","method":"notifications/initialized"}',
+        '{"jsonrpc":"2.0","id":2,"method":"ping"}',
+        "[1, 2]",
+        '{"jsonrpc":"2.0","id":"three","method":"no/such/method"}',
+        '{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"remember","arguments":{}}}',
+        '{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"memory://nowhere"}}',
+    ]
+    try:
+        relayed = exchange(tmp_path, lines, 5)
+        assert resident_pids(tmp_path / "data"), "served by the resident server"
+    finally:
+        stop_resident(tmp_path / "data")
+    # initialize, ping, the unknown method, the tool's error, the read's error; nothing for the rest
+    in_process = exchange(tmp_path, lines, 5, "--in-process")
+    assert relayed == in_process
