@@ -142,6 +142,23 @@ async def test_sampling_and_a_ping_while_a_call_waits(stdio: StdioServer) -> Non
         assert "bees" in json.dumps(found)
 
 
+async def test_a_waiting_call_can_be_cancelled_and_the_session_goes_on(stdio: StdioServer) -> None:
+    model = HeldModel("The user sails on Sundays")
+    async with stdio.connect(mode="legacy", sampling_callback=model) as client:
+        await call(client, "add_turn", thread_id="sea", role="user", content="I sail on Sundays.")
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(client.call_tool, "extract_memories", {"thread_id": "sea"})
+            with anyio.fail_after(WAIT_SECONDS):
+                await model.asked.wait()
+            tasks.cancel_scope.cancel()  # the client sends notifications/cancelled through the relay
+        model.release.set()
+        assert (await call(client, "remember", content="after a cancelled call"))["id"]
+    # The server's handler was cancelled (it would have logged outcome=ok once the model answered).
+    log = (stdio.data_dir / "hooks" / "hooks.log").read_text()
+    assert "method=tools/call target=extract_memories principal=local outcome=error" in log
+    assert "target=extract_memories principal=local outcome=ok" not in log
+
+
 async def test_a_2025_subscription_hears_other_sessions_and_outlives_the_resident(stdio: StdioServer) -> None:
     uri = "memory://threads/relayed-thread"
     updated = anyio.Event()

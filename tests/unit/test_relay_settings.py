@@ -1,10 +1,15 @@
 """What a relay reads of the settings (mcp_memory/relay/settings.py): the fingerprint that decides whether
-the resident server may serve its session, read as Settings() reads the environment and ./.env."""
+the resident server may serve its session, read as Settings() reads the environment and ./.env; and the
+platform without Unix sockets, served in process (the other fallbacks: tests/e2e/test_relay.py)."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
+import pytest
+
+from mcp_memory.relay import serve_relayed
 from mcp_memory.relay.settings import captured, data_dir, effective, fingerprint, in_process_requested
 
 BASE = {"MCP_MEMORY_USER_ID": "ann", "MCP_MEMORY_TOOLS": "all", "PATH": "/usr/bin"}
@@ -49,3 +54,15 @@ def test_the_opt_out_reads_as_pydantic_reads_a_bool() -> None:
     assert in_process_requested({"MCP_MEMORY_IN_PROCESS": "True"})
     assert not in_process_requested({"MCP_MEMORY_IN_PROCESS": "0"})
     assert not in_process_requested({})
+
+
+def test_without_unix_sockets_the_session_is_served_in_process(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    monkeypatch.setenv("MCP_MEMORY_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delattr(socket, "AF_UNIX")  # as on Windows
+    assert serve_relayed() is None
+    assert capsys.readouterr().err == (
+        "mcp-memory: serving in this process: this platform has no Unix sockets for the resident server\n"
+    )
+    assert not (tmp_path / "data").exists()
