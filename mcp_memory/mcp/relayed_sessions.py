@@ -51,8 +51,8 @@ class RelayedSessions:
         }
         if headers.get(SETTINGS_HEADER.lower()) != self.fingerprint:
             reason = (
-                "the resident server runs with other settings (MCP_MEMORY_* variables or .env) than this "
-                "process, so it cannot serve this session"
+                "the resident server runs with other settings (MCP_MEMORY_* variables or .env) or another "
+                "version of mcp-memory than this process, so it cannot serve this session"
             )
             await _answer(send, 409, {"error": reason})
             return

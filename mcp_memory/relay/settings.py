@@ -2,8 +2,9 @@
 MCP_MEMORY_* variables over the MCP_MEMORY_* lines of ./.env, names in any case) but with the standard
 library only: pydantic alone costs a relay more than its whole start.
 
-- `fingerprint`: the settings a server is built from. A relay uses the resident server only when their
-  fingerprints are equal: another user id, tool profile, backend, model... is another server.
+- `fingerprint`: the settings a server is built from, and mcp-memory's version. A relay uses the resident
+  server only when their fingerprints are equal: another user id, tool profile, backend, model... is
+  another server (and one left running by an older version is not asked to serve a newer relay).
 - Left out of it, because they do not make another server: the data directory (it names the resident
   server: its socket is in it), MCP_MEMORY_HOOKS__CAPTURE (it only changes the instructions, and the
   relay sends it with its session: mcp/middleware/session_instructions.py) and MCP_MEMORY_IN_PROCESS.
