@@ -14,33 +14,11 @@ It serves in its own process instead (the server's code as before), saying why o
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
-import time
-from pathlib import Path
 
-from mcp_memory.hooks import daemon
-from mcp_memory.hooks.spool import hooks_dir
 from mcp_memory.relay import settings
-from mcp_memory.relay.handshakes import Handshakes, build_id
-from mcp_memory.relay.session import Relay
-from mcp_memory.relay.upstream import (
-    CAPTURED_HEADER,
-    SETTINGS_HEADER,
-    ChildServer,
-    Refused,
-    ResidentStream,
-    Upstream,
-)
-
-START_SECONDS = 30.0  # how long a relay waits for the resident server it started before serving itself
-RESTART_SECONDS = 15.0  # a start that has not produced a listening server by then is tried again
-POLL_SECONDS = 0.05
-
-
-def log(text: str) -> None:
-    print(f"mcp-memory: {text}", file=sys.stderr, flush=True)
+from mcp_memory.relay.upstream import log
 
 
 def serve_relayed() -> int | None:
@@ -53,6 +31,13 @@ def serve_relayed() -> int | None:
     if not hasattr(socket, "AF_UNIX"):
         log("serving in this process: this platform has no Unix sockets for the resident server")
         return None
+    # Only where there are Unix sockets: the resident server's modules need POSIX (fcntl).
+    from mcp_memory.hooks.spool import hooks_dir
+    from mcp_memory.relay.handshakes import Handshakes, build_id
+    from mcp_memory.relay.resident import Resident
+    from mcp_memory.relay.session import Relay
+    from mcp_memory.relay.upstream import CAPTURED_HEADER, SETTINGS_HEADER, Refused, ResidentStream, Upstream
+
     fingerprint = settings.fingerprint(values)
     captured = settings.captured(values)
     root = settings.data_dir(values)
@@ -73,63 +58,3 @@ def serve_relayed() -> int | None:
             return None
     handshakes = Handshakes(hooks_dir(root), f"{fingerprint}/{int(captured)}/{build_id()}")
     return Relay(sys.stdout.buffer, resident.connect, upstream, handshakes, log).run(sys.stdin.buffer)
-
-
-class Resident:
-    """The user's resident server, as a relay reaches it (started when it is not running)."""
-
-    def __init__(self, data_dir: Path, headers: dict[str, str]) -> None:
-        self.data_dir = data_dir
-        self.socket = daemon.socket_path(data_dir)
-        self.headers = headers
-        self.refused = False
-        self._started_at = 0.0
-
-    def start(self) -> None:
-        self._started_at = time.monotonic()
-        daemon.start(self.data_dir, hooks_dir(self.data_dir) / "hooks.log")
-
-    def connect(self) -> Upstream:
-        """A new session on the resident server, started when needed; a child server in this relay's place
-        when it refuses, cannot be started or does not listen within START_SECONDS."""
-        deadline = time.monotonic() + START_SECONDS
-        while not self.refused:
-            try:
-                return ResidentStream.open(self.socket, self.headers)
-            except Refused as e:
-                self.refused = True
-                log(f"serving in a child process: {e}")
-            except OSError:
-                if self._start_failed():  # the child server prints why, as this process would have
-                    break
-                if time.monotonic() > deadline:
-                    log(
-                        f"serving in a child process: the resident server did not listen within {START_SECONDS:g} s "
-                        f"(its log: {hooks_dir(self.data_dir) / 'hooks.log'})"
-                    )
-                    break
-                if time.monotonic() - self._started_at > RESTART_SECONDS:
-                    try:
-                        self.start()
-                    except OSError as e:
-                        log(f"serving in a child process: the resident server cannot be started: {e}")
-                        break
-                time.sleep(POLL_SECONDS)
-        return ChildServer()
-
-    def _start_failed(self) -> bool:
-        """The resident server this relay (or a hook) started has exited without listening."""
-        pid = daemon.starting_pid(self.data_dir)
-        if pid is None:
-            return False
-        try:
-            exited, _ = os.waitpid(pid, os.WNOHANG)  # this relay's own child
-            return exited == pid
-        except ChildProcessError:  # another process's child
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            except PermissionError:
-                return False
-            return False

@@ -25,6 +25,11 @@ CONNECT_TIMEOUT = 2.0
 ANSWER_TIMEOUT = 10.0  # for the response head; the body then streams for the whole session
 
 
+def log(text: str) -> None:
+    """One line for the client's stderr (where an in-process server's messages went)."""
+    print(f"mcp-memory: {text}", file=sys.stderr, flush=True)
+
+
 class Upstream(Protocol):
     # None: the session may move to another server when this one goes away; a code: this server's end
     # is the session's end, with that exit code (a child serving in the relay's place).
