@@ -3,7 +3,8 @@
 The resident server (`mcp-memory serve --socket`, the one the hooks start: hooks/daemon.py) holds the
 model and the indexes once for every client of the user; each client's `mcp-memory` is a small
 standard-library process that carries the client's JSON-RPC lines to it (relay/session.py) over its
-Unix socket (relay/upstream.py, mcp/relayed_sessions.py), starting it when it is not running.
+Unix socket (relay/upstream.py, mcp/relayed_sessions.py), starting it when it is not running
+(relay/resident.py), answering a session's opening from a kept answer meanwhile (relay/handshakes.py).
 
 It serves in its own process instead (the server's code as before), saying why on stderr, when:
 - asked to: `mcp-memory serve --in-process`, or MCP_MEMORY_IN_PROCESS=1;

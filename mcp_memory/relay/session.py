@@ -30,7 +30,7 @@ GONE_CODE = -32603  # JSON-RPC internal error: the request may have run or not
 GONE = "the memory server stopped before answering (it is being started again): send the request again"
 PRIVATE_ID = "mcp-memory-relay:"  # the ids of the relay's own requests (never a client's)
 EXIT_WAIT = 5.0  # seconds the server has, once stdin closed, to send what it still has to say
-CONNECT_WAIT = 40.0  # at most, for a server to be there (relay/__init__.py waits 30 s, then starts a child)
+CONNECT_WAIT = 40.0  # at most, for a server to be there (relay/resident.py waits 30 s, then starts a child)
 
 
 class Relay:
