@@ -362,7 +362,10 @@ async def serve_and_run(conversations: list[Conversation], options: Options, wor
     stderr_path = workdir / "server.stderr"
     params = StdioServerParameters(
         command=mcp_memory_command(),
-        args=["serve"],
+        args=[
+            "serve",
+            "--in-process",
+        ],  # the server itself, on a throwaway data dir (no resident left behind)
         env=server_env(workdir / "data", options.settings),
         cwd=workdir,
     )

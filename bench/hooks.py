@@ -434,7 +434,7 @@ def small_talk(hooks: Hooks, name: str, repo: Path) -> list[int]:
 async def add_turn_cost(messages: list[Message], tokens: TokenCounter, work: Path) -> list[dict[str, Any]]:
     """Each message added with add_turn on the real server over stdio, as an instructed model would."""
     params = StdioServerParameters(
-        command=hook_command(), args=["serve"], env=clean_env(work / "data", {}), cwd=work
+        command=hook_command(), args=["serve", "--in-process"], env=clean_env(work / "data", {}), cwd=work
     )
     calls = []
     with (work / "serve.stderr").open("w") as errlog:

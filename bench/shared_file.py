@@ -395,7 +395,10 @@ async def foreign_writes(
             errlog: TextIO = stack.enter_context(errlog_path.open("a"))
             command = server_command()
             params = StdioServerParameters(
-                command=command[0], args=[*command[1:], "serve"], env=child_env(data_dir, USER), cwd=workdir
+                command=command[0],
+                args=[*command[1:], "serve", "--in-process"],  # one process each on the file, as measured
+                env=child_env(data_dir, USER),
+                cwd=workdir,
             )
             began = time.perf_counter()
             # No fail_after around it: the client's task group outlives this statement (a cancel scope

@@ -128,7 +128,7 @@ def server_env(data_dir: Path, settings: dict[str, str]) -> dict[str, str]:
 def mcp_memory_command() -> list[str]:
     """`python -m mcp_memory serve` with this Python: the server is the mcp_memory this process would
     import (a PYTHONPATH checkout first, else the installed one)."""
-    return [sys.executable, "-m", "mcp_memory", "serve"]
+    return [sys.executable, "-m", "mcp_memory", "serve", "--in-process"]  # no resident left behind
 
 
 def server_code(env: dict[str, str]) -> str:

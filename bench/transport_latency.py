@@ -64,7 +64,7 @@ def main() -> None:
         for transport in ("stdio", "sse", "http"):
             env = server_env(workdir / transport / "data", overrides)
             if transport == "stdio":
-                stdio = StdioServer(workdir / transport, env)
+                stdio = StdioServer(workdir / transport, env, in_process=True)  # relayed: bench/relay.py
                 try:
                     latencies = anyio.run(_over, stdio.connect(), args.calls)
                 finally:

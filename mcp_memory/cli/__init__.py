@@ -34,7 +34,8 @@ environment variables prefixed MCP_MEMORY_ (see the README), also read from a .e
 
 EPILOG = """\
 examples:
-  mcp-memory                                   serve over stdio (what Claude Desktop runs)
+  mcp-memory                                   serve over stdio (what Claude Desktop runs), through the
+                                               user's resident server (--in-process: in this process)
   mcp-memory serve --transport http --port 8000  streamable HTTP at http://127.0.0.1:8000/mcp
   mcp-memory serve --transport sse             SSE at http://127.0.0.1:8000/sse
   mcp-memory demo                              drive a real server through a real MCP client
@@ -70,6 +71,12 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind for sse/http (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
+    serve.add_argument(
+        "--in-process",
+        action="store_true",
+        help="serve stdio in this process, not through the user's resident server (also: "
+        "MCP_MEMORY_IN_PROCESS=1; docs/architecture.md)",
+    )
     serve.add_argument(
         "--socket",
         type=Path,
@@ -146,10 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> None:
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["hook"]:  # the hot path: a coding agent's lifecycle event (cli/hook.py)
-        from mcp_memory.cli.hook import main as hook_main
-
-        hook_main(arguments[1:])
+    if _served_light(arguments):  # a hook's event, a client's stdio session: standard library only
         return
     args = build_parser().parse_args(arguments)
     if args.command in ("install", "doctor"):  # files of the clients: they work even with bad settings
@@ -210,6 +214,31 @@ def main(argv: Sequence[str] | None = None) -> None:
         pass
 
 
+def _served_light(arguments: list[str]) -> bool:
+    """The hot paths, before anything heavy is imported: a coding agent's lifecycle event (cli/hook.py),
+    or a client's stdio session relayed to the resident server; False for every other command."""
+    if arguments[:1] == ["hook"]:
+        from mcp_memory.cli.hook import main as hook_main
+
+        hook_main(arguments[1:])
+        return True
+    return _served_by_relay(arguments)
+
+
+def _served_by_relay(arguments: list[str]) -> bool:
+    """`mcp-memory`, `mcp-memory serve` or `... serve --transport stdio` (what a client starts per session)
+    relayed to the user's resident server (mcp_memory/relay/); False when it must be served here."""
+    rest = arguments[1:] if arguments[:1] == ["serve"] else arguments
+    if rest not in ([], ["--transport", "stdio"], ["--transport=stdio"]):
+        return False
+    from mcp_memory.relay import serve_relayed
+
+    exit_code = serve_relayed()
+    if exit_code:
+        raise SystemExit(exit_code)
+    return exit_code is not None
+
+
 def _service_command(settings: Settings, args: argparse.Namespace) -> None:
     """The commands that open the memory service themselves (cli/commands.py, cli/audit.py)."""
     import anyio
@@ -231,9 +260,13 @@ def _service_command(settings: Settings, args: argparse.Namespace) -> None:
 async def _serve(
     settings: Settings, transport: str, host: str, port: int, socket: Path | None = None
 ) -> None:
+    import time
+
     from mcp_memory.mcp.hook_routes import HookEndpoints
+    from mcp_memory.mcp.relayed_sessions import RelayedSessions
     from mcp_memory.mcp.server import build_server
     from mcp_memory.mcp.transports import Resident, serve
+    from mcp_memory.relay import settings as relay_settings
     from mcp_memory.ui.app import explorer_mount
 
     server = build_server(settings)
@@ -242,8 +275,15 @@ async def _serve(
     async with server.host.use():
         if socket is not None:  # the hooks' resident server (mcp_memory/hooks/daemon.py)
             endpoints = HookEndpoints(server.host)
-            resident = Resident(socket, endpoints, settings.hooks.idle_exit_seconds)
-            await serve(server, "http", "127.0.0.1", 0, mounts=endpoints.routes(), resident=resident)
+
+            def session_closed() -> None:  # the idle time counts from the last session's end
+                endpoints.last_request = time.monotonic()
+
+            fingerprint = relay_settings.fingerprint(relay_settings.current())
+            relayed = RelayedSessions(server, fingerprint, session_closed)
+            resident = Resident(socket, endpoints, settings.hooks.idle_exit_seconds, relayed)
+            mounts = [*endpoints.routes(), relayed.route()]
+            await serve(server, "http", "127.0.0.1", 0, mounts=mounts, resident=resident)
             return
         # The explorer at /ui beside the MCP endpoint, over the same service, tokens and scopes.
         mounts = [] if transport == "stdio" else explorer_mount(server.host, settings, host)

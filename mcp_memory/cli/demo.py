@@ -52,7 +52,9 @@ async def run_demo(settings: Settings, keep: bool) -> None:
         if not keep:
             env["MCP_MEMORY_DATA_DIR"] = scratch
         env.setdefault("MCP_MEMORY_LOG_LEVEL", "WARNING")
-        params = StdioServerParameters(command=sys.executable, args=["-m", "mcp_memory", "serve"], env=env)
+        # In process: relayed, the session would leave a resident server behind on the scratch data dir.
+        arguments = ["-m", "mcp_memory", "serve", "--in-process"]
+        params = StdioServerParameters(command=sys.executable, args=arguments, env=env)
         print(
             f"Starting `mcp-memory serve` over stdio (data dir: {env.get('MCP_MEMORY_DATA_DIR', settings.data_dir)})"
         )

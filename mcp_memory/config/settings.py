@@ -55,6 +55,11 @@ class Settings(BaseSettings):
 
     user_id: str = Field(default_factory=_default_user, description="Whose memories these are (stdio).")
     data_dir: Path = Field(default_factory=_default_data_dir, description="Where the SQLite file lives.")
+    in_process: bool = Field(
+        default=False,
+        description="`serve` over stdio serves in its own process instead of relaying the session to your "
+        "resident server (docs/architecture.md); also `serve --in-process`.",
+    )
     sqlite_file: str = Field(default="memory.db", description="File name inside data_dir.")
     token_encoding: Literal["o200k_base", "cl100k_base"] = Field(
         default="o200k_base", description="tiktoken encoding for token counts (shipped, offline)."

@@ -27,6 +27,7 @@ SOCKET_NAME = "server.sock"
 # start is tried until then, so a broken store does not cost a start per event.
 START_BACKOFF_SECONDS = 5.0
 MAX_SOCKET_PATH = 100  # sun_path holds 108 bytes on Linux, 104 on macOS
+LOG_ROTATE_BYTES = 5_000_000  # a resident server's log kept, at its start
 
 
 def socket_path(data_dir: Path) -> Path:
@@ -159,9 +160,10 @@ def start(data_dir: Path, log_file: Path) -> bool:
 
         path = socket_path(data_dir)
         starting_file(data_dir).touch()  # removed by the server once it listens
+        _rotate(log_file)
         private_dir(path.parent)
         with open(os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
-            subprocess.Popen(
+            process = subprocess.Popen(
                 [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -170,7 +172,24 @@ def start(data_dir: Path, log_file: Path) -> bool:
                 env={**os.environ, "MCP_MEMORY_DATA_DIR": os.fspath(data_dir)},
                 close_fds=True,
             )
+        with contextlib.suppress(OSError):  # whoever waits for it can tell a start that failed (relay/)
+            starting_file(data_dir).write_text(str(process.pid))
         return True
+
+
+def _rotate(log_file: Path) -> None:
+    """Start a new log once it passes LOG_ROTATE_BYTES (the relayed sessions' requests are logged there)."""
+    with contextlib.suppress(OSError):
+        if log_file.stat().st_size > LOG_ROTATE_BYTES:
+            os.replace(log_file, log_file.with_suffix(".log.1"))
+
+
+def starting_pid(data_dir: Path) -> int | None:
+    """The process id of the resident server being started (None once it listens, or when unknown)."""
+    try:
+        return int(starting_file(data_dir).read_text().strip())
+    except (OSError, ValueError):
+        return None
 
 
 def starting_file(data_dir: Path) -> Path:

@@ -35,6 +35,7 @@ from mcp_memory.hooks.daemon import starting_file
 from mcp_memory.mcp.hook_routes import Activity, HookEndpoints
 from mcp_memory.mcp.middleware.admission import Admission
 from mcp_memory.mcp.middleware.oauth import ResourceGuard, metadata_routes
+from mcp_memory.mcp.relayed_sessions import RelayedSessions
 from mcp_memory.mcp.routes import PATH, add_readiness_route, exposition, metrics_route
 from mcp_memory.mcp.server import MemoryServer
 from mcp_memory.mcp.shared_sessions import SharedSessions
@@ -47,16 +48,21 @@ log = logging.getLogger(__name__)
 
 MAX_HEAD_BYTES = 256 * 1024  # request line and headers, at most
 METRICS_HOST = "127.0.0.1"  # observability.metrics_port serves without a token: loopback only
+# On SIGTERM the resident server stops waiting for its open relayed sessions (mcp/relayed_sessions.py) after
+# this long: they last as long as their clients do.
+RESIDENT_SHUTDOWN_SECONDS = 3
 
 
 @dataclass(frozen=True)
 class Resident:
-    """The hooks' resident server: streamable HTTP on a Unix socket, the hooks' routes beside /mcp, and
-    an exit once idle (mcp_memory/hooks/daemon.py starts it)."""
+    """The hooks' resident server: streamable HTTP on a Unix socket, the hooks' routes and the relayed
+    stdio sessions beside /mcp, and an exit once idle with no session open (mcp_memory/hooks/daemon.py
+    and mcp_memory/relay/ start it)."""
 
     socket: Path
     endpoints: HookEndpoints
     idle_seconds: int
+    relayed: RelayedSessions
 
     def started(self) -> None:
         """Listening: the hooks may start another server once this one is gone (hooks/daemon.py)."""
@@ -250,6 +256,7 @@ async def serve_resident(app: ASGIApp, resident: Resident) -> None:
             log_level="warning",
             lifespan="on",
             h11_max_incomplete_event_size=MAX_HEAD_BYTES,
+            timeout_graceful_shutdown=RESIDENT_SHUTDOWN_SECONDS,
         )
         uvicorn_server = uvicorn.Server(config)
         try:
@@ -270,7 +277,7 @@ async def _exit_when_idle(server: uvicorn.Server, resident: Resident) -> None:
     while True:
         await anyio.sleep(step)
         idle = time.monotonic() - resident.endpoints.last_request
-        if idle >= resident.idle_seconds and not resident.endpoints.busy():
+        if idle >= resident.idle_seconds and not resident.endpoints.busy() and not resident.relayed.open:
             log.info("idle for %d s: the resident server exits", int(idle))
             server.should_exit = True
             return

@@ -147,9 +147,10 @@ async def processes(server: StdioServer, count: int) -> AsyncIterator[list[Clien
 
 @pytest.fixture
 def shared_stdio(tmp_path: Path) -> Iterator[StdioServer]:
-    """The stdio command on this test's private data dir; every connect() is one more process on it.
+    """The stdio command on this test's private data dir; every connect() is one more process on it, in
+    process (not relayed to one resident server: several processes on one file is what is tested).
     (A fixture, so a failing test's report carries the processes' stderr.)"""
-    server = StdioServer(tmp_path / "work", server_env(tmp_path / "data"))
+    server = StdioServer(tmp_path / "work", server_env(tmp_path / "data"), in_process=True)
     try:
         yield server
     finally:

@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 
 from tests.services.mcp_client import call, call_error
-from tests.services.server_process import McpMemoryServer, NetworkServer, StdioServer
+from tests.services.server_process import TRANSPORTS, McpMemoryServer, StdioServer
 
 pytestmark = pytest.mark.anyio
 
@@ -88,9 +88,9 @@ async def test_every_tool_resource_and_prompt_over_the_wire(mcp_server: McpMemor
         assert (await call(client, "get_working_memory", thread_id=thread))["messages"] == []
 
 
-@pytest.mark.parametrize("transport", ["sse", "http"])
+@pytest.mark.parametrize("transport", TRANSPORTS)  # stdio: relayed to one resident server (mcp_memory/relay/)
 async def test_sequential_clients_share_one_service(transport: str, request: pytest.FixtureRequest) -> None:
-    server: NetworkServer = request.getfixturevalue(f"{transport}_server")
+    server: McpMemoryServer = request.getfixturevalue(f"{transport}_server")
     thread = new_thread()
     async with server.connect() as first:
         turn = await call(
@@ -106,9 +106,9 @@ async def test_sequential_clients_share_one_service(transport: str, request: pyt
     assert server.stderr().count("memory service ready") == 1
 
 
-@pytest.mark.parametrize("transport", ["sse", "http"])
+@pytest.mark.parametrize("transport", TRANSPORTS)
 async def test_listener_hears_another_clients_turn(transport: str, request: pytest.FixtureRequest) -> None:
-    server: NetworkServer = request.getfixturevalue(f"{transport}_server")
+    server: McpMemoryServer = request.getfixturevalue(f"{transport}_server")
     thread = new_thread()
     uri = f"memory://threads/{thread}"
     async with (

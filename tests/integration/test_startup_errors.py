@@ -2,6 +2,8 @@
 
 Each test runs the real console script with stdin closed: a healthy stdio server would start, read EOF
 and exit 0, so a non-zero exit is the startup error under test. The subprocess timeout is the deadline.
+The server runs in the process itself (--in-process); through the relay the same line comes from the
+server the relay starts in its place (tests/e2e/test_relay.py).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def serve(
     for name in drop:
         del env[name]
     return subprocess.run(
-        [mcp_memory_command(), "serve", *args],
+        [mcp_memory_command(), "serve", "--in-process", *args],
         env=env,
         cwd=data_dir.parent,
         stdin=subprocess.DEVNULL,

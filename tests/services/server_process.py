@@ -5,7 +5,10 @@ MCP_MEMORY_* variables are dropped, the data dir is private, the user is `e2e`, 
 shipped hashing one unless a test asks for the real local model, and the working directory is a
 scratch dir so no stray .env is read. SSE and HTTP servers are long-running processes (started,
 polled on GET /health, terminated, killed after a grace period); a stdio "server" is the command a
-client launches per connection. Each keeps its stderr in a file, shown in the report of a failing test.
+client launches per connection: a relay to the data dir's resident server (mcp_memory/relay/), which it
+starts, unless `in_process`. Every resident server a stdio server started is stopped after the test (or
+after the module, for the module's `stdio_server`). Each keeps its stderr in a file, shown in the report
+of a failing test (a stdio server's with its resident server's log).
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
+
+from tests.services.resident import stop_resident
 
 Transport = Literal["stdio", "sse", "http"]
 Server = TypeVar("Server", bound="NetworkServer")
@@ -187,23 +192,46 @@ class NetworkServer:
         return False
 
 
+# The data dirs whose resident server a stdio server may have started (stopped after each test), and
+# those a module-scoped fixture keeps for its tests (stopped at its end).
+_RELAYED_DATA_DIRS: set[Path] = set()
+_KEPT_DATA_DIRS: set[Path] = set()
+
+
 class StdioServer:
-    """`mcp-memory serve` over stdio: each connect() launches the command, as a desktop client does."""
+    """`mcp-memory serve` over stdio: each connect() launches the command, as a desktop client does; it
+    relays to the data dir's resident server, or serves in its own process with `in_process`."""
 
     transport: Transport = "stdio"
 
     def __init__(
-        self, workdir: Path, env: dict[str, str], command: str | None = None, args: list[str] | None = None
+        self,
+        workdir: Path,
+        env: dict[str, str],
+        command: str | None = None,
+        args: list[str] | None = None,
+        *,
+        in_process: bool = False,
     ) -> None:
         self.workdir = workdir
         self.env = env
         self.command = command or mcp_memory_command()
-        self.args = args if args is not None else ["serve"]
+        self.args = args if args is not None else ["serve", *(["--in-process"] if in_process else [])]
         self.stderr_path = workdir / "mcp-memory-stdio.stderr"
         self._errlog: TextIO | None = None
 
+    @property
+    def data_dir(self) -> Path:
+        """Where the command keeps its data (and its resident server's socket and log)."""
+        configured = self.env.get("MCP_MEMORY_DATA_DIR")
+        if configured:
+            return Path(configured)
+        home = Path(self.env.get("HOME", str(Path.home())))
+        return Path(self.env.get("XDG_DATA_HOME") or home / ".local" / "share") / "mcp-memory"
+
     def connect(self, **options: Any) -> Client:
         """A client that launches the command; options go to the Client (mode, message_handler, ...)."""
+        _RELAYED_DATA_DIRS.add(self.data_dir)
         # stdio_client merges env over a few inherited variables (HOME, PATH, ...) only; ours is complete.
         params = StdioServerParameters(command=self.command, args=self.args, env=self.env, cwd=self.workdir)
         return Client(
@@ -213,9 +241,13 @@ class StdioServer:
         )
 
     def stderr(self) -> str:
+        """The command's stderr, then its resident server's log (where a relayed session's server logs)."""
         if self._errlog is not None:
             self._errlog.flush()
-        return _read(self.stderr_path)
+        resident_log = _read(self.data_dir / "hooks" / "hooks.log")
+        return _read(self.stderr_path) + (
+            f"\n--- resident server log ---\n{resident_log}" if resident_log else ""
+        )
 
     def close(self) -> None:
         if self._errlog is not None:
@@ -270,10 +302,23 @@ def stdio_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StdioServ
     """The stdio command on one data dir per test module; each connection is a new process."""
     workdir = tmp_path_factory.mktemp("mcp-memory-stdio")
     server = StdioServer(workdir, server_env(workdir / "data"))
+    _KEPT_DATA_DIRS.add(server.data_dir)
     try:
         yield server
     finally:
         server.close()
+        stop_resident(server.data_dir)
+        _KEPT_DATA_DIRS.discard(server.data_dir)
+        _RELAYED_DATA_DIRS.discard(server.data_dir)
+
+
+@pytest.fixture(autouse=True)
+def _stop_relayed_residents() -> Iterator[None]:
+    """Stop the resident servers the test's own stdio servers started."""
+    yield
+    for data_dir in list(_RELAYED_DATA_DIRS - _KEPT_DATA_DIRS):
+        stop_resident(data_dir)
+        _RELAYED_DATA_DIRS.discard(data_dir)
 
 
 @pytest.fixture(params=TRANSPORTS)
