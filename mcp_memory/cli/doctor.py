@@ -154,7 +154,7 @@ def _codex_trust(client: Client, scope: Scope, root: Path) -> Report | None:
     """Whether Codex trusts our hooks (it runs no other): their [hooks.state] entries in Codex's own
     config.toml against the hash of each hook as installed now (mcp_memory/cli/codex_trust.py)."""
     from mcp_memory.cli import codex_trust
-    from mcp_memory.cli.install import codex_user_config
+    from mcp_memory.cli.install_codex import codex_user_config
 
     hooks_file, config_file = client.hooks_file(scope, root), codex_user_config()
     document = _read(hooks_file, "json")[0] if hooks_file.exists() else {}
@@ -181,7 +181,7 @@ def _codex_trust(client: Client, scope: Scope, root: Path) -> Report | None:
 
 def _read(path: Path, form: str) -> tuple[dict[str, Any], str | None]:
     """A client's file, read as install reads it; ({}, why) when it cannot be."""
-    from mcp_memory.cli.install import ConfigError, Files
+    from mcp_memory.cli.install_files import ConfigError, Files
 
     try:
         return (Files().toml(path).config if form == "toml" else Files().json(path).data), None

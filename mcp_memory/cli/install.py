@@ -14,14 +14,10 @@ module to build its parser, also for each hook event.
 from __future__ import annotations
 
 import argparse
-import copy
-import json
 import os
 import shutil
 import stat
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,26 +28,30 @@ from mcp_memory.cli.install_clients import (
     JsonObject,
     OpenCode,
     Scope,
-    codex_dir,
     find_program,
     hook_command,
     is_our_hook,
     is_our_server,
-    server_env,
     shell_word,
+)
+from mcp_memory.cli.install_codex import (
+    Consent,
+    codex_user_config,
+    consent,
+    put_codex_config,
+    put_codex_trust,
+    remove_codex_config,
+    remove_codex_trust,
+)
+from mcp_memory.cli.install_files import (  # ConfigError and Files: also what doctor reads files with
+    ConfigError,
+    Document,
+    Files,
+    JsonDocument,
+    wanted_server,
 )
 
 BACKUP_SUFFIX = ".mcp-memory.bak"
-# Codex's hooks feature flag, on by default in current releases; the comment marks the line as ours.
-CODEX_FLAG_LINE = "hooks = true  # added by mcp-memory install\n"
-# The name earlier installs wrote, which Codex 0.171 calls deprecated (a warning on every run): migrated.
-CODEX_OLD_FLAG_LINE = "codex_hooks = true  # added by mcp-memory install\n"
-CODEX_SERVER_TABLE = ("mcp_servers", SERVER_NAME)
-CODEX_TRUST_COMMENT = "# Codex's trust of the mcp-memory hooks (mcp-memory install --trust)\n"
-
-
-class ConfigError(Exception):
-    """A file install cannot edit safely; the message names it and says why."""
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -84,91 +84,6 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
 
 
-@dataclass
-class Document:
-    """One file, as read, and what install makes of it."""
-
-    path: Path
-    existed: bool
-    text: str
-    new_text: str | None = None  # None: unchanged
-    delete: bool = False
-    done: list[str] = field(default_factory=list)  # what changed, in words
-
-
-@dataclass
-class JsonDocument(Document):
-    data: JsonObject = field(default_factory=dict)
-    original: JsonObject = field(default_factory=dict)
-    skeleton: JsonObject = field(default_factory=dict)
-
-    def settle(self, uninstall: bool) -> None:
-        """Decide what to write: nothing when the content is as it was, nothing left after uninstall."""
-        if self.data == self.original:
-            return
-        leftover = {k: v for k, v in self.data.items() if self.skeleton.get(k, object()) != v}
-        if uninstall and not leftover:
-            self.delete = True
-        else:
-            self.new_text = json.dumps(self.data, indent=2, ensure_ascii=False) + "\n"
-
-
-@dataclass
-class TomlDocument(Document):
-    config: dict[str, Any] = field(default_factory=dict)
-
-
-class Files:
-    """The documents of one run, each read once (Gemini keeps its server and hooks in one file)."""
-
-    def __init__(self) -> None:
-        self.documents: dict[Path, Document] = {}
-
-    def json(self, path: Path, skeleton: JsonObject | None = None) -> JsonDocument:
-        if path not in self.documents:
-            text = _read(path)
-            try:
-                data = json.loads(text) if text.strip() else {}
-            except json.JSONDecodeError as e:
-                raise ConfigError(f"{path} is not valid JSON ({e}); fix it and run install again") from None
-            if not isinstance(data, dict):
-                raise ConfigError(f"{path} holds JSON but not an object; fix it and run install again")
-            existed = path.exists()
-            if not existed:
-                data = copy.deepcopy(skeleton or {})
-            self.documents[path] = JsonDocument(
-                path, existed, text, data=data, original=copy.deepcopy(data), skeleton=skeleton or {}
-            )
-        document = self.documents[path]
-        assert isinstance(document, JsonDocument)
-        return document
-
-    def text(self, path: Path) -> Document:
-        """A file taken whole (OpenCode's plugin)."""
-        if path not in self.documents:
-            self.documents[path] = Document(path, path.exists(), _read(path))
-        return self.documents[path]
-
-    def toml(self, path: Path) -> TomlDocument:
-        import tomllib
-
-        text = _read(path)
-        try:
-            config = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise ConfigError(f"{path} is not valid TOML ({e}); fix it and run install again") from None
-        document = TomlDocument(path, path.exists(), text, config=config)
-        self.documents[path] = document
-        return document
-
-
-def _read(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8-sig") if path.exists() else ""
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"{path} cannot be read ({e})") from None
-
-
 def run(args: argparse.Namespace) -> int:
     client = CLIENTS[args.client]
     if args.scope == "user" and args.project:
@@ -187,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
         if args.uninstall:
             uninstall(client, scope, root, files)
         else:
-            install(client, scope, root, program, files, _consent(args), notes)
+            install(client, scope, root, program, files, consent(args), notes)
     except ConfigError as e:
         print(f"mcp-memory install: {e}\nNothing was changed.", file=sys.stderr)
         return 2
@@ -241,23 +156,6 @@ def would_split(client: Client, scope: Scope) -> str | None:
         f"this would split your memory: the entries install writes would open {mine}, while\n{listed}\n"
         f"{hint}--force installs anyway."
     )
-
-
-Consent = Callable[[int], bool]
-
-
-def _consent(args: argparse.Namespace) -> Consent:
-    """Whether the user lets install trust `count` Codex hooks: --trust, or a yes typed in a terminal."""
-
-    def ask(count: int) -> bool:
-        if args.trust:
-            return True
-        if not sys.stdin.isatty():
-            return False
-        answer = input(f"Codex runs hooks only once trusted. Trust the {count} mcp-memory hooks now? [y/N] ")
-        return answer.strip().lower() in ("y", "yes")
-
-    return ask
 
 
 def install(
@@ -406,25 +304,10 @@ def _servers(document: JsonDocument, key: str, create: bool) -> JsonObject | Non
     return servers
 
 
-def _wanted_server(existing: Any, client: Client, program: list[str], where: Path) -> JsonObject:
-    """Our entry; an entry of ours already there keeps its other keys and its other variables."""
-    if existing is not None and not is_our_server(existing):
-        command = existing.get("command") if isinstance(existing, dict) else existing
-        raise ConfigError(
-            f'{where} already has an MCP server named "{SERVER_NAME}" that is not mcp-memory\'s '
-            f"(command: {command!r}); rename or remove it, then run install again"
-        )
-    wanted = client.server_entry(program, server_env())
-    if isinstance(existing, dict):
-        env = existing.get("env")
-        wanted = {**existing, **wanted, "env": {**(env if isinstance(env, dict) else {}), **wanted["env"]}}
-    return wanted
-
-
 def put_server(document: JsonDocument, client: Client, program: list[str]) -> None:
     servers = _servers(document, client.servers_key, create=True)
     assert servers is not None
-    wanted = _wanted_server(servers.get(SERVER_NAME), client, program, document.path)
+    wanted = wanted_server(servers.get(SERVER_NAME), client, program, document.path)
     if servers.get(SERVER_NAME) != wanted:
         servers[SERVER_NAME] = wanted
         document.done.append(f'MCP server "{SERVER_NAME}"')
@@ -441,201 +324,6 @@ def remove_server(document: JsonDocument, client: Client) -> None:
     if not servers:
         del document.data[client.servers_key]
     document.done.append(f'removed MCP server "{SERVER_NAME}"')
-
-
-# Codex's config.toml -----------------------------------------------------------------------------
-
-
-def codex_user_config() -> Path:
-    """Codex's own config.toml ($CODEX_HOME or ~/.codex), where it keeps the trust of every hook."""
-    return codex_dir("user", Path.home()) / "config.toml"
-
-
-def _has_line(text: str, line: str) -> bool:
-    return any(b.rstrip("\r\n") == line.rstrip("\n") for b in text.splitlines())
-
-
-def put_codex_config(document: TomlDocument, client: Client, program: list[str]) -> None:
-    from mcp_memory.cli import toml_tables
-
-    servers = document.config.get("mcp_servers", {})
-    existing = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-    wanted = _wanted_server(existing, client, program, document.path)
-    text = document.text
-    if existing != wanted:
-        text = toml_tables.remove_tables(text, CODEX_SERVER_TABLE)
-        try:
-            text = toml_tables.append(text, toml_tables.render_table(CODEX_SERVER_TABLE, wanted))
-        except TypeError as e:
-            raise ConfigError(f"{document.path}: [mcp_servers.{SERVER_NAME}] {e}") from None
-        document.done.append(f"[mcp_servers.{SERVER_NAME}]")
-    features = document.config.get("features", {})
-    features = features if isinstance(features, dict) else {}
-    if _has_line(text, CODEX_OLD_FLAG_LINE):  # an earlier install's line: the flag's current name
-        text = toml_tables.remove_line(text, CODEX_OLD_FLAG_LINE)
-        document.done.append("[features] codex_hooks (deprecated) removed")
-        features = {k: v for k, v in features.items() if k != "codex_hooks"}
-    flag = features.get("hooks", features.get("codex_hooks"))
-    if flag is None:
-        inserted = toml_tables.insert_after_header(text, ("features",), CODEX_FLAG_LINE)
-        text = (
-            inserted if inserted is not None else toml_tables.append(text, "[features]\n" + CODEX_FLAG_LINE)
-        )
-        document.done.append("[features] hooks = true")
-    elif flag is False:
-        document.done.append(
-            "hooks are off in [features] (false): Codex runs no hooks until you turn them on"
-        )
-    elif "hooks" not in features:
-        document.done.append(
-            "left your [features] codex_hooks: Codex warns on every run that it is deprecated; rename it hooks"
-        )
-    _check_codex_edit(document, text, wanted)
-
-
-def remove_codex_config(document: TomlDocument, states: frozenset[str] = frozenset()) -> None:
-    """Our server, our features line, and (when this is the user's file) the trust of our hooks."""
-    from mcp_memory.cli import toml_tables
-
-    servers = document.config.get("mcp_servers", {})
-    existing = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-    text = document.new_text if document.new_text is not None else document.text
-    theirs = existing if existing is not None and not is_our_server(existing) else None
-    if theirs is not None:
-        document.done.append(f"left [mcp_servers.{SERVER_NAME}]: it is not mcp-memory's")
-    elif existing is not None:
-        text = toml_tables.remove_tables(text, CODEX_SERVER_TABLE)
-        document.done.append(f"removed [mcp_servers.{SERVER_NAME}]")
-    for line, name in ((CODEX_FLAG_LINE, "hooks"), (CODEX_OLD_FLAG_LINE, "codex_hooks")):
-        if _has_line(text, line):  # the line install added (its comment says so)
-            text = toml_tables.remove_line(text, line)
-            document.done.append(f"removed [features] {name}")
-    _check_codex_edit(document, _ending_as(document.text, text), theirs, states)
-    if document.new_text is not None and not document.new_text.strip():  # it held nothing but ours
-        document.new_text, document.delete = None, True
-
-
-def _ending_as(original: str, text: str) -> str:
-    """`text` without the blank lines at its end that removing our tables left (the user's file had none)."""
-    if text.strip() and not original.endswith("\n\n"):
-        return text.rstrip("\n") + ("\n" if original.endswith("\n") or not original else "")
-    return text
-
-
-def put_codex_trust(
-    files: Files, scope: Scope, hooks: JsonDocument, config: TomlDocument, consent: Consent
-) -> str | None:
-    """Trust our hooks in Codex's config.toml when the user consents; else what they must do (None: they
-    are trusted already). Entries for where our hooks were before are replaced."""
-    from mcp_memory.cli import codex_trust, toml_tables
-
-    now = codex_trust.our_hooks(hooks.path, hooks.data)
-    before = codex_trust.our_hooks(hooks.path, hooks.original)
-    target = config if scope == "user" and config.path == codex_user_config() else None
-    document = target or Files().toml(codex_user_config())  # registered below, if it changes
-    if codex_trust.trust_report(now, document.config)["status"] in ("trusted", "no hooks"):
-        return None
-    if not consent(len(now)):
-        return codex_trust.how_to_trust(len(now), "" if scope == "user" else " --scope project")
-    document = target or files.toml(codex_user_config())
-    keys = frozenset(h.key for h in before + now)
-    text = document.new_text if document.new_text is not None else document.text
-    for key in keys:
-        text = toml_tables.remove_tables(text, (*codex_trust.STATE_TABLE, key))
-    text = toml_tables.remove_line(text, CODEX_TRUST_COMMENT)
-    block = "\n".join(
-        toml_tables.render_table((*codex_trust.STATE_TABLE, h.key), {"trusted_hash": h.hash}) for h in now
-    )
-    text = toml_tables.append(text, CODEX_TRUST_COMMENT + block)
-    _check_trust_edit(document, text, keys, {h.key: h.hash for h in now})
-    document.done.append(f"trusted {len(now)} hooks ([hooks.state])")
-    return None
-
-
-def remove_codex_trust(document: TomlDocument, keys: frozenset[str]) -> None:
-    """Without the trust of our hooks (their keys as they were before uninstall removed them)."""
-    from mcp_memory.cli import codex_trust, toml_tables
-
-    text = document.new_text if document.new_text is not None else document.text
-    held = [k for k in keys if k in codex_trust.trusted_hashes(document.config)]
-    if not held:
-        return
-    for key in held:
-        text = toml_tables.remove_tables(text, (*codex_trust.STATE_TABLE, key))
-    text = toml_tables.remove_line(text, CODEX_TRUST_COMMENT)
-    _check_trust_edit(document, _ending_as(document.text, text), keys, {})
-    document.done.append(f"removed the trust of {len(held)} hooks ([hooks.state])")
-
-
-def _check_trust_edit(
-    document: TomlDocument, text: str, keys: frozenset[str], wanted: dict[str, str]
-) -> None:
-    """The edited text parses, trusts exactly `wanted` among `keys`, and holds everything else as before."""
-    import tomllib
-
-    from mcp_memory.cli import codex_trust
-
-    before = tomllib.loads(document.new_text) if document.new_text is not None else document.config
-    try:
-        edited = tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        edited = {}
-    ours = {k: v for k, v in codex_trust.trusted_hashes(edited).items() if k in keys}
-    if (
-        not edited
-        or ours != wanted
-        or _others(edited, keys, codex=False) != _others(before, keys, codex=False)
-    ):
-        raise ConfigError(
-            f"{document.path} defines [hooks.state] in a form install cannot edit as text; trust the hooks "
-            "in Codex instead (start codex, type /hooks)"
-        )
-    document.new_text = text
-
-
-def _check_codex_edit(
-    document: TomlDocument, text: str, server: Any, states: frozenset[str] = frozenset()
-) -> None:
-    """The edited text parses, holds `server` as [mcp_servers.memory], and everything else as it was."""
-    import tomllib
-
-    if text == document.text:
-        return
-    try:
-        edited = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        edited = {"error": str(e)}
-    servers = edited.get("mcp_servers", {})
-    if servers.get(SERVER_NAME) != server or _others(edited, states) != _others(document.config, states):
-        raise ConfigError(
-            f"{document.path} defines [mcp_servers.{SERVER_NAME}] or [features] in a form install cannot "
-            "edit as text; edit them by hand (docs/install.md shows the lines)"
-        )
-    document.new_text = text
-
-
-def _others(
-    config: dict[str, Any], states: frozenset[str] = frozenset(), codex: bool = True
-) -> dict[str, Any]:
-    """The configuration without what install writes (with `codex`: our server and features flag; the trust
-    of the hooks in `states`), and without the tables that leaves empty."""
-    others = copy.deepcopy(config)
-    removed: list[tuple[tuple[str, ...], str]] = [(("hooks", "state"), key) for key in states]
-    if codex:
-        removed += [(("mcp_servers",), SERVER_NAME), (("features",), "codex_hooks"), (("features",), "hooks")]
-    for path, key in removed:
-        tables = [others]
-        for part in path:
-            inner = tables[-1].get(part)
-            if not isinstance(inner, dict):
-                break
-            tables.append(inner)
-        else:
-            tables[-1].pop(key, None)
-            for depth in range(len(path), 0, -1):  # empty tables go too
-                if not tables[depth]:
-                    del tables[depth - 1][path[depth - 1]]
-    return others
 
 
 # Writing -----------------------------------------------------------------------------------------

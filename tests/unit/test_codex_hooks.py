@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from mcp_memory.cli import codex_trust, doctor, install
+from mcp_memory.cli import codex_trust, doctor, install, install_codex
 from mcp_memory.hooks.clients import parse
 
 CAPTURED = json.loads(
@@ -162,7 +162,7 @@ def test_doctor_tells_a_trust_that_no_longer_matches_the_installed_hook(
     assert run("install", "codex", "--trust") == 0
     assert trust_of(capsys)["status"] == "trusted"
     text = (home / ".codex" / "config.toml").read_text()
-    assert text.count("[hooks.state.") == 6 and text.count(install.CODEX_TRUST_COMMENT) == 1, text
+    assert text.count("[hooks.state.") == 6 and text.count(install_codex.CODEX_TRUST_COMMENT) == 1, text
 
 
 def test_an_earlier_installs_codex_hooks_line_becomes_hooks(home: Path) -> None:

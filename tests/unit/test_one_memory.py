@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mcp_memory.cli import doctor, identity, install
+from mcp_memory.cli.install_clients import server_env
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,7 +55,7 @@ def test_the_readme_and_the_desktop_example_name_no_user_as_install_writes_none(
     assert len(configs) >= 3
     assert not any("MCP_MEMORY_USER_ID" in body for body in configs)
     assert "MCP_MEMORY_USER_ID" not in (ROOT / "claude_desktop_config.example.json").read_text()
-    assert "MCP_MEMORY_USER_ID" not in install.server_env()  # nothing set as install runs: none written
+    assert "MCP_MEMORY_USER_ID" not in server_env()  # nothing set as install runs: none written
 
 
 def test_install_beside_the_readme_desktop_config_shares_its_memory(
