@@ -29,7 +29,7 @@ import pytest
 
 from tests.services.chat_completions import MODEL, ChatCompletionsAPI, is_conversation
 from tests.services.claude_code import _install_lock
-from tests.services.messages_api import RecordedRequest
+from tests.services.model_api import RecordedRequest
 from tests.services.node_service import cache_dir, npm_install
 
 VERSION = "1.18.33"
