@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from tests.services.codex_cli import CodexRun, run_codex
+from tests.services.memory_user import git_project
 from tests.services.resident import stop_resident
 from tests.services.responses_api import ResponsesAPI, ToolCall
 
@@ -53,14 +54,6 @@ class Memory:
     @property
     def database(self) -> Path:
         return self.data_dir / "memory.db"
-
-
-def git_project(path: Path, remote: str) -> Path:
-    path.mkdir(parents=True)
-    for command in (["git", "init", "-q"], ["git", "remote", "add", "origin", remote]):
-        done = subprocess.run(command, cwd=path, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, f"{' '.join(command)} failed: {done.stderr}"
-    return path
 
 
 def mcp_memory(memory_env: dict[str, str], home: Path, *args: str) -> str:
