@@ -74,18 +74,9 @@ class HookRun:
 
 
 @dataclass(frozen=True)
-class ClaudeRun:
-    exit_code: int
-    stdout: str
-    stderr: str
+class ClaudeRun(npm_cli.CliRun):
     output: dict[str, Any] | None  # stdout parsed (--output-format json), None if it is not JSON
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
     transcript: list[dict[str, Any]]  # the session's transcript lines
-
-    def mentions(self, text: str) -> bool:
-        """Whether any request of the run carried `text` to the model."""
-        return any(r.contains(text) for r in self.requests)
 
     @property
     def conversation(self) -> list[RecordedRequest]:

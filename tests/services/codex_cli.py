@@ -58,19 +58,13 @@ def codex_binary() -> Path:
 
 
 @dataclass(frozen=True)
-class CodexRun:
-    exit_code: int
-    stdout: str  # the final message
-    stderr: str  # Codex's log of the session: the prompt, the hooks it ran, the commands
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
+class CodexRun(npm_cli.CliRun):
+    """stdout is the final message; stderr Codex's log of the session: the prompt, the hooks it ran, the
+    commands."""
 
     @property
     def turns(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.is_turn]
-
-    def mentions(self, text: str) -> bool:
-        return any(r.contains(text) for r in self.requests)
 
     def hooks(self) -> list[tuple[str, str]]:
         """(event, outcome) of every hook Codex ran: outcome Completed, Failed, ... ("" while started)."""

@@ -49,20 +49,12 @@ def copilot_binary() -> Path:
 
 
 @dataclass(frozen=True)
-class CopilotRun:
-    exit_code: int
-    stdout: str
-    stderr: str
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
+class CopilotRun(npm_cli.CliRun):
     log: list[dict[str, Any]]  # the session's events.jsonl
 
     @property
     def conversation(self) -> list[RecordedRequest]:
         return [r for r in self.requests if is_conversation(r)]
-
-    def mentions(self, text: str) -> bool:
-        return any(r.contains(text) for r in self.requests)
 
     def hooks(self) -> list[dict[str, Any]]:
         """The log's hook.end events: {hookType, success, ...}."""

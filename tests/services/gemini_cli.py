@@ -62,13 +62,8 @@ def prepare_home(home: Path) -> Path:
 
 
 @dataclass(frozen=True)
-class GeminiRun:
-    exit_code: int
-    stdout: str
-    stderr: str
+class GeminiRun(npm_cli.CliRun):
     output: dict[str, Any] | None  # stdout parsed (--output-format json), None if it is not JSON
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
     transcript: list[dict[str, Any]]  # the session's transcript lines
 
     @property
@@ -84,10 +79,6 @@ class GeminiRun:
     @property
     def conversation(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.is_conversation]
-
-    def mentions(self, text: str) -> bool:
-        """Whether any request of the run carried `text` to the model."""
-        return any(r.contains(text) for r in self.requests)
 
     def describe(self) -> str:
         """For assertion messages."""

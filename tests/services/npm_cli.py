@@ -13,7 +13,9 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -128,3 +130,18 @@ def run(
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{what} did not finish within {timeout:g}s; stderr: {e.stderr!r}")
     return done, time.monotonic() - started
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """What every client's run gives back; each client's result adds its own records."""
+
+    exit_code: int
+    stdout: str
+    stderr: str
+    seconds: float
+    requests: list[Any]  # what the stand-in model API received during this run (its RecordedRequests)
+
+    def mentions(self, text: str) -> bool:
+        """Whether any request of the run carried `text` to the model."""
+        return any(r.contains(text) for r in self.requests)

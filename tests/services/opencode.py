@@ -45,13 +45,8 @@ def opencode_binary() -> Path:
 
 
 @dataclass(frozen=True)
-class OpenCodeRun:
-    exit_code: int
-    stdout: str
-    stderr: str
+class OpenCodeRun(npm_cli.CliRun):
     events: list[dict[str, Any]]  # stdout's JSON lines (--format json)
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
 
     @property
     def reply(self) -> str:
@@ -67,9 +62,6 @@ class OpenCodeRun:
     @property
     def conversation(self) -> list[RecordedRequest]:
         return [r for r in self.requests if is_conversation(r)]
-
-    def mentions(self, text: str) -> bool:
-        return any(r.contains(text) for r in self.requests)
 
     def system_prompt(self, request: RecordedRequest) -> str:
         messages = request.body.get("messages") if isinstance(request.body, dict) else None
@@ -142,4 +134,4 @@ def run_opencode(
             continue
         if isinstance(parsed, dict):
             events.append(parsed)
-    return OpenCodeRun(done.returncode, done.stdout, done.stderr, events, seconds, api.requests[before:])
+    return OpenCodeRun(done.returncode, done.stdout, done.stderr, seconds, api.requests[before:], events)
