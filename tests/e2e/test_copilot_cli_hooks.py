@@ -99,5 +99,5 @@ def test_a_session_is_captured_and_a_later_one_recalls_it_through_the_mcp_server
     assert copilot["user"]["server"]["installed"] is True and copilot["user"]["server"]["capture"] is True
     assert copilot["user"]["hooks"]["events"] == sorted(copilot["user"]["hooks"]["expected"])
     assert copilot["last_fired"] is not None and copilot["last_fired"]["ok"] is True, copilot
-    assert report["resident_server"]["running"] is True
+    assert report["resident_server"]["running"] is True, report["resident_server"]
     assert report["store"]["healthy"] is True
