@@ -133,7 +133,7 @@ class VSCode(Client):
     # user profile's mcp.json, "servers": {name: {"type": "stdio", "command", "args", "env"}}.
     name = "vscode"
     title = "VS Code (agent hooks, Copilot)"
-    docs = (
+    docs: ClassVar[tuple[str, ...]] = (
         "https://code.visualstudio.com/docs/agent-customization/hooks",
         "https://docs.github.com/en/copilot/reference/hooks-reference",
         "https://code.visualstudio.com/docs/copilot/reference/mcp-configuration",
@@ -149,8 +149,11 @@ class VSCode(Client):
         return root / ".vscode" / "mcp.json" if scope == "project" else vscode_user_dir(root) / "mcp.json"
 
     def hooks_file(self, scope: Scope, root: Path) -> Path:
-        folder = root / ".github" / "hooks" if scope == "project" else root / ".copilot" / "hooks"
+        folder = root / ".github" / "hooks" if scope == "project" else self.user_hooks_dir(root)
         return folder / "mcp-memory.json"
+
+    def user_hooks_dir(self, home: Path) -> Path:
+        return home / ".copilot" / "hooks"
 
     def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
         return {"type": "stdio", **super().server_entry(program, env)}
@@ -376,10 +379,11 @@ def opencode_user_dir(home: Path) -> Path:
 CLIENTS[OpenCode.name] = OpenCode()
 
 
-class CopilotCLI(Client):
+class CopilotCLI(VSCode):
     # Hooks: https://docs.github.com/en/copilot/reference/copilot-cli-reference/cli-hooks-reference: every
     # *.json in ~/.copilot/hooks (user; $COPILOT_HOME/hooks) or .github/hooks (repository, loaded by `copilot
-    # -p` only in a trusted folder), VS Code's shape; the PascalCase names send VS Code's snake_case fields.
+    # -p` only in a trusted folder): VS Code's files and shape (hence the subclass); the PascalCase names
+    # send VS Code's snake_case fields.
     # Its own client name, so its hooks sit beside VS Code's in the same file. No output of SessionStart or
     # UserPromptSubmit is processed ("Output processed: No"): recall reaches it through the MCP server only.
     # MCP: `copilot mcp --help`: ~/.copilot/mcp-config.json (user) or .github/mcp.json (workspace),
@@ -394,18 +398,16 @@ class CopilotCLI(Client):
         ("SessionStart", "UserPromptSubmit"),
         ("PostToolUse", "PostToolUseFailure", "PreCompact", "SubagentStop", "Stop", "SessionEnd"),
     )
-    nested_hooks = False
-    hooks_skeleton: ClassVar[JsonObject] = {"version": 1}
+    servers_key = "mcpServers"
 
     def mcp_file(self, scope: Scope, root: Path) -> Path:
         return copilot_home(root) / "mcp-config.json" if scope == "user" else root / ".github" / "mcp.json"
 
-    def hooks_file(self, scope: Scope, root: Path) -> Path:
-        folder = copilot_home(root) / "hooks" if scope == "user" else root / ".github" / "hooks"
-        return folder / "mcp-memory.json"
+    def user_hooks_dir(self, home: Path) -> Path:
+        return copilot_home(home) / "hooks"
 
     def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
-        return {"type": "local", **super().server_entry(program, env), "tools": ["*"]}
+        return {**super().server_entry(program, env), "type": "local", "tools": ["*"]}
 
 
 def copilot_home(home: Path) -> Path:

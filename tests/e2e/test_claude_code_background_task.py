@@ -28,8 +28,8 @@ from typing import Any
 import pytest
 
 from tests.e2e import test_claude_code_hooks as installed
-from tests.e2e.test_claude_code_hooks import Memory, git_project
 from tests.services.claude_code import QUIET, claude_binary
+from tests.services.memory_user import Memory, git_project
 
 PROMPT = "Run the billing build in the background; it reads postgres://app:Abc#123xyz@db.internal/billing"
 SECRET = "Abc#123xyz"

@@ -9,32 +9,29 @@ server its hooks started.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import signal
-import sqlite3
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.services.claude_code import ClaudeRun, run_claude
+from tests.services.memory_user import (
+    DECISION,
+    QUESTION,
+    Memory,
+    git_project,
+    installed,
+    stored,
+    wait_until_stored,
+)
 from tests.services.messages_api import MessagesAPI
+from tests.services.resident import stop_resident_servers
 
-STORED_SECONDS = 20.0  # the hooks hand a capture to the resident server, which stores it soon after
 RUN_BOUND_SECONDS = 30.0  # a generous bound on one whole `claude -p`, hooks included: speed lives in bench/
 SMALL_TALK_CHARACTERS = 300
 
-DECISION = (
-    "For the billing service we decided on PostgreSQL 16 behind pgbouncer, max 200 connections; "
-    "Dana owns the migration."
-)
-QUESTION = "which database did we choose for billing and who owns the migration?"
 # Planted credentials: an AWS secret key and a JWT (neither is real).
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
 JWT = (
@@ -51,98 +48,6 @@ SECRET_PIECES = (
     "ivxnczogqm90iiwicm9s",
     "zk3pqv9xbt2mwq7lrn4s",
 )
-
-
-@dataclass(frozen=True)
-class Memory:
-    """The memory as a user has it: installed into Claude Code in `home`, storing in `data_dir`."""
-
-    home: Path
-    data_dir: Path
-    env: dict[str, str]  # what the user's environment adds for the memory (and the hooks inherit)
-
-    @property
-    def database(self) -> Path:
-        return self.data_dir / "memory.db"
-
-
-def user_env(home: Path) -> dict[str, str]:
-    """This process's environment without the developer's MCP_MEMORY_* settings, in the test's home."""
-    env = {name: value for name, value in os.environ.items() if not name.startswith("MCP_MEMORY_")}
-    return env | {"HOME": str(home), "XDG_DATA_HOME": str(home / ".local" / "share")}
-
-
-def git_project(path: Path, remote: str) -> Path:
-    path.mkdir(parents=True)
-    for command in (["git", "init", "-q"], ["git", "remote", "add", "origin", remote]):
-        done = subprocess.run(command, cwd=path, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, f"{' '.join(command)} failed: {done.stderr}"
-    return path
-
-
-def stop_resident_servers(data_dir: Path) -> None:
-    """End every process this test's memory started (the hooks' resident server, MCP servers): those whose
-    command line or environment names the test's own data dir. By pid, never by name."""
-    needle = str(data_dir).encode()
-    found: list[int] = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "cmdline").read_bytes() or needle in (entry / "environ").read_bytes():
-                found.append(int(entry.name))
-        except OSError:  # gone already, or not ours to read
-            continue
-    for pid in found:
-        _signal(pid, signal.SIGTERM)
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline and any(_alive(pid) for pid in found):
-        time.sleep(0.05)
-    for pid in found:
-        _signal(pid, signal.SIGKILL)
-
-
-def _signal(pid: int, sig: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1]
-    except OSError:
-        return False
-    return state != "Z"
-
-
-def stored(memory: Memory, text: str) -> bool:
-    """Whether `text` is in a stored memory (or turn), read from the SQLite file read-only."""
-    if not memory.database.is_file():
-        return False
-    try:
-        db = sqlite3.connect(f"file:{memory.database}?mode=ro", uri=True, timeout=1)
-    except sqlite3.Error:
-        return False
-    try:
-        like = f"%{text}%"
-        row = db.execute(
-            "SELECT 1 FROM memories WHERE content LIKE ? UNION ALL SELECT 1 FROM messages WHERE content LIKE ?",
-            (like, like),
-        ).fetchone()
-    except sqlite3.Error:  # not created yet, or busy: ask again
-        return False
-    finally:
-        db.close()
-    return row is not None
-
-
-def wait_until_stored(memory: Memory, text: str) -> None:
-    deadline = time.monotonic() + STORED_SECONDS
-    while not stored(memory, text):
-        if time.monotonic() > deadline:
-            files = sorted(str(p.relative_to(memory.data_dir)) for p in memory.data_dir.rglob("*"))
-            pytest.fail(f"{text!r} was not stored within {STORED_SECONDS:g}s; the data dir holds {files}")
-        time.sleep(0.1)
 
 
 def files_containing(root: Path, pieces: tuple[str, ...]) -> dict[str, list[str]]:
@@ -184,28 +89,11 @@ def home(tmp_path: Path) -> Path:
 @pytest.fixture
 def memory(tmp_path: Path, home: Path) -> Iterator[Memory]:
     """`mcp-memory install claude-code --scope user`, as the user runs it; its processes stopped after."""
-    data_dir = tmp_path / "data"
-    temporary = tmp_path / "tmp"  # where a socket goes when the data dir's path is too long for one
-    temporary.mkdir()
-    env = {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER_ID": "tester", "TMPDIR": str(temporary)}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "mcp_memory", "install", "claude-code", "--scope", "user"],
-            cwd=home,
-            env=user_env(home) | env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, f"mcp-memory install claude-code failed:\n{done.stdout}\n{done.stderr}"
+    with installed(tmp_path, "claude-code", "--scope", "user") as memory:
         settings = json.loads((home / ".claude" / "settings.json").read_text())
         for event in ("SessionStart", "UserPromptSubmit", "Stop"):
             assert settings.get("hooks", {}).get(event), f"install wrote no {event} hook: {settings}"
-        yield Memory(home=home, data_dir=data_dir, env=env)
-    finally:
-        stop_resident_servers(data_dir)
+        yield memory
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from mcp_memory.mcp.app import CAPTURED_INSTRUCTIONS
-from tests.e2e.test_claude_code_hooks import git_project, stop_resident_servers, user_env
 from tests.services.claude_code import run_claude
+from tests.services.memory_user import git_project, mcp_memory, user_env
 from tests.services.messages_api import MessagesAPI
-from tests.services.resident import resident_pids
+from tests.services.resident import resident_pids, stop_resident_servers
 
 START_AND_WAIT = """
 import sys, time
@@ -51,17 +51,7 @@ def test_claude_codes_mcp_session_is_relayed_to_the_resident_server(tmp_path: Pa
         "TMPDIR": str(tmp_path / "tmp"),
     }
     try:
-        installed = subprocess.run(
-            [sys.executable, "-m", "mcp_memory", "install", "claude-code", "--scope", "user"],
-            cwd=home,
-            env=user_env(home) | env,
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
-        assert installed.returncode == 0, installed.stderr
+        mcp_memory(home, env, "install", "claude-code", "--scope", "user")
         project = git_project(tmp_path / "work" / "alpha", "https://github.com/acme/alpha.git")
         # The resident server as a hook starts it: without the server entry's MCP_MEMORY_HOOKS__CAPTURE.
         started = subprocess.run(

@@ -24,7 +24,9 @@ from typing import Any
 
 import pytest
 
+from tests.services import memory_user
 from tests.services.codex_cli import CodexRun, run_codex
+from tests.services.memory_user import git_project
 from tests.services.resident import stop_resident
 from tests.services.responses_api import ResponsesAPI, ToolCall
 
@@ -40,27 +42,12 @@ PATCH = "*** Begin Patch\n*** Add File: billing/retry.py\n+RETRIES = 3\n*** End 
 
 
 @dataclass(frozen=True)
-class Memory:
-    """The memory as a user has it: installed into Codex in `home`, storing in `data_dir`."""
+class Memory(memory_user.Memory):
+    """The memory installed into Codex, with the user's two projects."""
 
-    home: Path
-    data_dir: Path
-    env: dict[str, str]  # what the user's environment adds for the memory (and the hooks inherit)
     alpha: Path
     beta: Path
     installed: str  # what `mcp-memory install codex` printed
-
-    @property
-    def database(self) -> Path:
-        return self.data_dir / "memory.db"
-
-
-def git_project(path: Path, remote: str) -> Path:
-    path.mkdir(parents=True)
-    for command in (["git", "init", "-q"], ["git", "remote", "add", "origin", remote]):
-        done = subprocess.run(command, cwd=path, capture_output=True, text=True, check=False)
-        assert done.returncode == 0, f"{' '.join(command)} failed: {done.stderr}"
-    return path
 
 
 def mcp_memory(memory_env: dict[str, str], home: Path, *args: str) -> str:

@@ -17,18 +17,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_claude_code_hooks import (
+from tests.services.chat_completions import ChatCompletionsAPI, ToolCall
+from tests.services.copilot_cli import CopilotRun, run_copilot
+from tests.services.memory_user import (
     DECISION,
     QUESTION,
     Memory,
     git_project,
-    stop_resident_servers,
+    installed,
+    mcp_memory,
     stored,
+    stored_rows,
     wait_until_stored,
 )
-from tests.e2e.test_opencode_hooks import mcp_memory, stored_rows
-from tests.services.chat_completions import ChatCompletionsAPI, ToolCall
-from tests.services.copilot_cli import CopilotRun, run_copilot
 
 FIRST_REPLY = "Got it: PostgreSQL 16 with pgbouncer for billing, and Dana on the migration."
 FAILING_COMMAND = "ls ./no-such-folder-here"
@@ -59,17 +60,8 @@ def api() -> Iterator[ChatCompletionsAPI]:
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[Memory]:
     """`mcp-memory install copilot --scope user`, as the user runs it; its processes stopped after."""
-    home = tmp_path / "home"
-    home.mkdir()
-    data_dir = tmp_path / "data"
-    temporary = tmp_path / "tmp"  # where a socket goes when the data dir's path is too long for one
-    temporary.mkdir()
-    env = {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER_ID": "tester", "TMPDIR": str(temporary)}
-    try:
-        mcp_memory(home, env, "install", "copilot", "--scope", "user")
-        yield Memory(home=home, data_dir=data_dir, env=env)
-    finally:
-        stop_resident_servers(data_dir)
+    with installed(tmp_path, "copilot", "--scope", "user") as memory:
+        yield memory
 
 
 def test_a_session_is_captured_and_a_later_one_recalls_it_through_the_mcp_server(
@@ -107,5 +99,5 @@ def test_a_session_is_captured_and_a_later_one_recalls_it_through_the_mcp_server
     assert copilot["user"]["server"]["installed"] is True and copilot["user"]["server"]["capture"] is True
     assert copilot["user"]["hooks"]["events"] == sorted(copilot["user"]["hooks"]["expected"])
     assert copilot["last_fired"] is not None and copilot["last_fired"]["ok"] is True, copilot
-    assert report["resident_server"]["running"] is True
+    assert report["resident_server"]["running"] is True, report["resident_server"]
     assert report["store"]["healthy"] is True

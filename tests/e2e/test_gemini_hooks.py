@@ -23,9 +23,10 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_claude_code_hooks import git_project, stop_resident_servers, user_env
 from tests.services.gemini_api import GeminiAPI, ToolCall, chunks
 from tests.services.gemini_cli import GeminiRun, prepare_home, run_gemini
+from tests.services.memory_user import git_project, mcp_memory, user_env
+from tests.services.resident import stop_resident_servers
 
 STORED_SECONDS = 20.0  # the hooks hand a capture to the resident server, which stores it soon after
 DECISION = (
@@ -64,17 +65,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     temporary.mkdir()
     prepare_home(home)
     env = {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER_ID": "tester", "TMPDIR": str(temporary)}
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_memory", "install", "gemini"],
-        cwd=home,
-        env=user_env(home) | env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, f"mcp-memory install gemini failed:\n{done.stdout}\n{done.stderr}"
+    mcp_memory(home, env, "install", "gemini")
     alpha = git_project(root / "work" / "alpha", "https://github.com/acme/alpha.git")
     beta = git_project(root / "work" / "beta", "https://github.com/acme/beta.git")
     try:

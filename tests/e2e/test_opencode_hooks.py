@@ -11,53 +11,27 @@ resident server its hooks started.
 from __future__ import annotations
 
 import json
-import sqlite3
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.test_claude_code_hooks import (
+from tests.services.chat_completions import ChatCompletionsAPI, ToolCall
+from tests.services.memory_user import (
     DECISION,
     QUESTION,
     Memory,
     git_project,
-    stop_resident_servers,
+    installed,
+    mcp_memory,
     stored,
-    user_env,
+    stored_rows,
     wait_until_stored,
 )
-from tests.services.chat_completions import ChatCompletionsAPI, ToolCall
 from tests.services.opencode import OpenCodeRun, run_opencode
 
 FIRST_REPLY = "Got it: PostgreSQL 16 with pgbouncer for billing, and Dana on the migration."
 FAILING_COMMAND = "ls ./no-such-folder-here"
-
-
-def mcp_memory(home: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "mcp_memory", *args],
-        cwd=home,
-        env=user_env(home) | {"XDG_CONFIG_HOME": str(home / ".config")} | env,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, f"mcp-memory {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}"
-    return done
-
-
-def stored_rows(memory: Memory, text: str) -> list[str]:
-    """The stored turns whose content is exactly `text`."""
-    db = sqlite3.connect(f"file:{memory.database}?mode=ro", uri=True, timeout=5)
-    try:
-        return [row[0] for row in db.execute("SELECT content FROM messages WHERE content = ?", (text,))]
-    finally:
-        db.close()
 
 
 def assert_ran_cleanly(run: OpenCodeRun, reply: str) -> None:
@@ -75,17 +49,8 @@ def api() -> Iterator[ChatCompletionsAPI]:
 @pytest.fixture
 def memory(tmp_path: Path) -> Iterator[Memory]:
     """`mcp-memory install opencode --scope user`, as the user runs it; its processes stopped after."""
-    home = tmp_path / "home"
-    home.mkdir()
-    data_dir = tmp_path / "data"
-    temporary = tmp_path / "tmp"  # where a socket goes when the data dir's path is too long for one
-    temporary.mkdir()
-    env = {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER_ID": "tester", "TMPDIR": str(temporary)}
-    try:
-        mcp_memory(home, env, "install", "opencode", "--scope", "user")
-        yield Memory(home=home, data_dir=data_dir, env=env)
-    finally:
-        stop_resident_servers(data_dir)
+    with installed(tmp_path, "opencode", "--scope", "user") as memory:
+        yield memory
 
 
 def test_a_decision_reaches_a_later_session_of_the_same_project_and_not_another(

@@ -17,27 +17,18 @@ and duration.
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import shutil
-import subprocess
-import time
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.services import npm_cli
 from tests.services.messages_api import MessagesAPI, RecordedRequest
-from tests.services.node_service import cache_dir, npm_install
 
 VERSION = "2.1.332"
 PACKAGE = f"@anthropic-ai/claude-code@{VERSION}"
 RUN_SECONDS = 120.0
-_VERSION_SECONDS = 30.0
 
 # Claude Code's calls home, none of which a test may make (the Messages API is the stand-in).
 QUIET = {
@@ -50,57 +41,24 @@ QUIET = {
     "CLAUDE_CODE_DISABLE_TERMINAL_TITLE": "1",
     "CLAUDE_CODE_ENABLE_TELEMETRY": "0",
 }
-# What the CLI inherits from this process; everything else (the developer's ANTHROPIC_*, CLAUDE_*,
-# MCP_MEMORY_* settings) stays out.
-_INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
-
-
-def _install_dir() -> Path:
-    override = os.environ.get("CLAUDE_CODE_DIR")
-    return Path(override) if override else cache_dir("claude-code")
-
-
-@contextmanager
-def _install_lock(install_dir: Path) -> Iterator[None]:
-    install_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(install_dir.parent / f".{install_dir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        yield
-
-
-def _version(binary: Path) -> str:
-    try:
-        found = subprocess.run(
-            [str(binary), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=_VERSION_SECONDS,
-            stdin=subprocess.DEVNULL,
-            env={"PATH": os.environ.get("PATH", ""), "HOME": str(binary.parent), **QUIET},
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"(did not run: {e})"
-    return (found.stdout + found.stderr).strip()
 
 
 def claude_binary() -> Path:
     """The native `claude` binary, installed on first use."""
-    install_dir = _install_dir()
+    install_dir = npm_cli.install_dir("claude-code", "CLAUDE_CODE_DIR")
     binary = install_dir / "node_modules" / "@anthropic-ai" / "claude-code" / "bin" / "claude.exe"
-    with _install_lock(install_dir):
-        npm_install(PACKAGE, install_dir, binary)
-        version = _version(binary)
-        if VERSION not in version:
-            # An interrupted install (or one with scripts disabled) leaves the package's placeholder there.
-            shutil.rmtree(install_dir)
-            npm_install(PACKAGE, install_dir, binary)
-            version = _version(binary)
-        if VERSION not in version:
-            pytest.fail(
-                f"npm installed {PACKAGE} into {install_dir}, but {binary} --version says {version!r}; the "
-                "package's postinstall (node install.cjs) must run to put the native binary in place"
-            )
+
+    def problem() -> str | None:
+        # An interrupted install (or one with scripts disabled) leaves the package's placeholder there.
+        version = npm_cli.version_of(binary, QUIET)
+        if VERSION in version:
+            return None
+        return (
+            f"{binary} --version says {version!r}; the package's postinstall (node install.cjs) must run to "
+            "put the native binary in place"
+        )
+
+    npm_cli.install_pinned(PACKAGE, install_dir, binary, problem)
     return binary
 
 
@@ -116,18 +74,9 @@ class HookRun:
 
 
 @dataclass(frozen=True)
-class ClaudeRun:
-    exit_code: int
-    stdout: str
-    stderr: str
+class ClaudeRun(npm_cli.CliRun):
     output: dict[str, Any] | None  # stdout parsed (--output-format json), None if it is not JSON
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
     transcript: list[dict[str, Any]]  # the session's transcript lines
-
-    def mentions(self, text: str) -> bool:
-        """Whether any request of the run carried `text` to the model."""
-        return any(r.contains(text) for r in self.requests)
 
     @property
     def conversation(self) -> list[RecordedRequest]:
@@ -201,18 +150,8 @@ class ClaudeRun:
 
 
 def claude_env(home: Path, api: MessagesAPI, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    inherited = {name: os.environ[name] for name in _INHERITED if name in os.environ}
-    return {
-        **inherited,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "ANTHROPIC_BASE_URL": api.base_url,
-        "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key",
-        **QUIET,
-        **(env or {}),
-    }
+    model = {"ANTHROPIC_BASE_URL": api.base_url, "ANTHROPIC_API_KEY": "sk-ant-test-not-a-key"}
+    return npm_cli.private_env(home, model, QUIET, env)
 
 
 def run_claude(
@@ -227,21 +166,13 @@ def run_claude(
     """`claude -p PROMPT --output-format json` in `cwd`, as a user whose home is `home`."""
     binary = claude_binary()
     before = len(api.requests)
-    started = time.monotonic()
-    try:
-        done = subprocess.run(
-            [str(binary), "-p", prompt, "--output-format", "json"],
-            cwd=cwd,
-            env=claude_env(home, api, env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"claude -p {prompt!r} did not finish within {timeout:g}s; stderr: {e.stderr!r}")
-    seconds = time.monotonic() - started
+    done, seconds = npm_cli.run(
+        [str(binary), "-p", prompt, "--output-format", "json"],
+        what=f"claude -p {prompt!r}",
+        cwd=cwd,
+        env=claude_env(home, api, env),
+        timeout=timeout,
+    )
     try:
         output = json.loads(done.stdout)
     except json.JSONDecodeError:

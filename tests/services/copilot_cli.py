@@ -15,94 +15,46 @@ events.jsonl), which records every hook's run.
 from __future__ import annotations
 
 import json
-import os
-import platform
-import shutil
-import subprocess
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.services import npm_cli
 from tests.services.chat_completions import MODEL, ChatCompletionsAPI, is_conversation
-from tests.services.claude_code import _install_lock
-from tests.services.messages_api import RecordedRequest
-from tests.services.node_service import cache_dir, npm_install
+from tests.services.model_api import RecordedRequest
 
 VERSION = "1.0.102"
 PACKAGE = f"@github/copilot@{VERSION}"
 RUN_SECONDS = 120.0
-_VERSION_SECONDS = 30.0
-_INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
-
-
-def _install_dir() -> Path:
-    override = os.environ.get("COPILOT_CLI_DIR")
-    return Path(override) if override else cache_dir("copilot-cli")
-
-
-def _platform_package() -> str:
-    system = {"Linux": "linux", "Darwin": "darwin"}.get(platform.system())
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
-        platform.machine().lower()
-    )
-    if system is None or arch is None:
-        pytest.fail(f"Copilot CLI's tests run on Linux or macOS, x64 or arm64, not {platform.system()}")
-    return f"copilot-{system}-{arch}"
 
 
 def copilot_binary() -> Path:
     """The native `copilot` binary, installed on first use."""
-    install_dir = _install_dir()
-    binary = install_dir / "node_modules" / "@github" / _platform_package() / "copilot"
-    with _install_lock(install_dir):
-        npm_install(PACKAGE, install_dir, binary)
-        version = _version(binary)
-        if VERSION not in version:
-            shutil.rmtree(install_dir)
-            npm_install(PACKAGE, install_dir, binary)
-            version = _version(binary)
-        if VERSION not in version:
-            pytest.fail(
-                f"npm installed {PACKAGE} into {install_dir}, but {binary} --version says {version!r}"
-            )
+    install_dir = npm_cli.install_dir("copilot-cli", "COPILOT_CLI_DIR")
+    binary = (
+        install_dir
+        / "node_modules"
+        / "@github"
+        / f"copilot-{npm_cli.platform_suffix('Copilot CLI')}"
+        / "copilot"
+    )
+
+    def problem() -> str | None:
+        version = npm_cli.version_of(binary, {"COPILOT_OFFLINE": "true"})
+        return None if VERSION in version else f"{binary} --version says {version!r}"
+
+    npm_cli.install_pinned(PACKAGE, install_dir, binary, problem)
     return binary
 
 
-def _version(binary: Path) -> str:
-    try:
-        found = subprocess.run(
-            [str(binary), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=_VERSION_SECONDS,
-            stdin=subprocess.DEVNULL,
-            env={"PATH": os.environ.get("PATH", ""), "HOME": str(binary.parent), "COPILOT_OFFLINE": "true"},
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"(did not run: {e})"
-    return (found.stdout + found.stderr).strip()
-
-
 @dataclass(frozen=True)
-class CopilotRun:
-    exit_code: int
-    stdout: str
-    stderr: str
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
+class CopilotRun(npm_cli.CliRun):
     log: list[dict[str, Any]]  # the session's events.jsonl
 
     @property
     def conversation(self) -> list[RecordedRequest]:
         return [r for r in self.requests if is_conversation(r)]
-
-    def mentions(self, text: str) -> bool:
-        return any(r.contains(text) for r in self.requests)
 
     def hooks(self) -> list[dict[str, Any]]:
         """The log's hook.end events: {hookType, success, ...}."""
@@ -118,20 +70,14 @@ class CopilotRun:
 
 
 def copilot_env(home: Path, api: ChatCompletionsAPI, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    inherited = {name: os.environ[name] for name in _INHERITED if name in os.environ}
-    return {
-        **inherited,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
+    model = {
         "COPILOT_OFFLINE": "true",
         "COPILOT_AUTO_UPDATE": "false",
         "COPILOT_PROVIDER_BASE_URL": api.base_url,
         "COPILOT_PROVIDER_API_KEY": "test-not-a-key",
         "COPILOT_MODEL": MODEL,
-        **(env or {}),
     }
+    return npm_cli.private_env(home, model, env)
 
 
 def run_copilot(
@@ -148,21 +94,13 @@ def run_copilot(
     before = len(api.requests)
     sessions = home / ".copilot" / "session-state"
     known = set(sessions.iterdir()) if sessions.is_dir() else set()
-    started = time.monotonic()
-    try:
-        done = subprocess.run(
-            [str(binary), "-p", prompt, "--allow-all-tools", "-s", "--disable-client-telemetry"],
-            cwd=cwd,
-            env=copilot_env(home, api, env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"copilot -p {prompt!r} did not finish within {timeout:g}s; stderr: {e.stderr!r}")
-    seconds = time.monotonic() - started
+    done, seconds = npm_cli.run(
+        [str(binary), "-p", prompt, "--allow-all-tools", "-s", "--disable-client-telemetry"],
+        what=f"copilot -p {prompt!r}",
+        cwd=cwd,
+        env=copilot_env(home, api, env),
+        timeout=timeout,
+    )
     log: list[dict[str, Any]] = []
     for folder in (set(sessions.iterdir()) if sessions.is_dir() else set()) - known:
         events = folder / "events.jsonl"

@@ -2,7 +2,7 @@
 
 `with GeminiAPI.running(replies=[...]) as api:` serves on 127.0.0.1 from a background thread (stdlib
 http.server); point the CLI at it with GOOGLE_GEMINI_BASE_URL=api.base_url and any GEMINI_API_KEY. Every
-request is recorded (method, path, raw body, parsed JSON) so a test can assert on what reached the model.
+request is recorded (tests/services/model_api.py) so a test can assert on what reached the model.
 
 Endpoints (`/v1beta/models/<model>:<method>`):
 - `:streamGenerateContent?alt=sse`: a turn of the conversation (the request carries the agent's tools)
@@ -12,18 +12,17 @@ Endpoints (`/v1beta/models/<model>:<method>`):
 - `:generateContent`: the CLI's own side calls (routing, next-speaker and loop checks), which ask for
   JSON: one object that answers each of them ("the user speaks next", "flash");
 - `:countTokens`: a rough count.
-Replies are a list used in order (the last one repeats once the list runs out).
+Replies are a list used in order (the last one repeats once the list runs out), or a function of the body.
 """
 
 from __future__ import annotations
 
 import json
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tests.services import model_api
+from tests.services.model_api import Exchange, ModelAPI
 
 CHUNKS = 3  # how many server-sent events a text reply is cut into
 # Answers every JSON side call Gemini CLI makes: the model routers' (classifier, numerical classifier), the
@@ -50,16 +49,7 @@ Reply = str | ToolCall
 
 
 @dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    text: str  # the raw body, decoded
-    body: Any  # the parsed JSON body, or None
-
-    def contains(self, text: str) -> bool:
-        """Whether `text` is in one of the body's JSON strings (unescaped), or in the raw body."""
-        return text in self.text or any(text in value for value in _strings(self.body))
-
+class RecordedRequest(model_api.RecordedRequest):
     @property
     def is_conversation(self) -> bool:
         """A turn of the conversation itself: streamed, carrying the agent's tools."""
@@ -77,73 +67,31 @@ class RecordedRequest:
         return texts
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
-
-
 def _is_conversation(body: Any) -> bool:
     return isinstance(body, dict) and bool(body.get("tools"))
 
 
-@dataclass
-class GeminiAPI:
-    """The stand-in's state; safe to change from the test thread while requests are served."""
+class GeminiAPI(ModelAPI[Reply]):
+    """The Gemini API's wire format on ModelAPI (tests/services/model_api.py)."""
 
-    replies: Sequence[Reply] = ("Noted.",)
-    host: str = "127.0.0.1"
-    port: int = 0
-    _requests: list[RecordedRequest] = field(default_factory=list)
-    _used: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    recorded: ClassVar[type[model_api.RecordedRequest]] = RecordedRequest
+    not_found: ClassVar[dict[str, Any]] = _NOT_FOUND
 
-    @classmethod
-    @contextmanager
-    def running(cls, replies: Sequence[Reply] = ("Noted.",)) -> Iterator[GeminiAPI]:
-        api = cls(replies=replies)
-        server = ThreadingHTTPServer((api.host, api.port), _handler_for(api))
-        server.daemon_threads = True
-        api.port = server.server_address[1]
-        thread = threading.Thread(target=server.serve_forever, name="gemini-api", daemon=True)
-        thread.start()
-        try:
-            yield api
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=10)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    def reply_with(self, replies: Sequence[Reply]) -> None:
-        """Answer the following conversation turns with these replies, in order."""
-        with self._lock:
-            self.replies, self._used = replies, 0
-
-    # ---- used by the handler ----
-    def record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def next_reply(self) -> Reply:
-        with self._lock:
-            replies = list(self.replies) or ["Noted."]
-            reply = replies[min(self._used, len(replies) - 1)]
-            self._used += 1
-            return reply
+    def answer(self, exchange: Exchange, request: RecordedRequest) -> None:
+        body = request.body if isinstance(request.body, dict) else {}
+        method = request.route.rpartition(":")[2]
+        if method == "countTokens":
+            exchange.json(200, {"totalTokens": max(1, len(request.text) // 4)})
+        elif method == "generateContent":
+            text = json.dumps(_SIDE_JSON)
+            exchange.json(
+                200, {"candidates": [_candidate([{"text": text}], True)], "usageMetadata": _usage(body, text)}
+            )
+        elif method == "streamGenerateContent":
+            reply = self.next_reply(body) if _is_conversation(body) else "Notes"
+            exchange.events(_stream(body, reply))
+        else:
+            exchange.json(404, _NOT_FOUND)
 
 
 def chunks(text: str, count: int = CHUNKS) -> list[str]:
@@ -165,73 +113,17 @@ def _candidate(parts: list[dict[str, Any]], finish: bool) -> dict[str, Any]:
     return candidate
 
 
-def _handler_for(api: GeminiAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the recording is the log
-            pass
-
-        def do_GET(self) -> None:
-            self._record(b"")
-            self._json(404, _NOT_FOUND)
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            request = self._record(raw)
-            body = request.body if isinstance(request.body, dict) else {}
-            method = self.path.split("?")[0].rpartition(":")[2]
-            if method == "countTokens":
-                self._json(200, {"totalTokens": max(1, len(request.text) // 4)})
-            elif method == "generateContent":
-                text = json.dumps(_SIDE_JSON)
-                self._json(
-                    200,
-                    {"candidates": [_candidate([{"text": text}], True)], "usageMetadata": _usage(body, text)},
-                )
-            elif method == "streamGenerateContent":
-                reply = api.next_reply() if _is_conversation(body) else "Notes"
-                self._stream(body, reply)
-            else:
-                self._json(404, _NOT_FOUND)
-
-        def _record(self, raw: bytes) -> RecordedRequest:
-            text = raw.decode("utf-8", errors="replace")
-            try:
-                parsed = json.loads(text) if text else None
-            except json.JSONDecodeError:
-                parsed = None
-            request = RecordedRequest(self.command, self.path, text, parsed)
-            api.record(request)
-            return request
-
-        def _json(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _stream(self, body: dict[str, Any], reply: Reply) -> None:
-            events: list[dict[str, Any]] = []
-            if isinstance(reply, ToolCall):
-                call = {"functionCall": {"name": reply.name, "args": reply.args}}
-                events.append({"candidates": [_candidate([call], True)], "usageMetadata": _usage(body, "")})
-            else:
-                pieces = chunks(reply)
-                for i, piece in enumerate(pieces):
-                    last = i == len(pieces) - 1
-                    event: dict[str, Any] = {"candidates": [_candidate([{"text": piece}], last)]}
-                    if last:
-                        event["usageMetadata"] = _usage(body, reply)
-                    events.append(event)
-            data = "".join(f"data: {json.dumps(event)}\r\n\r\n" for event in events).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
+def _stream(body: dict[str, Any], reply: Reply) -> str:
+    events: list[dict[str, Any]] = []
+    if isinstance(reply, ToolCall):
+        call = {"functionCall": {"name": reply.name, "args": reply.args}}
+        events.append({"candidates": [_candidate([call], True)], "usageMetadata": _usage(body, "")})
+    else:
+        pieces = chunks(reply)
+        for i, piece in enumerate(pieces):
+            last = i == len(pieces) - 1
+            event: dict[str, Any] = {"candidates": [_candidate([{"text": piece}], last)]}
+            if last:
+                event["usageMetadata"] = _usage(body, reply)
+            events.append(event)
+    return "".join(f"data: {json.dumps(event)}\r\n\r\n" for event in events)

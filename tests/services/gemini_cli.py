@@ -1,7 +1,7 @@
 """The real Gemini CLI for the suite: npm package @google/gemini-cli, run headless.
 
-Installed once into <repo>/.cache/gemini-cli (or $GEMINI_CLI_DIR), under a lock so parallel test processes
-install it once; a failed install fails the test with npm's output, never a skip. It runs on Node
+Installed once into <repo>/.cache/gemini-cli (or $GEMINI_CLI_DIR) by tests/services/npm_cli.py: under a
+lock, retried once from scratch, else a test failure, never a skip. It runs on Node
 (tests/services/node_service.py finds it).
 
 `run_gemini(prompt, cwd=..., home=..., api=...)` runs `gemini --skip-trust --approval-mode yolo -p PROMPT
@@ -14,28 +14,19 @@ and the session's transcript lines (~/.gemini/tmp/<project>/chats/session-*.json
 
 from __future__ import annotations
 
-import fcntl
 import json
-import os
-import subprocess
-import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.services import npm_cli
 from tests.services.gemini_api import GeminiAPI, RecordedRequest
-from tests.services.node_service import cache_dir, node, npm_install
+from tests.services.node_service import node
 
 VERSION = "0.61.0"
 PACKAGE = f"@google/gemini-cli@{VERSION}"
 RUN_SECONDS = 120.0
-# What the CLI inherits from this process; everything else (the developer's GEMINI_*, GOOGLE_*,
-# MCP_MEMORY_* settings) stays out.
-_INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
 # ~/.gemini/settings.json: the API key from the environment, and no calls home.
 SETTINGS: dict[str, Any] = {
     "security": {"auth": {"selectedType": "gemini-api-key"}},
@@ -45,31 +36,20 @@ SETTINGS: dict[str, Any] = {
 }
 
 
-def _install_dir() -> Path:
-    override = os.environ.get("GEMINI_CLI_DIR")
-    return Path(override) if override else cache_dir("gemini-cli")
-
-
-@contextmanager
-def _install_lock(install_dir: Path) -> Iterator[None]:
-    install_dir.parent.mkdir(parents=True, exist_ok=True)
-    with open(install_dir.parent / f".{install_dir.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
-        yield
-
-
 def gemini_script() -> Path:
     """The CLI's entry script (bundle/gemini.js), installed on first use."""
-    install_dir = _install_dir()
+    install_dir = npm_cli.install_dir("gemini-cli", "GEMINI_CLI_DIR")
     package = install_dir / "node_modules" / "@google" / "gemini-cli"
     script = package / "bundle" / "gemini.js"
-    with _install_lock(install_dir):
-        npm_install(PACKAGE, install_dir, script)
-        installed = json.loads((package / "package.json").read_text()).get("version")
-        if installed != VERSION:
-            pytest.fail(
-                f"{install_dir} holds @google/gemini-cli {installed}, not {VERSION}: remove it to reinstall"
-            )
+
+    def problem() -> str | None:
+        try:
+            installed = json.loads((package / "package.json").read_text()).get("version")
+        except (OSError, ValueError) as e:
+            installed = f"(no readable package.json: {e})"
+        return None if installed == VERSION else f"it holds @google/gemini-cli {installed}, not {VERSION}"
+
+    npm_cli.install_pinned(PACKAGE, install_dir, script, problem)
     return script
 
 
@@ -82,13 +62,8 @@ def prepare_home(home: Path) -> Path:
 
 
 @dataclass(frozen=True)
-class GeminiRun:
-    exit_code: int
-    stdout: str
-    stderr: str
+class GeminiRun(npm_cli.CliRun):
     output: dict[str, Any] | None  # stdout parsed (--output-format json), None if it is not JSON
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
     transcript: list[dict[str, Any]]  # the session's transcript lines
 
     @property
@@ -105,10 +80,6 @@ class GeminiRun:
     def conversation(self) -> list[RecordedRequest]:
         return [r for r in self.requests if r.is_conversation]
 
-    def mentions(self, text: str) -> bool:
-        """Whether any request of the run carried `text` to the model."""
-        return any(r.contains(text) for r in self.requests)
-
     def describe(self) -> str:
         """For assertion messages."""
         return (
@@ -118,18 +89,8 @@ class GeminiRun:
 
 
 def gemini_env(home: Path, api: GeminiAPI, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    inherited = {name: os.environ[name] for name in _INHERITED if name in os.environ}
-    return {
-        **inherited,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "GOOGLE_GEMINI_BASE_URL": api.base_url,
-        "GEMINI_API_KEY": "test-key-not-a-key",
-        "NO_COLOR": "1",
-        **(env or {}),
-    }
+    model = {"GOOGLE_GEMINI_BASE_URL": api.base_url, "GEMINI_API_KEY": "test-key-not-a-key", "NO_COLOR": "1"}
+    return npm_cli.private_env(home, model, env)
 
 
 def run_gemini(
@@ -145,21 +106,9 @@ def run_gemini(
     command = [node("Gemini CLI"), str(gemini_script())]
     command += ["--skip-trust", "--approval-mode", "yolo", "--output-format", "json", "-p", prompt]
     before = len(api.requests)
-    started = time.monotonic()
-    try:
-        done = subprocess.run(
-            command,
-            cwd=cwd,
-            env=gemini_env(home, api, env),
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"gemini -p {prompt!r} did not finish within {timeout:g}s; stderr: {e.stderr!r}")
-    seconds = time.monotonic() - started
+    done, seconds = npm_cli.run(
+        command, what=f"gemini -p {prompt!r}", cwd=cwd, env=gemini_env(home, api, env), timeout=timeout
+    )
     try:
         output = json.loads(done.stdout)
     except json.JSONDecodeError:

@@ -15,89 +15,38 @@ in the test's home so the user's real ~/.config/opencode is never read or writte
 from __future__ import annotations
 
 import json
-import os
-import platform
-import shutil
-import subprocess
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pytest
-
+from tests.services import npm_cli
 from tests.services.chat_completions import MODEL, ChatCompletionsAPI, is_conversation
-from tests.services.claude_code import _install_lock
-from tests.services.messages_api import RecordedRequest
-from tests.services.node_service import cache_dir, npm_install
+from tests.services.model_api import RecordedRequest
 
 VERSION = "1.18.33"
 PACKAGE = f"opencode-ai@{VERSION}"
 RUN_SECONDS = 120.0
-_VERSION_SECONDS = 30.0
-_INHERITED = ("PATH", "LANG", "LC_ALL", "TZ", "SYSTEMROOT")
-
-
-def _install_dir() -> Path:
-    override = os.environ.get("OPENCODE_DIR")
-    return Path(override) if override else cache_dir("opencode")
-
-
-def _platform_package() -> str:
-    system = {"Linux": "linux", "Darwin": "darwin"}.get(platform.system())
-    arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
-        platform.machine().lower()
-    )
-    if system is None or arch is None:
-        pytest.fail(
-            f"OpenCode's tests run on Linux or macOS, x64 or arm64, not {platform.system()} {platform.machine()}"
-        )
-    return f"opencode-{system}-{arch}"
 
 
 def opencode_binary() -> Path:
     """The native `opencode` binary, installed on first use."""
-    install_dir = _install_dir()
-    binary = install_dir / "node_modules" / _platform_package() / "bin" / "opencode"
-    with _install_lock(install_dir):
-        npm_install(PACKAGE, install_dir, binary)
-        version = _version(binary)
-        if version != VERSION:
-            shutil.rmtree(install_dir)
-            npm_install(PACKAGE, install_dir, binary)
-            version = _version(binary)
-        if version != VERSION:
-            pytest.fail(
-                f"npm installed {PACKAGE} into {install_dir}, but {binary} --version says {version!r}"
-            )
+    install_dir = npm_cli.install_dir("opencode", "OPENCODE_DIR")
+    binary = (
+        install_dir / "node_modules" / f"opencode-{npm_cli.platform_suffix('OpenCode')}" / "bin" / "opencode"
+    )
+
+    def problem() -> str | None:
+        version = npm_cli.version_of(binary)
+        return None if version == VERSION else f"{binary} --version says {version!r}"
+
+    npm_cli.install_pinned(PACKAGE, install_dir, binary, problem)
     return binary
 
 
-def _version(binary: Path) -> str:
-    try:
-        found = subprocess.run(
-            [str(binary), "--version"],
-            capture_output=True,
-            text=True,
-            timeout=_VERSION_SECONDS,
-            stdin=subprocess.DEVNULL,
-            env={"PATH": os.environ.get("PATH", ""), "HOME": str(binary.parent)},
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        return f"(did not run: {e})"
-    return (found.stdout + found.stderr).strip()
-
-
 @dataclass(frozen=True)
-class OpenCodeRun:
-    exit_code: int
-    stdout: str
-    stderr: str
+class OpenCodeRun(npm_cli.CliRun):
     events: list[dict[str, Any]]  # stdout's JSON lines (--format json)
-    seconds: float
-    requests: list[RecordedRequest]  # what the stand-in received during this run
 
     @property
     def reply(self) -> str:
@@ -113,9 +62,6 @@ class OpenCodeRun:
     @property
     def conversation(self) -> list[RecordedRequest]:
         return [r for r in self.requests if is_conversation(r)]
-
-    def mentions(self, text: str) -> bool:
-        return any(r.contains(text) for r in self.requests)
 
     def system_prompt(self, request: RecordedRequest) -> str:
         messages = request.body.get("messages") if isinstance(request.body, dict) else None
@@ -150,21 +96,14 @@ def provider_config(api: ChatCompletionsAPI) -> dict[str, Any]:
 
 
 def opencode_env(home: Path, api: ChatCompletionsAPI, env: Mapping[str, str] | None = None) -> dict[str, str]:
-    inherited = {name: os.environ[name] for name in _INHERITED if name in os.environ}
     config = home / "stand-in.opencode.json"
     config.write_text(json.dumps(provider_config(api)), encoding="utf-8")
-    return {
-        **inherited,
-        "HOME": str(home),
-        "XDG_CONFIG_HOME": str(home / ".config"),
-        "XDG_DATA_HOME": str(home / ".local" / "share"),
-        "XDG_CACHE_HOME": str(home / ".cache"),
-        "XDG_STATE_HOME": str(home / ".local" / "state"),
+    own = {
         "OPENCODE_CONFIG": str(config),
         "OPENCODE_DISABLE_AUTOUPDATE": "1",
         "OPENCODE_DISABLE_MODELS_FETCH": "1",
-        **(env or {}),
     }
+    return npm_cli.private_env(home, own, env)
 
 
 def run_opencode(
@@ -179,21 +118,14 @@ def run_opencode(
     """`opencode run --format json` in `cwd` with `prompt` on stdin, as a user whose home is `home`."""
     binary = opencode_binary()
     before = len(api.requests)
-    started = time.monotonic()
-    try:
-        done = subprocess.run(
-            [str(binary), "run", "--format", "json", "--print-logs", "--log-level", "WARN"],
-            cwd=cwd,
-            env=opencode_env(home, api, env),
-            input=prompt,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            check=False,
-        )
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"opencode run {prompt!r} did not finish within {timeout:g}s; stderr: {e.stderr!r}")
-    seconds = time.monotonic() - started
+    done, seconds = npm_cli.run(
+        [str(binary), "run", "--format", "json", "--print-logs", "--log-level", "WARN"],
+        what=f"opencode run {prompt!r}",
+        cwd=cwd,
+        env=opencode_env(home, api, env),
+        timeout=timeout,
+        stdin=prompt,
+    )
     events: list[dict[str, Any]] = []
     for line in done.stdout.splitlines():
         try:
@@ -202,4 +134,4 @@ def run_opencode(
             continue
         if isinstance(parsed, dict):
             events.append(parsed)
-    return OpenCodeRun(done.returncode, done.stdout, done.stderr, events, seconds, api.requests[before:])
+    return OpenCodeRun(done.returncode, done.stdout, done.stderr, seconds, api.requests[before:], events)

@@ -16,13 +16,13 @@ The last reply repeats once the list runs out. GET /v1/models answers an empty l
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from tests.services import model_api
+from tests.services.model_api import Exchange, ModelAPI
 
 
 @dataclass(frozen=True)
@@ -37,21 +37,10 @@ class ToolCall:
 
 Reply = str | ToolCall
 ReplyFunction = Callable[[dict[str, Any]], Reply]  # the request's body -> the reply
-_NOT_FOUND = {"error": {"type": "not_found", "message": "not here"}}
 
 
 @dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]
-    text: str  # the raw body, decoded
-    body: Any  # the parsed JSON body, or None
-
-    def contains(self, text: str) -> bool:
-        """Whether `text` is in the body: in one of its JSON strings (unescaped), or in the raw body."""
-        return text in self.text or any(text in value for value in _strings(self.body))
-
+class RecordedRequest(model_api.RecordedRequest):
     @property
     def is_turn(self) -> bool:
         return self.method == "POST" and self.path.split("?")[0].endswith("/responses")
@@ -81,74 +70,30 @@ class RecordedRequest:
         return [str(t.get("name")) for t in tools or [] if isinstance(t, dict) and t.get("name")]
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list):
-        for item in value:
-            yield from _strings(item)
+class ResponsesAPI(ModelAPI[Reply]):
+    """The Responses API's wire format on ModelAPI (tests/services/model_api.py)."""
 
+    recorded: ClassVar[type[model_api.RecordedRequest]] = RecordedRequest
+    base_path: ClassVar[str] = "/v1"
 
-@dataclass
-class ResponsesAPI:
-    """The stand-in's state; safe to change from the test thread while requests are served."""
+    def decode(self, content_encoding: str | None, raw: bytes) -> str:
+        if content_encoding == "zstd":  # Codex may compress; we ask it not to
+            return "(zstd body)"
+        return super().decode(content_encoding, raw)
 
-    replies: Sequence[Reply] | ReplyFunction = ("Noted.",)
-    host: str = "127.0.0.1"
-    port: int = 0
-    _requests: list[RecordedRequest] = field(default_factory=list)
-    _used: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    def answer_get(self, exchange: Exchange, request: RecordedRequest) -> None:
+        if request.route.endswith("/models"):
+            exchange.json(200, {"object": "list", "data": [], "models": []})
+        else:
+            exchange.json(404, self.not_found)
 
-    @classmethod
-    @contextmanager
-    def running(cls, replies: Sequence[Reply] | ReplyFunction = ("Noted.",)) -> Iterator[ResponsesAPI]:
-        api = cls(replies=replies)
-        server = ThreadingHTTPServer((api.host, api.port), _handler_for(api))
-        server.daemon_threads = True
-        api.port = server.server_address[1]
-        thread = threading.Thread(target=server.serve_forever, name="responses-api", daemon=True)
-        thread.start()
-        try:
-            yield api
-        finally:
-            server.shutdown()
-            server.server_close()
-            thread.join(timeout=10)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}/v1"
-
-    @property
-    def requests(self) -> list[RecordedRequest]:
-        with self._lock:
-            return list(self._requests)
-
-    def reply_with(self, replies: Sequence[Reply] | ReplyFunction) -> None:
-        """Answer the following model requests with these replies, in order (or with this function of
-        the request's body, when requests may come in any order: a subagent's beside its parent's)."""
-        with self._lock:
-            self.replies, self._used = replies, 0
-
-    # ---- used by the handler ----
-    def record(self, request: RecordedRequest) -> None:
-        with self._lock:
-            self._requests.append(request)
-
-    def next_reply(self, body: dict[str, Any]) -> Reply:
-        with self._lock:
-            if callable(self.replies):
-                reply_function = self.replies
-            else:
-                replies = list(self.replies) or ["Noted."]
-                reply = replies[min(self._used, len(replies) - 1)]
-                self._used += 1
-                return reply
-        return reply_function(body)
+    def answer(self, exchange: Exchange, request: RecordedRequest) -> None:
+        if not request.is_turn:
+            exchange.json(404, self.not_found)
+            return
+        body = request.body if isinstance(request.body, dict) else {}
+        events = events_for(self.next_reply(body), str(body.get("model") or "stand-in"))
+        exchange.events("".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events))
 
 
 def events_for(reply: Reply, model: str) -> list[dict[str, Any]]:
@@ -190,57 +135,3 @@ def events_for(reply: Reply, model: str) -> list[dict[str, Any]]:
         {"type": "response.output_item.done", "item": item},
         {"type": "response.completed", "response": {"id": response_id, "usage": usage}},
     ]
-
-
-def _handler_for(api: ResponsesAPI) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the recording is the log
-            pass
-
-        def do_GET(self) -> None:
-            self._record(b"")
-            if self.path.split("?")[0].endswith("/models"):
-                self._json(200, {"object": "list", "data": [], "models": []})
-            else:
-                self._json(404, _NOT_FOUND)
-
-        def do_POST(self) -> None:
-            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            request = self._record(raw)
-            if not request.is_turn:
-                self._json(404, _NOT_FOUND)
-                return
-            body = request.body if isinstance(request.body, dict) else {}
-            events = events_for(api.next_reply(body), str(body.get("model") or "stand-in"))
-            data = "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def _record(self, raw: bytes) -> RecordedRequest:
-            if self.headers.get("Content-Encoding") == "zstd":  # Codex may compress; we ask it not to
-                text = "(zstd body)"
-            else:
-                text = raw.decode("utf-8", errors="replace")
-            try:
-                parsed = json.loads(text) if text else None
-            except json.JSONDecodeError:
-                parsed = None
-            request = RecordedRequest(self.command, self.path, dict(self.headers.items()), text, parsed)
-            api.record(request)
-            return request
-
-        def _json(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    return Handler
