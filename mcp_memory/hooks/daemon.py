@@ -17,6 +17,7 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -163,18 +164,46 @@ def start(data_dir: Path, log_file: Path) -> bool:
         _rotate(log_file)
         private_dir(path.parent)
         with open(os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=log,
-                start_new_session=True,  # outlives the hook, and the client's signals to it
-                env={**os.environ, "MCP_MEMORY_DATA_DIR": os.fspath(data_dir)},
-                close_fds=True,
+            command = [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)]
+            env = {**os.environ, "MCP_MEMORY_DATA_DIR": os.fspath(data_dir)}
+            pid = _detached(
+                lambda: (
+                    subprocess.Popen(
+                        command,
+                        stdin=subprocess.DEVNULL,
+                        stdout=subprocess.DEVNULL,
+                        stderr=log,
+                        start_new_session=True,  # outlives the hook, and the client's signals to it
+                        env=env,
+                        close_fds=True,
+                    ).pid
+                )
             )
-        with contextlib.suppress(OSError):  # whoever waits for it can tell a start that failed (relay/)
-            starting_file(data_dir).write_text(str(process.pid))
+        if pid is not None:
+            with contextlib.suppress(OSError):  # whoever waits for it can tell a start that failed (relay/)
+                starting_file(data_dir).write_text(str(pid))
         return True
+
+
+def _detached(spawn: Callable[[], int]) -> int | None:
+    """Run `spawn` in a child that exits at once, so what it starts is nobody's descendant: a client that
+    kills its whole process tree when it exits (GitHub Copilot CLI kills the MCP server's children) does
+    not take the resident server with it. The pid `spawn` returned (None if the child died first)."""
+    read_end, write_end = os.pipe()
+    child = os.fork()
+    if child == 0:  # the go-between: start the server, say its pid, leave
+        code = 1
+        try:
+            os.close(read_end)
+            os.write(write_end, str(spawn()).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    os.waitpid(child, 0)
+    with os.fdopen(read_end, "rb") as answer:
+        said = answer.read()
+    return int(said) if said.isdigit() else None
 
 
 def _rotate(log_file: Path) -> None:

@@ -64,13 +64,9 @@ class Resident:
         if pid is None:
             return False
         try:
-            exited, _ = os.waitpid(pid, os.WNOHANG)  # this relay's own child
-            return exited == pid
-        except ChildProcessError:  # another process's child
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                return True
-            except PermissionError:
-                return False
+            os.kill(pid, 0)  # nobody's child (hooks/daemon.py starts it detached): init reaps it
+        except ProcessLookupError:
+            return True
+        except PermissionError:
             return False
+        return False
