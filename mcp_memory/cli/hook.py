@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mcp_memory.hooks import clients, daemon, gemini, spool
+from mcp_memory.hooks import clients, daemon, spool
 from mcp_memory.hooks.events import HookEvent
 from mcp_memory.hooks.projects import Project, project_of
 
@@ -107,6 +107,8 @@ def _handle(root: Path, event: HookEvent) -> str:
 
 def _captures(event: HookEvent) -> bool:
     if event.client == "gemini" and event.transcript_path:
+        from mcp_memory.hooks import gemini  # only Gemini's hooks pay for its import
+
         return gemini.captures(event)
     if event.client == "claude-code" and event.transcript_path:
         # A resumed or compacted session: what the transcript holds so far is stored first.

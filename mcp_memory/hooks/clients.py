@@ -24,7 +24,6 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-from mcp_memory.hooks import gemini
 from mcp_memory.hooks.events import EventKind, HookEvent, ToolRun
 
 # The events worth hooking, per client: the installer writes exactly these, so none is captured twice.
@@ -253,6 +252,8 @@ def render(event: HookEvent, context: str) -> str:
     if event.client == "cursor":
         return json.dumps({"continue": True, "additional_context": text})
     if event.client == "gemini":
+        from mcp_memory.hooks import gemini  # only Gemini's hooks pay for its transcript reader's import
+
         text = gemini.marked(text)
     return json.dumps({"hookSpecificOutput": {"hookEventName": hook_event_name, "additionalContext": text}})
 
@@ -283,7 +284,11 @@ def _prompt(client: str, data: dict[str, Any]) -> str | None:
     """The prompt typed. Gemini's headless prompt carries SessionStart's context in a <hook_context> block:
     never stored, nor searched for."""
     prompt = _text(data.get("prompt"))
-    return _text(gemini.without_injected(prompt)) if client == "gemini" and prompt else prompt
+    if client != "gemini" or not prompt:
+        return prompt
+    from mcp_memory.hooks import gemini  # only Gemini's hooks pay for its transcript reader's import
+
+    return _text(gemini.without_injected(prompt))
 
 
 def _kind(client: str, name: str) -> EventKind:

@@ -125,7 +125,7 @@ def test_the_console_command_needs_no_heavy_import() -> None:
         "from mcp_memory.cli import main\n"
         "try:\n    main(['hook', 'claude-code', '--event', 'PostToolUse'])\n"
         "except SystemExit:\n    pass\n"
-        "heavy = [m for m in ('mcp', 'pydantic', 'anyio', 'numpy', 'mcp_memory.service', 'detect_secrets')"
+        "heavy = [m for m in ('mcp', 'pydantic', 'anyio', 'numpy', 'mcp_memory.service', 'detect_secrets', 'inspect')"
         " if m in sys.modules]\n"
         "print(heavy)"
     )
