@@ -60,6 +60,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import signal
 import sqlite3
 import statistics
@@ -195,7 +196,12 @@ class Hooks:
         return time.monotonic() - began
 
 
+HOOK_COMMAND: list[str] = []  # --hook-command: another checkout's mcp-memory (a base to compare with)
+
+
 def hook_command() -> str:
+    if HOOK_COMMAND:
+        return HOOK_COMMAND[0]
     script = Path(sys.executable).parent / "mcp-memory"
     if not script.is_file():
         raise SystemExit(f"the mcp-memory console script is missing at {script}; run `pip install -e .[dev]`")
@@ -580,23 +586,34 @@ def measure(
         setting = {} if budget == "default" else {"MCP_MEMORY_HOOKS__BUDGET_TOKENS": budget}
         return clean_env(work / "data", {"MCP_MEMORY_LOG_LEVEL": "INFO"} | setting)
 
-    (work / "nowhere").mkdir()
     hooks = Hooks(work / "data", env_at(budgets[0]))
     out: dict[str, Any] = {"server_starts_s": [], "budgets": {}}
     talk: list[int] = []
     try:
         out["server_starts_s"].append(hooks.start(work / "nowhere"))
-        for beam in beams:
-            name = beam.conversation.name
-            beam.repo = project_repo(work / "projects", name)
-            began = time.monotonic()
-            sessions = sessions_of(beam.folder, beam.conversation)
-            beam.replayed = replay(hooks, name, sessions, beam.repo, work, flush_race=flush_race)
-            print(f"conversation {name} replayed in {time.monotonic() - began:.0f} s", file=sys.stderr)
-        out["settle_s"] = hooks.settle()
-        expected = {t: n for b in beams for t, n in b.replayed["expected"].items()}
-        said = {t for b in beams for t in b.replayed["said"]}
-        out["capture"] = capture_check(hooks.data_dir, expected, said)
+        kept = work / "replayed.json"
+        if kept.exists():  # --work with a finished replay: its store is asked again, not replayed
+            saved = json.loads(kept.read_text())
+            for beam in beams:
+                beam.repo = work / "projects" / f"conv-{beam.conversation.name}"
+                beam.replayed = saved["replayed"][beam.conversation.name]
+            out["settle_s"], out["capture"] = saved["settle_s"], saved["capture"]
+        else:
+            for beam in beams:
+                name = beam.conversation.name
+                beam.repo = project_repo(work / "projects", name)
+                began = time.monotonic()
+                sessions = sessions_of(beam.folder, beam.conversation)
+                beam.replayed = replay(hooks, name, sessions, beam.repo, work, flush_race=flush_race)
+                print(f"conversation {name} replayed in {time.monotonic() - began:.0f} s", file=sys.stderr)
+            out["settle_s"] = hooks.settle()
+            expected = {t: n for b in beams for t, n in b.replayed["expected"].items()}
+            said = {t for b in beams for t in b.replayed["said"]}
+            out["capture"] = capture_check(hooks.data_dir, expected, said)
+            replayed = {b.conversation.name: b.replayed for b in beams}
+            kept.write_text(
+                json.dumps({"replayed": replayed, "settle_s": out["settle_s"], "capture": out["capture"]})
+            )
         print(f"capture: {json.dumps(out['capture'])}", file=sys.stderr)
         for number, budget in enumerate([] if capture_only else budgets):
             if number:
@@ -668,12 +685,32 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=Path("bench/results/hooks.json"))
     parser.add_argument("--flush-race", action="store_true", help="each Stop before its replies are written")
     parser.add_argument("--capture-only", action="store_true", help="the replay and its capture check only")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="keep the replay's store here; a later run with the same folder skips the replay and asks again",
+    )
+    parser.add_argument(
+        "--hook-command",
+        type=Path,
+        help="the mcp-memory to ask with (another checkout's .venv/bin/mcp-memory)",
+    )
     args = parser.parse_args()
     budgets = [b.strip() for b in args.budget.split(",") if b.strip()] or ["default"]
     beams = [Beam(f, load_conversation(f)) for f in conversation_folders(args.data)[: args.conversations]]
     began, load_before = time.monotonic(), os.getloadavg()[0]
-    with tempfile.TemporaryDirectory(prefix="mcp-memory-hooks-") as scratch:
-        work = Path(scratch)
+    if args.hook_command:
+        HOOK_COMMAND.append(str(args.hook_command.resolve()))
+    with contextlib.ExitStack() as stack:
+        if args.work:  # kept: a later run with the same --work asks the same store again, without a replay
+            work = args.work.resolve()
+            work.mkdir(parents=True, exist_ok=True)
+            (work / "nowhere").mkdir(exist_ok=True)
+            for old in ("before", "tiktoken"):
+                shutil.rmtree(work / old, ignore_errors=True)
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcp-memory-hooks-")))
+            (work / "nowhere").mkdir()
         tokens = TokenCounter.load("o200k_base", cache_dir=work / "tiktoken")
         results = measure(
             beams, budgets, work, tokens, flush_race=args.flush_race, capture_only=args.capture_only
