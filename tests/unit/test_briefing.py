@@ -85,8 +85,8 @@ def test_a_compaction_summary_in_the_turns_stands_for_what_it_replaced(counter: 
         ("assistant", "Done: the consumer is wired and its tests pass."),
     )
     text = brief([compacted], 300, counter.count, NOW)
-    assert "chose Kafka over RabbitMQ" in text
-    assert "summary: The team chose Kafka" in text  # no stored summary: the client's stands in
+    assert "chose Kafka over RabbitMQ" in text and "Retention is 7 days." in text
+    assert text.count("chose Kafka") == 1  # read as facts, and as the summary it is not said again
 
 
 def test_a_prompt_left_without_a_reply_is_left_open(counter: TokenCounter) -> None:
@@ -102,6 +102,8 @@ def test_a_prompt_left_without_a_reply_is_left_open(counter: TokenCounter) -> No
     )
     answered = session("answered", 0, ("user", "Add a retry to the webhook sender."), ("assistant", "Added."))
     assert "left open" not in brief([answered], 200, counter.count, NOW)
+    alone = session("alone", 0, ("user", "Add a retry to the webhook sender."))
+    assert 'asked "Add a retry to the webhook sender." (left open' in brief([alone], 200, counter.count, NOW)
 
 
 def test_observations_as_system_turns_are_read_and_paths_deduplicated(counter: TokenCounter) -> None:
