@@ -22,24 +22,20 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._locomo_data import CATEGORIES, session_time
 from mcp_memory.config import GraphSettings, SearchSettings, Settings
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 
 KS = (1, 5, 10, 20)
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-
-
-def session_time(text: str) -> datetime:
-    """LoCoMo writes '1:56 pm on 8 May, 2023'."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 async def index_conversation(service: MemoryService, sample: dict[str, Any]) -> dict[str, str]:
