@@ -98,9 +98,11 @@ def eval_command(settings: Settings, args: argparse.Namespace) -> int:
 
 def _nothing(args: argparse.Namespace) -> str:
     where = "~/.claude/projects/*/*.jsonl (Claude Code) or ~/.gemini/tmp/*/chats/ (Gemini CLI)"
-    filters = [f"--project {args.project}"] * bool(args.project) + [f"--since {args.since:%Y-%m-%d}"] * bool(
-        args.since
-    )
+    filters = []
+    if args.project:
+        filters.append(f"--project {args.project}")
+    if args.since:
+        filters.append(f"--since {args.since:%Y-%m-%d}")
     return f"no sessions found in {where}" + (f" with {' '.join(filters)}" if filters else "")
 
 
