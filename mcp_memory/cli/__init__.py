@@ -45,6 +45,8 @@ examples:
   mcp-memory audit verify                      check the audit trail's hash chain
   mcp-memory backup ~/memory-2026-11-25.db     a consistent copy of the data file, while servers run
   mcp-memory restore ~/memory-2026-11-25.db    check a backup and put it in an empty data dir
+  mcp-memory eval --budget 500,700,1000,1500   replay your own coding sessions into a throw-away store and
+                                               measure what the hooks' recall carries (docs/eval.md)
 """
 
 
@@ -57,6 +59,7 @@ def build_parser() -> argparse.ArgumentParser:
     from datetime import datetime
 
     from mcp_memory.cli import doctor, install
+    from mcp_memory.cli import eval as self_eval
     from mcp_memory.cli.audit import add_parser as audit_parser
 
     parser = argparse.ArgumentParser(
@@ -139,6 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
         "never deleted",
     )
     audit_parser(commands)
+    self_eval.add_parser(commands)
     install.add_parser(commands)
     doctor.add_parser(commands)
     token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
@@ -182,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     add_request_ids_to_logs()
     try:
-        if args.command in ("export", "import", "forget-user", "audit"):
+        if args.command in ("export", "import", "forget-user", "audit", "eval"):
             _service_command(settings, args)
         elif args.command in ("backup", "restore"):
             from mcp_memory.cli.backup import backup_command, restore_command
@@ -240,7 +244,7 @@ def _served_by_relay(arguments: list[str]) -> bool:
 
 
 def _service_command(settings: Settings, args: argparse.Namespace) -> None:
-    """The commands that open the memory service themselves (cli/commands.py, cli/audit.py)."""
+    """The commands that open the memory service themselves (cli/commands.py, cli/audit.py, cli/eval.py)."""
     import anyio
 
     from mcp_memory.cli.audit import audit_command
@@ -253,6 +257,10 @@ def _service_command(settings: Settings, args: argparse.Namespace) -> None:
         anyio.run(import_command, settings, user, args.file, args.dry_run, args.format)
     elif args.command == "forget-user":
         anyio.run(forget_user_command, settings, args.user, args.dry_run)
+    elif args.command == "eval":
+        from mcp_memory.cli.eval import eval_command
+
+        raise SystemExit(eval_command(settings, args))
     else:
         raise SystemExit(anyio.run(audit_command, settings, args))
 

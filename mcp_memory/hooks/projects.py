@@ -53,6 +53,16 @@ def project_of(cwd: str | os.PathLike[str]) -> Project:
     return _project(str(start), start)
 
 
+def recorded_project(cwd: str) -> Project:
+    """The project of a working directory a transcript recorded: project_of(cwd) when the directory is
+    on this machine, else the directory itself (its path, as written), since there is no checkout to read
+    a remote from."""
+    path = Path(cwd).expanduser()
+    if path.is_dir():
+        return project_of(path)
+    return _project(str(path), path)
+
+
 def normalized_remote(url: str) -> str:
     """github.com/acme/api for https://github.com/acme/api.git, git@github.com:acme/api.git,
     ssh://git@github.com:22/acme/api, ...: the same repository however it was cloned."""

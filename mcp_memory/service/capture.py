@@ -115,13 +115,16 @@ class HookCapture:
 
     async def store(self, entry: dict[str, Any]) -> int:
         """Store one spooled event's messages; how many were new."""
-        project = project_from(entry)
-        session = str(entry.get("session_id") or "")
-        if not session:
-            raise InvalidInputError("the event names no session")
+        _session_of(entry)  # a bad event fails before its transcript is read
+        return await self.store_items(entry, await self._items(entry))
+
+    async def store_items(self, entry: dict[str, Any], items: Sequence[Captured]) -> int:
+        """Store what was read for one event (its project, session, client and cwd named by `entry`)
+        under the ids and times the hooks give them; how many were new. `mcp-memory eval` stores a
+        transcript read up to a moment this way."""
+        project, session = _session_of(entry)
         thread_id = check.thread_id(project.thread_id(session))
         owner = project_owner(self.service.settings, self.user_id, project, "writer")
-        items = await self._items(entry)
         if not items:
             return 0
         metadata = {
@@ -187,6 +190,15 @@ class HookCapture:
                 await anyio.sleep(STOP_LOOK_SECONDS)  # the hook ran before the client wrote the reply
                 waited += STOP_LOOK_SECONDS
         return _from_payload(entry)
+
+
+def _session_of(entry: dict[str, Any]) -> tuple[Project, str]:
+    """The project and session an event names; InvalidInputError when it names none."""
+    project = project_from(entry)
+    session = str(entry.get("session_id") or "")
+    if not session:
+        raise InvalidInputError("the event names no session")
+    return project, session
 
 
 def _stop_reply(entry: dict[str, Any]) -> str | None:

@@ -72,6 +72,8 @@ class VectorWriter:
         self._quiet = anyio.Event()  # set while no turn waits for its first vector
         self._quiet.set()
         self.later_done = 0  # long memories whose later passages were written, since start
+        self._later_busy = False  # a long turn's later passages taken off _later, not yet written
+        self._caught_up = anyio.Event()  # set, then replaced, whenever a batch or a long turn is done
 
     @classmethod
     @asynccontextmanager
@@ -123,6 +125,16 @@ class VectorWriter:
         while self._pending[user_id] > 0:
             event = self._settled.setdefault(user_id, anyio.Event())
             await event.wait()
+
+    async def caught_up(self) -> None:
+        """Return once no turn waits for its vector and no long turn for its later passages: what a
+        replay (`mcp-memory eval`) waits for before it asks, as a person asking later would find it."""
+        while self._pending.total() or self._later or self._later_busy:
+            await self._caught_up.wait()
+
+    def _done_some(self) -> None:
+        self._caught_up.set()
+        self._caught_up = anyio.Event()
 
     async def _run(self) -> None:
         async with self._receive:
@@ -176,6 +188,7 @@ class VectorWriter:
                 self._room.set()
             if self._pending.total() == 0:
                 self._quiet.set()
+            self._done_some()
 
     async def _run_later(self, scope: anyio.CancelScope) -> None:
         """Embed long turns' later passages, a few at a time, while no turn waits for its first vector."""
@@ -186,6 +199,7 @@ class VectorWriter:
                     await self._more_later.wait()
                     continue
                 turn, first = self._later.pop(0)
+                self._later_busy = True
                 try:
                     rest = await self._later_vectors(turn)
                     with anyio.CancelScope(shield=True):  # written whole once computed
@@ -201,6 +215,9 @@ class VectorWriter:
                     log.exception(
                         "could not write the later passages of %s; retried at the next start", turn.id
                     )
+                finally:
+                    self._later_busy = False
+                    self._done_some()
 
     async def _later_vectors(self, turn: Memory) -> list[list[float]]:
         pieces = [turn.content[cut.start : cut.end] for cut in passages(turn.content)[1:]]
