@@ -263,6 +263,11 @@ def can_inject(client: str) -> bool:
     return bool(_INJECTS.get(client))
 
 
+def injects_at_prompt(client: str) -> bool:
+    """Whether this client's prompt hook reaches the model (its session's brief can wait for the prompt)."""
+    return "prompt" in _INJECTS.get(client, {})
+
+
 def render_nothing(event: HookEvent) -> str:
     """What the hook prints when it has nothing to add, or when anything failed: the answer that changes nothing."""
     match event.client:

@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.audit import Actor, acting
 from mcp_memory.errors import InvalidInputError, MemoryServerError
-from mcp_memory.hooks import spool
+from mcp_memory.hooks import clients, spool
 from mcp_memory.hooks.gemini import without_injected
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.service.capture import HookCapture, project_from
@@ -106,7 +106,14 @@ class HookEndpoints:
         session = str(body.get("session_id") or "")
         with acting(Actor(self.user_id, client=f"hooks:{body.get('client')}")):
             if body.get("kind") == "session_start":
-                return await self.recall().session_start(project, session, settings.budget_tokens, cap)
+                return await self.recall().session_start(
+                    project,
+                    session,
+                    settings.budget_tokens,
+                    cap,
+                    source=str(body.get("source") or "startup"),
+                    prompt_follows=clients.injects_at_prompt(str(body.get("client") or "")),
+                )
             if body.get("kind") == "prompt":
                 prompt = without_injected(str(body.get("prompt") or ""))
                 return await self.recall().prompt(project, session, prompt, settings.budget_tokens, cap)

@@ -1,13 +1,19 @@
-"""What the hooks inject: at session start, what this project was doing; at each prompt, what is relevant
-to it. Always this project's memory (and the user's own facts and profile, which hold across projects),
-never another project's; always within hooks.budget_tokens and the client's cap; always marked as
-recalled data, never instructions.
+"""What the hooks inject: at each prompt, what is relevant to it; at a session's first prompt, also what
+this project was doing. Always this project's memory (and the user's own facts and profile, which hold
+across projects), never another project's; always within hooks.budget_tokens and the client's cap;
+always marked as recalled data, never instructions.
 
-- Session start: a brief of the project's recent sessions (service/briefing.py): their summaries,
-  decisions, open tasks, files touched, failures.
 - A prompt: small talk gets nothing; otherwise the project's memories found for it that pass the
-  relevance floor (service/recall.py's similarity floor), each as the passage that matched, with when and
-  in which session. The session's own latest turns are left out: the client has them in context already.
+  relevance floor (service/recall.py's similarity floor), shaped by service/recalled.py: whole
+  sentences around the match, more for the best, an exchange as one entry, near-duplicates once, each
+  with when, in which session and its short id. A question over time (search/intent.py `over_time`)
+  gets its matched exchanges in time order, each alike, and the name of the `timeline` tool. The
+  session's own latest turns are left out: the client has them in context already.
+- A session's first prompt: those memories first, then a brief of the project's recent sessions
+  (service/briefing.py: asks, decisions, open tasks, failures, files) in what they leave of the same
+  budget, at least BRIEF_SHARE percent of it. One budget for the two: the session start of a client that
+  injects at prompts says nothing; a resumed or compacted session, or a client that injects only at
+  session start, gets the brief then.
 """
 
 from __future__ import annotations
@@ -19,19 +25,29 @@ from datetime import datetime
 
 from mcp_memory.hooks.projects import Project
 from mcp_memory.hooks.transcripts import RECALL_TAG
-from mcp_memory.models import utcnow
+from mcp_memory.models import Memory, short_id, utcnow
+from mcp_memory.search import intent
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.terms import QueryTerms
 from mcp_memory.service.briefing import SessionTurns, brief
 from mcp_memory.service.capture import project_owner
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.recall import SimilarityFloor, default_floor, is_small_talk
-from mcp_memory.service.results import within_budget
+from mcp_memory.service.recalled import Entry, collapsed, fitted, paired, placed
 from mcp_memory.views import SearchHit
 
 SESSIONS_BRIEFED = 5  # recent sessions a brief draws on
 TURNS_PER_SESSION = 60  # the newest turns of each read for its brief
-HITS = 8  # memories found for a prompt before the floor and the budget
+HITS = 18  # memories found for a prompt before the floor and the budget
+TIMELINE_HITS = 24  # for a question over time: its moments, shown in time order
+BRIEF_SHARE = 10  # percent of the budget a session's first prompt keeps for the brief
+MAX_BRIEF_TOKENS = 300
+MIN_BRIEF_TOKENS = 80  # a shorter brief says too little
+FIRST_PROMPTS = 1  # a session with at most this many prompts stored is still at its first
+BRIEFED_KEPT = 10_000  # sessions remembered as briefed
+MEMORIES_TITLE = "Memories of this project relevant to the prompt"
+TIMELINE_NOTE = ", in time order (the timeline tool lists more)"
+BRIEF_TITLE = "What this project was doing"
 OWN_RECENT = 20  # the session's own newest turns, left out of a prompt's recall
 CROSS_PROJECT_TYPES = ["fact", "user_summary"]  # learned facts and the profile
 THREADS_TTL = 30.0  # seconds a project's thread list is reused
@@ -52,6 +68,7 @@ class HookRecall:
     service: MemoryService
     user_id: str
     _threads: dict[str, tuple[float, list[str]]] = field(default_factory=dict)
+    _briefed: dict[str, None] = field(default_factory=dict)  # session threads told the brief, oldest first
 
     def owner(self, project: Project) -> str:
         return project_owner(self.service.settings, self.user_id, project, "reader")
@@ -70,22 +87,41 @@ class HookRecall:
         self._threads[project.key] = (time.monotonic(), threads)
         return threads
 
-    async def session_start(self, project: Project, session_id: str, budget: int, cap_chars: int) -> str:
+    async def session_start(
+        self,
+        project: Project,
+        session_id: str,
+        budget: int,
+        cap_chars: int,
+        *,
+        source: str | None = None,
+        prompt_follows: bool = True,
+    ) -> str:
+        """What a session is told at its start. A new session of a client that injects at each prompt is
+        told nothing yet: its brief comes with its first prompt, after that prompt's memories, within
+        the same budget. A resumed or compacted one (or a client that injects only here) gets the brief."""
+        if prompt_follows and source in (None, "startup", "clear"):
+            return ""
+        self._briefed[project.thread_id(session_id)] = None
+        text = await self._brief(project, session_id, budget, title=BRIEF_TITLE)
+        return _capped(text, cap_chars)
+
+    async def _brief(self, project: Project, session_id: str, budget: int, *, title: str) -> str:
+        """The brief of the project's recent sessions, wrapped, within `budget`; "" when there is none."""
         own = project.thread_id(session_id)
         threads = [t for t in await self.project_threads(project) if t != own][:SESSIONS_BRIEFED]
         owner = self.owner(project)
         sessions = [await self._session(owner, t) for t in threads]
         sessions = [s for s in sessions if s.turns or s.summary]
-        title = "What this project was doing"
         count = self.service.tokens.count
         room = budget - count(wrapped(project, title, ""))
-        while room > 0:
+        while room > MIN_BRIEF_TOKENS // 2:
             body = brief(sessions, room, count, utcnow())
             if not body:
                 return ""
             text = wrapped(project, title, body)
             if count(text) <= budget:  # tokens are not quite additive across the joins: counted whole
-                return _capped(text, cap_chars)
+                return text
             room -= count(text) - budget
         return ""
 
@@ -104,21 +140,50 @@ class HookRecall:
     async def prompt(
         self, project: Project, session_id: str, prompt: str, budget: int, cap_chars: int
     ) -> str:
+        """What a prompt is given: the project's memories relevant to it, and, at a session's first
+        prompt (when its start was told nothing), the project's brief in what the memories leave of
+        the budget."""
         if not prompt.strip() or is_small_talk(prompt):
             return ""
-        settings = self.service.settings
         own = project.thread_id(session_id)
         owner = self.owner(project)
         threads = await self.project_threads(project)
-        recent = set()
+        recent: list[Memory] = []
         if own in threads:
-            recent = {m.id for m in await self.service.stores.long_term.recent(owner, own, limit=OWN_RECENT)}
+            recent = await self.service.stores.long_term.recent(owner, own, limit=OWN_RECENT)
+        first = own not in self._briefed and sum(m.role == "user" for m in recent) <= FIRST_PROMPTS
+        if first:
+            self._briefed[own] = None
+            while len(self._briefed) > BRIEFED_KEPT:
+                self._briefed.pop(next(iter(self._briefed)))
+        count = self.service.tokens.count
+        reserve = min(BRIEF_SHARE * budget // 100, MAX_BRIEF_TOKENS) if first else 0
+        memories = await self._memories(
+            project, own, prompt, threads, {m.id for m in recent}, budget - reserve
+        )
+        if not first:
+            return _capped(memories, cap_chars)
+        left = budget - count(memories) - 1
+        briefed = (
+            await self._brief(project, session_id, left, title=BRIEF_TITLE)
+            if left >= MIN_BRIEF_TOKENS
+            else ""
+        )
+        return _capped("\n".join(t for t in (memories, briefed) if t), cap_chars)
+
+    async def _memories(
+        self, project: Project, own: str, prompt: str, threads: list[str], recent: set[str], budget: int
+    ) -> str:
+        settings = self.service.settings
+        owner = self.owner(project)
+        over_time = intent.over_time(prompt)
         hits: list[SearchHit] = []
         if threads:
+            wanted = (TIMELINE_HITS if over_time else HITS) + len(recent)
             found = await self.service.search(
-                SearchQuery.of(owner, prompt, limit=HITS + len(recent), threads=threads, settings=settings)
+                SearchQuery.of(owner, prompt, limit=wanted, threads=threads, settings=settings)
             )
-            hits = [h for h in found.results if h.id not in recent][:HITS]
+            hits = [h for h in found.results if h.id not in recent][: wanted - len(recent)]
         facts = await self.service.search(
             SearchQuery.of(self.user_id, prompt, types=CROSS_PROJECT_TYPES, limit=4, settings=settings)
         )
@@ -137,36 +202,79 @@ class HookRecall:
         )
         if not kept:
             return ""
-        title = "Memories of this project relevant to the prompt"
+        kept = collapsed(kept)
+        entries = paired(kept, await self._replies(owner, kept))
+        title = MEMORIES_TITLE + (TIMELINE_NOTE if over_time else "")
         count = self.service.tokens.count
         terms = QueryTerms.of(prompt).matched
-        # What each line adds around its memory's text (when, where, who, its id), counted, not guessed.
-        frame = count(wrapped(project, title, "\n".join(_line(h, project, own, text="") for h in kept)))
-        fitted = within_budget(kept, max(budget - frame, 1), count, terms)
-        while fitted:
-            text = wrapped(project, title, "\n".join(_line(hit, project, own) for hit in fitted))
+
+        def frame(entry: Entry) -> int:  # what a line adds around its texts: counted, not guessed
+            return count(_line(entry, project, own)) - 1
+
+        room = budget - count(wrapped(project, title, ""))
+        # Halves of an exchange share a line when both are among what fits alone: a line's frame saved
+        # is room for one more memory, and no reply found far down takes a better hit's place.
+        line = frame(Entry(kept[0]))
+        shown = {h.id for h in kept[: len(kept) if over_time else placed(kept, room, line)]}
+        entries = [e for e in entries if e.reply is None or {e.hit.id, e.reply.id} <= shown] + [
+            Entry(half, ranks=(r,))
+            for e in entries
+            if e.reply is not None and not {e.hit.id, e.reply.id} <= shown
+            for half, r in zip((e.hit, e.reply), e.ranks, strict=True)
+        ]
+        entries.sort(key=lambda e: min(e.ranks))
+        chosen = fitted(entries, room, count, terms, frame, even=over_time)
+        if over_time:
+            chosen.sort(key=lambda e: (e.hit.created_at, e.hit.id))
+        while chosen:
+            text = wrapped(project, title, "\n".join(_line(e, project, own) for e in chosen))
             if count(text) <= budget:
-                return _capped(text, cap_chars)
-            fitted = fitted[:-1]  # the budget holds: the least relevant line goes
+                return text
+            chosen = chosen[:-1] if not over_time else _without_least(chosen)
         return ""
 
+    async def _replies(self, owner: str, hits: list[SearchHit]) -> dict[str, str]:
+        """The reply that answered each user's turn among `hits` (only the turns answered)."""
+        store = self.service.stores.long_term
+        replies: dict[str, str] = {}
+        for hit in hits:
+            if hit.type != "turn" or hit.role != "user" or hit.space is not None:
+                continue
+            around = await store.turns_around(owner, hit.id, reach=1)
+            at = next((i for i, m in enumerate(around) if m.id == hit.id), None)
+            if at is not None and at + 1 < len(around) and around[at + 1].role == "assistant":
+                replies[hit.id] = around[at + 1].id
+        return replies
 
-def _line(hit: SearchHit, project: Project, own: str, text: str | None = None) -> str:
-    when = _when(hit.created_at)
-    who = {"user": "the user", "assistant": "the agent", "tool": "the agent's work"}.get(
-        hit.role or "", hit.type
-    )
+
+def _without_least(entries: list[Entry]) -> list[Entry]:
+    """A timeline less its least relevant entry (its order is by time, its ranks by relevance)."""
+    least = max(range(len(entries)), key=lambda i: min(entries[i].ranks))
+    return entries[:least] + entries[least + 1 :]
+
+
+def _line(entry: Entry, project: Project, own: str) -> str:
+    hit = entry.hit
     where = ""
     if hit.thread_id and project.owns(hit.thread_id):
         where = (
             " (this session)" if hit.thread_id == own else f" (session {hit.thread_id.split('.', 1)[1][:8]})"
         )
-    text = " ".join(hit.content.split()) if text is None else text
-    return f"- {when}{where}, {who}: {text} [{hit.id}]"
+    head = f"- {_when(hit.created_at)}{where}"
+    if entry.reply is not None:
+        return f"{head}, the user: {_flat(entry.text)} — the agent: {_flat(entry.reply_text)} [{short_id(hit.id)}]"
+    who = {"user": "the user", "assistant": "the agent", "tool": "the agent's work"}.get(
+        hit.role or "", hit.type
+    )
+    return f"{head}, {who}: {_flat(entry.text)} [{short_id(hit.id)}]"
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _when(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d %H:%M")
+    return moment.strftime("%Y-%m-%d")
 
 
 def _capped(text: str, cap_chars: int) -> str:

@@ -26,6 +26,7 @@ from mcp_memory.models import space_key
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.terms import QueryTerms
 from mcp_memory.service.memory_service import MemoryService
+from mcp_memory.service.recalled import collapsed
 from mcp_memory.service.results import within_budget
 from mcp_memory.storage.base import LongTermStore
 from mcp_memory.views import SearchHit
@@ -121,8 +122,9 @@ async def recall(
     thread_id: str | None,
     max_tokens: int | None = None,
 ) -> list[SearchHit]:
-    """The memories the recall prompt shows for `query`, best first, at most eight, their contents
-    within `max_tokens` when given (a long memory as a snippet of the match). `owners`: the user's own
+    """The memories the recall prompt shows for `query`, best first, at most eight, near-duplicates
+    once, their contents within `max_tokens` when given, shaped as the hooks' recall is
+    (service/recalled.py: whole sentences around the match, more for the best). `owners`: the user's own
     memory and the spaces they read, or one of them; the first holds `thread_id`."""
     keys = [owners] if isinstance(owners, str) else list(owners)
     user_id = keys[0]
@@ -139,7 +141,7 @@ async def recall(
     found = await service.search(
         SearchQuery.of(keys, text, thread_id=thread_id, limit=limit, settings=service.settings)
     )
-    hits = [h for h in found.results if h.id not in context_ids][:_RECALLED]
+    hits = collapsed([h for h in found.results if h.id not in context_ids])[:_RECALLED]
     floor = service.settings.learning.recall_min_similarity
     if floor is None:
         floor = default_floor(service.embedder.spec.model)

@@ -14,9 +14,10 @@ import json
 from collections.abc import Callable, Sequence
 
 from mcp_memory.models import Hit
-from mcp_memory.search.budget import FOCUS_TOKENS, fit_budget, focus
+from mcp_memory.search.budget import FOCUS_TOKENS, focus
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.relevance import HitSignals, matched_by, ranked_scores
+from mcp_memory.service.recalled import Entry, collapsed, fitted
 from mcp_memory.views import (
     ExchangeReply,
     ListedMemory,
@@ -58,11 +59,17 @@ def search_hits(
 def within_budget(
     hits: Sequence[SearchHit], max_tokens: int, count: Callable[[str], int], terms: Sequence[str]
 ) -> list[SearchHit]:
-    """The best hits whose contents fit max_tokens; a long one as its best passage, or a snippet around
-    its match (of the query's `terms`: QueryTerms.matched)."""
-    spans = [None if hit.passage is None else (hit.passage.start, hit.passage.end) for hit in hits]
-    fitted = fit_budget([hit.content for hit in hits], max_tokens, count, terms, spans)
-    return [hits[f.index].model_copy(update={"content": f.content, "snippet": f.snippet}) for f in fitted]
+    """The best hits whose contents fit max_tokens, shaped as recall shapes them (service/recalled.py):
+    near-duplicates once, each the whole sentences around its match (of the query's `terms`:
+    QueryTerms.matched) within its rank's share, the best with the most; a hit shown in part is a
+    snippet."""
+    entries = [Entry(hit, ranks=(rank,)) for rank, hit in enumerate(collapsed(hits))]
+    return [
+        entry.hit.model_copy(
+            update={"content": entry.text, "snippet": entry.text != entry.hit.content.strip()}
+        )
+        for entry in fitted(entries, max_tokens, count, terms, lambda _: 0)
+    ]
 
 
 def shown(

@@ -137,12 +137,11 @@ def test_capture_once_recall_in_the_project_only(hooks: Hooks, tmp_path: Path) -
     threads = {r[1] for r in rows}
     assert len(threads) == 1 and threads.pop().endswith(".s1")
 
-    # A new session of the same project starts knowing; a prompt about it brings it back.
+    # A new session of the same project: its start is told nothing yet; its first prompt gets what is
+    # relevant to it first, then the brief, in one budget; a later prompt only what is relevant to it.
     start = {"session_id": "s2", "cwd": str(alpha), "hook_event_name": "SessionStart", "source": "startup"}
     done, _ = hooks.fire("claude-code", "SessionStart", start)
-    assert done.returncode == 0
-    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
-    assert "PostgreSQL 16" in context and "<memory-recall" in context
+    assert done.returncode == 0 and done.stdout == ""
     prompt = {
         "session_id": "s2",
         "cwd": str(alpha),
@@ -152,6 +151,16 @@ def test_capture_once_recall_in_the_project_only(hooks: Hooks, tmp_path: Path) -
     done, _ = hooks.fire("claude-code", "UserPromptSubmit", prompt)
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "PostgreSQL 16" in context and len(context) <= 10_000
+    relevant, brief = context.index("relevant to the prompt"), context.index("What this project was doing")
+    assert relevant < brief
+    done, _ = hooks.fire(
+        "claude-code", "UserPromptSubmit", prompt | {"prompt": "and the pool size for billing?"}
+    )
+    assert "What this project was doing" not in done.stdout
+    # A resumed session is told the brief at its start.
+    done, _ = hooks.fire("claude-code", "SessionStart", start | {"session_id": "s3", "source": "resume"})
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "What this project was doing" in context and "<memory-recall" in context
 
     # Small talk gets nothing; another project gets nothing of this one.
     done, _ = hooks.fire("claude-code", "UserPromptSubmit", prompt | {"prompt": "hi"})

@@ -7,6 +7,7 @@ as a property: whatever the contents, what comes back never counts more than the
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import given, settings
@@ -15,7 +16,8 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.llm.tokens import TokenCounter
-from mcp_memory.search.budget import MIN_SNIPPET_TOKENS, fit_budget, snippet
+from mcp_memory.service.results import within_budget
+from mcp_memory.views import SearchHit
 from tests.services.mcp_client import call, call_error, stored
 
 pytestmark = pytest.mark.anyio
@@ -65,7 +67,8 @@ async def test_a_long_memory_comes_back_as_a_snippet_of_the_match(client: Client
     await filled(client)
     found = await call(client, "search_memory", query="blue drawer", limit=3, max_tokens=90)
     [long] = [hit for hit in found["results"] if hit.get("snippet")]
-    assert "blue drawer" in long["content"] and long["content"].startswith("…")
+    # Whole sentences, starting with the one that matched.
+    assert long["content"].startswith("The passport is in the blue drawer") and "…" not in long["content"]
     whole = await client.read_resource(f"memory://memories/{long['id']}")
     assert json.loads(whole.contents[0].text)["content"] == NEEDLE  # type: ignore[union-attr]
 
@@ -114,26 +117,47 @@ async def test_recall_fits_its_budget(client: Client, tokenizer: TokenCounter) -
         await client.get_prompt("recall", {"query": "passport", "max_tokens": "-1"})
 
 
+def hits_of(contents: list[str]) -> list[SearchHit]:
+    now = datetime(2026, 3, 1, tzinfo=UTC)
+    return [
+        SearchHit(
+            id=f"turn_{n:032x}",
+            type="turn",
+            thread_id="t",
+            role="user",
+            content=content,
+            created_at=now,
+            score=0.5,
+            token_count=len(content.split()),
+            matched_by="text",
+        )
+        for n, content in enumerate(contents)
+    ]
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     contents=st.lists(
-        st.text(alphabet=st.sampled_from("abc xyz passport."), min_size=0, max_size=400), max_size=8
+        st.text(alphabet=st.sampled_from("abc xyz passport.\n"), min_size=0, max_size=400), max_size=8
     ),
     budget=st.integers(min_value=1, max_value=300),
 )
-def test_fit_budget_never_exceeds_the_budget(contents: list[str], budget: int) -> None:
-    count = lambda text: len(text.split()) + text.count("…")  # noqa: E731 - any monotone counter will do
-    fitted = fit_budget(contents, budget, count, ["passport"])
-    assert sum(f.token_count for f in fitted) <= budget
-    assert [f.index for f in fitted] == sorted(f.index for f in fitted)
-    assert all(f.token_count == count(f.content) for f in fitted)
-    assert all(not f.snippet or f.token_count >= 1 for f in fitted)
-
-
-def test_a_snippet_is_cut_around_the_first_match() -> None:
-    words = " ".join(f"w{i}" for i in range(200)) + " passport here " + " ".join(f"v{i}" for i in range(200))
-    count = lambda text: len(text.split())  # noqa: E731
-    cut = snippet(words, ["passport"], MIN_SNIPPET_TOKENS, count)
-    assert (
-        "passport" in cut and cut.startswith("…") and cut.endswith("…") and count(cut) <= MIN_SNIPPET_TOKENS
+def test_what_fits_never_exceeds_the_budget(contents: list[str], budget: int) -> None:
+    count = lambda text: len(text.split())  # noqa: E731 - any monotone counter will do
+    hits = hits_of(contents)
+    fitted = within_budget(hits, budget, count, ["passport"])
+    assert sum(count(hit.content) for hit in fitted) <= budget
+    order = [hit.id for hit in hits]
+    assert [order.index(hit.id) for hit in fitted] == sorted(order.index(hit.id) for hit in fitted)
+    assert all(
+        hit.snippet == (hit.content != original.content.strip())
+        for hit, original in ((h, next(o for o in hits if o.id == h.id)) for h in fitted)
     )
+
+
+def test_a_long_memory_is_cut_to_whole_sentences_around_the_match() -> None:
+    words = " ".join(f"Filler w{i} here." for i in range(200)) + " The passport is in the drawer. " + LONG
+    count = lambda text: len(text.split())  # noqa: E731
+    (cut,) = within_budget(hits_of([words]), 90, count, ["passport"])
+    assert "The passport is in the drawer." in cut.content and cut.snippet and count(cut.content) <= 90
+    assert cut.content.endswith(".") and cut.content[0].isupper() and "…" not in cut.content
