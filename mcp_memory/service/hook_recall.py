@@ -31,6 +31,7 @@ from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.terms import QueryTerms
 from mcp_memory.service.briefing import SessionTurns, brief
 from mcp_memory.service.capture import project_owner
+from mcp_memory.service.exchanges import shape_for
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.recall import SimilarityFloor, default_floor, is_small_talk
 from mcp_memory.service.recalled import Entry, collapsed, fitted, paired, placed
@@ -203,7 +204,9 @@ class HookRecall:
         if not kept:
             return ""
         kept = collapsed(kept)
-        entries = paired(kept, await self._replies(owner, kept))
+        shape, over_time = shape_for(prompt, None)  # as search_memory's `unit` omitted: the question decides
+        if shape == "own":  # "in what order did I bring up ...": the user's own turns
+            kept = [h for h in kept if h.role == "user"] or kept
         title = MEMORIES_TITLE + (TIMELINE_NOTE if over_time else "")
         count = self.service.tokens.count
         terms = QueryTerms.of(prompt).matched
@@ -212,17 +215,10 @@ class HookRecall:
             return count(_line(entry, project, own)) - 1
 
         room = budget - count(wrapped(project, title, ""))
-        # Halves of an exchange share a line when both are among what fits alone: a line's frame saved
-        # is room for one more memory, and no reply found far down takes a better hit's place.
-        line = frame(Entry(kept[0]))
-        shown = {h.id for h in kept[: len(kept) if over_time else placed(kept, room, line)]}
-        entries = [e for e in entries if e.reply is None or {e.hit.id, e.reply.id} <= shown] + [
-            Entry(half, ranks=(r,))
-            for e in entries
-            if e.reply is not None and not {e.hit.id, e.reply.id} <= shown
-            for half, r in zip((e.hit, e.reply), e.ranks, strict=True)
-        ]
-        entries.sort(key=lambda e: min(e.ranks))
+        if shape == "exchange":  # "summarize how X went": each moment as the exchange it was part of
+            entries = await self._exchanges(owner, kept)
+        else:
+            entries = await self._entries(owner, kept, room, frame(Entry(kept[0])), over_time)
         chosen = fitted(entries, room, count, terms, frame, even=over_time)
         if over_time:
             chosen.sort(key=lambda e: (e.hit.created_at, e.hit.id))
@@ -232,6 +228,54 @@ class HookRecall:
                 return text
             chosen = chosen[:-1] if not over_time else _without_least(chosen)
         return ""
+
+    async def _entries(
+        self, owner: str, kept: list[SearchHit], room: int, line: int, over_time: bool
+    ) -> list[Entry]:
+        """The hits as entries, best first: the halves of an exchange share a line when both are among
+        what fits one per line (a line's frame saved is room for one more memory, and no reply found far
+        down takes a better hit's place)."""
+        entries = paired(kept, await self._replies(owner, kept))
+        shown = {h.id for h in kept[: len(kept) if over_time else placed(kept, room, line)]}
+        entries = [e for e in entries if e.reply is None or {e.hit.id, e.reply.id} <= shown] + [
+            Entry(half, ranks=(r,))
+            for e in entries
+            if e.reply is not None and not {e.hit.id, e.reply.id} <= shown
+            for half, r in zip((e.hit, e.reply), e.ranks, strict=True)
+        ]
+        return sorted(entries, key=lambda e: min(e.ranks))
+
+    async def _exchanges(self, owner: str, kept: list[SearchHit]) -> list[Entry]:
+        """Each turn found with the other half of its exchange (the reply to a user's turn, the turn a
+        reply answered), once, at the rank of the better half; other hits as they are."""
+        store = self.service.stores.long_term
+        entries: list[Entry] = []
+        seen: set[str] = set()
+        for rank, hit in enumerate(kept):
+            if hit.id in seen:
+                continue
+            partner = None
+            if hit.type == "turn" and hit.role in ("user", "assistant") and hit.space is None:
+                around = await store.turns_around(owner, hit.id, reach=1)
+                at = next((i for i, m in enumerate(around) if m.id == hit.id), None)
+                near = None if at is None else at + (1 if hit.role == "user" else -1)
+                wanted = "assistant" if hit.role == "user" else "user"
+                if near is not None and 0 <= near < len(around) and around[near].role == wanted:
+                    partner = around[near]
+            if partner is None or partner.id in seen:
+                entries.append(Entry(hit, ranks=(rank,)))
+                seen.add(hit.id)
+                continue
+            other = SearchHit.of(
+                partner,
+                hit.score,
+                token_count=partner.token_count or self.service.tokens.count(partner.content),
+                matched_by=hit.matched_by,
+            )
+            turn, reply = (hit, other) if hit.role == "user" else (other, hit)
+            entries.append(Entry(turn, reply, ranks=(rank, rank)))
+            seen |= {hit.id, partner.id}
+        return entries
 
     async def _replies(self, owner: str, hits: list[SearchHit]) -> dict[str, str]:
         """The reply that answered each user's turn among `hits` (only the turns answered)."""

@@ -90,8 +90,13 @@ async def test_stored_once_whatever_the_repetition_and_seen_by_the_tools(
     assert memory.messages[1].content == "[tool] wrote /repo/db.py"
     assert memory.messages[0].metadata["source"] == "hook:claude-code"
     assert thread in {t.thread_id for t in await service.list_threads("tester")}
-    brief = await HookRecall(service, "tester").session_start(project_of(tmp_path), "s2", 800, 10_000)
+    recall = HookRecall(service, "tester")
+    # Told at a session's start only by a client that injects nowhere else (Cursor, VS Code), or on a resume.
+    assert await recall.session_start(project_of(tmp_path), "s2", 800, 10_000) == ""
+    brief = await recall.session_start(project_of(tmp_path), "s2", 800, 10_000, prompt_follows=False)
     assert "PostgreSQL 16" in brief
+    resumed = await recall.session_start(project_of(tmp_path), "s3", 800, 10_000, source="resume")
+    assert "PostgreSQL 16" in resumed
 
 
 async def test_recall_for_a_prompt_reaches_this_project_only(searchable: Settings, tmp_path: Path) -> None:
@@ -109,7 +114,7 @@ async def test_recall_for_a_prompt_reaches_this_project_only(searchable: Setting
         assert service.tokens.count(here) <= 800
         tight = await recall.prompt(project_of(tmp_path / "a"), "s2", question, 60, 10_000)
         assert service.tokens.count(tight) <= 60  # the budget holds, whatever the lines around the text
-        brief = await recall.session_start(project_of(tmp_path / "a"), "s2", 60, 10_000)
+        brief = await recall.session_start(project_of(tmp_path / "a"), "s2", 60, 10_000, source="resume")
         assert brief == "" or service.tokens.count(brief) <= 60
         assert there == ""
         assert await recall.prompt(project_of(tmp_path / "a"), "s2", "thanks!", 800, 10_000) == ""
@@ -117,6 +122,39 @@ async def test_recall_for_a_prompt_reaches_this_project_only(searchable: Setting
     async with Client(build_server(searchable), raise_exceptions=False) as client:
         found = await call(client, "search_memory", query="pgbouncer billing database")
         assert any("PostgreSQL 16" in hit["content"] for hit in found["results"])
+
+
+async def test_a_first_prompt_gets_its_memories_then_the_brief_in_one_budget(
+    searchable: Settings, tmp_path: Path
+) -> None:
+    t = conversation(tmp_path / "s1.jsonl")
+    t.user("Later we moved the invoice exports to a nightly job at 02:00 UTC.")
+    t.say("Invoice exports now run nightly at 02:00 UTC.")
+    project = project_of(tmp_path)
+    async with open_service(searchable) as service:
+        with acting(Actor("tester", client="hooks")):
+            await HookCapture(service, "tester").store(spooled(tmp_path / "s1.jsonl", tmp_path))
+        recall = HookRecall(service, "tester")
+        assert await recall.session_start(project, "s2", 1000, 10_000, source="startup") == ""
+        assert await recall.prompt(project, "s2", "hi", 1000, 10_000) == ""  # small talk: nothing yet
+        first = await recall.prompt(project, "s2", "when do the invoice exports run?", 1000, 10_000)
+        assert service.tokens.count(first) <= 1000
+        relevant = first.index("relevant to the prompt")
+        assert relevant < first.index("02:00 UTC") < first.index("What this project was doing")
+        # Whole sentences, with when, which session and the short id that opens the memory.
+        assert "Later we moved the invoice exports to a nightly job at 02:00 UTC." in first
+        assert "(session s1)" in first and "turn_" in first and "…" not in first
+        short = first[first.index("[turn_") + 1 : first.index("]", first.index("[turn_"))]
+        assert len(short) == len("turn_") + 12
+        assert "02:00 UTC" in (await service.get_memory("tester", short)).content
+        again = await recall.prompt(project, "s2", "and who owns the billing migration?", 1000, 10_000)
+        assert "What this project was doing" not in again and "Dana" in again
+        # A question over time: its exchanges in time order, and `timeline` named for more.
+        story = await recall.prompt(
+            project, "s3", "summarize how billing and the invoice exports went", 1000, 10_000
+        )
+        assert "in time order" in story and "timeline" in story
+        assert story.index("PostgreSQL 16") < story.index("nightly")
 
 
 async def test_a_project_pointed_at_a_space_is_captured_and_recalled_there(
@@ -136,8 +174,10 @@ async def test_a_project_pointed_at_a_space_is_captured_and_recalled_there(
         assert thread not in {t.thread_id for t in await service.list_threads("tester")}
         assert thread in {t.thread_id for t in await service.list_threads(space_key("team"))}
         # A teammate (a reader) starting a session of the project is told what it was doing.
-        brief = await HookRecall(service, "ann").session_start(project, "s9", 800, 10_000)
-        assert "PostgreSQL 16" in brief
+        first = await HookRecall(service, "ann").prompt(
+            project, "s9", "which database is billing on?", 800, 10_000
+        )
+        assert "PostgreSQL 16" in first and "What this project was doing" in first
         # Someone who is not a member gets nothing stored and nothing recalled.
         with pytest.raises(NotFoundError):
             await HookCapture(service, "mallory").store(spooled(tmp_path / "s1.jsonl", tmp_path))

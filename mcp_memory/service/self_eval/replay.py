@@ -22,7 +22,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -167,8 +167,10 @@ class _Replay:
         for budget in self.budgets:
             with acting(Actor(self.user_id, client=f"hooks:{session.client}")):
                 began = time.perf_counter()
-                brief = await self.recall.session_start(session.project, session.session_id, budget, cap)
-                answer = await self.recall.prompt(session.project, session.session_id, text, budget, cap)
+                # Each budget asks as a new session would: a session's first prompt gets the brief once.
+                recall = replace(self.recall, _briefed={})
+                brief = await recall.session_start(session.project, session.session_id, budget, cap)
+                answer = await recall.prompt(session.project, session.session_id, text, budget, cap)
                 ms = (time.perf_counter() - began) * 1000
             injected = "\n\n".join(part for part in (brief, answer) if part)
             shown = mentions([injected])
