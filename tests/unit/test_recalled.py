@@ -4,7 +4,6 @@ exchange as one entry, near-duplicates once, never past the budget."""
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
