@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -109,18 +110,27 @@ class HookRecall:
 
     async def _brief(self, project: Project, session_id: str, budget: int, *, title: str) -> str:
         """The brief of the project's recent sessions, wrapped, within `budget`; "" when there is none."""
+        return await self._fitted_brief(
+            project, session_id, budget, lambda body: wrapped(project, title, body)
+        )
+
+    async def _fitted_brief(
+        self, project: Project, session_id: str, budget: int, shown: Callable[[str], str]
+    ) -> str:
+        """`shown(brief)` for the longest brief of the project's recent sessions with which it fits
+        `budget`; "" when there is no brief."""
         own = project.thread_id(session_id)
         threads = [t for t in await self.project_threads(project) if t != own][:SESSIONS_BRIEFED]
         owner = self.owner(project)
         sessions = [await self._session(owner, t) for t in threads]
         sessions = [s for s in sessions if s.turns or s.summary]
         count = self.service.tokens.count
-        room = budget - count(wrapped(project, title, ""))
+        room = budget - count(shown(""))
         while room > MIN_BRIEF_TOKENS // 2:
             body = brief(sessions, room, count, utcnow())
             if not body:
                 return ""
-            text = wrapped(project, title, body)
+            text = shown(body)
             if count(text) <= budget:  # tokens are not quite additive across the joins: counted whole
                 return text
             room -= count(text) - budget
@@ -164,13 +174,18 @@ class HookRecall:
         )
         if not first:
             return _capped(memories, cap_chars)
-        left = budget - count(memories) - 1
-        briefed = (
-            await self._brief(project, session_id, left, title=BRIEF_TITLE)
-            if left >= MIN_BRIEF_TOKENS
-            else ""
-        )
-        return _capped("\n".join(t for t in (memories, briefed) if t), cap_chars)
+        if not memories:
+            return _capped(await self._brief(project, session_id, budget, title=BRIEF_TITLE), cap_chars)
+        if budget - count(memories) < MIN_BRIEF_TOKENS:
+            return _capped(memories, cap_chars)
+        # One block: the memories, then the brief in what they leave (one frame, one marker to convert).
+        closing = memories.rindex(f"\n</{RECALL_TAG}>")
+
+        def with_brief(body: str) -> str:
+            return f"{memories[:closing]}\n{BRIEF_TITLE}:\n{body}{memories[closing:]}"
+
+        text = await self._fitted_brief(project, session_id, budget, with_brief)
+        return _capped(text or memories, cap_chars)
 
     async def _memories(
         self, project: Project, own: str, prompt: str, threads: list[str], recent: set[str], budget: int
