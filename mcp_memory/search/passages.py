@@ -14,6 +14,7 @@ list of short items is one passage, not twenty. Each passage is a span of the me
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
@@ -46,10 +47,22 @@ def passages(text: str, size: int = PASSAGE_CHARS) -> list[Span]:
     stripped_end = len(text.rstrip())
     if stripped_end <= ONE_PASSAGE_CHARS:
         return [Span(0, len(text))]
+    if len(text) > CACHED_CHARS:
+        return list(_long_passages.__wrapped__(text, size))
+    return list(_long_passages(text, size))
+
+
+# A search reads its hits' passages again, and the same memories recur: the last few thousand are kept
+# (only texts up to CACHED_CHARS: at most ~100 MB held).
+CACHED_CHARS = 50_000
+
+
+@functools.lru_cache(maxsize=2048)
+def _long_passages(text: str, size: int) -> tuple[Span, ...]:
     packed = list(_packed(_pieces(text, 0, len(text), size), size))
     if len(packed) > MAX_PASSAGES:
         packed = [*packed[: MAX_PASSAGES - 1], Span(packed[MAX_PASSAGES - 1].start, packed[-1].end)]
-    return packed
+    return tuple(packed)
 
 
 def _pieces(text: str, start: int, end: int, size: int) -> Iterator[Span]:

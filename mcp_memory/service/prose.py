@@ -41,6 +41,7 @@ DUPLICATE_OVERLAP, or as much of the shorter sentence's words, is one sentence s
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -134,6 +135,18 @@ BOILERPLATE = re.compile(
 def sentences(text: str, *, prompt: bool = False) -> list[str]:
     """The whole sentences of a message, in order (module docstring); `prompt` when a person typed it,
     whose paragraphs may end without a stop."""
+    if len(text) > CACHED_CHARS:
+        return list(_sentences.__wrapped__(text, prompt))
+    return list(_sentences(text, prompt))
+
+
+# A project's recent sessions are read again for each of its new sessions: the sentences of the last
+# few thousand messages are kept (only messages up to CACHED_CHARS: at most ~80 MB held).
+CACHED_CHARS = 20_000
+
+
+@functools.lru_cache(maxsize=4096)
+def _sentences(text: str, prompt: bool) -> tuple[str, ...]:
     out: list[str] = []
     for block, labelled in _blocks(text):
         parts = [p.strip() for p in _SPLIT.split(_plain(block)) if p.strip()]
@@ -141,7 +154,7 @@ def sentences(text: str, *, prompt: bool = False) -> list[str]:
             last = n == len(parts) - 1
             if _whole(part, open_end=prompt and last and not labelled):
                 out.append(part)
-    return out
+    return tuple(out)
 
 
 def _blocks(text: str) -> list[tuple[str, bool]]:
