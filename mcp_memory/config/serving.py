@@ -52,12 +52,13 @@ class HooksSettings(BaseModel):
         "entry it writes): the server's instructions stop asking the model to call add_turn.",
     )
     budget_tokens: int = Field(
-        default=700,
+        default=1000,
         ge=50,
         le=1500,
-        description="Tokens of recalled memory injected per hook event (SessionStart, each prompt): a new "
-        "session's first prompt gets both, within 1,500; always inside the client's own cap (bench/hooks.py "
-        "measured the default).",
+        description="Tokens of recalled memory injected for a prompt: its memories, best first, and at a "
+        "session's first prompt the project's brief in what they leave (a resumed session, or a client that "
+        "injects only at session start, gets the brief there); always inside the client's own cap "
+        "(bench/hooks.py measured the default).",
     )
     exclude: list[str] = Field(
         default_factory=list,
