@@ -97,7 +97,10 @@ def eval_command(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _nothing(args: argparse.Namespace) -> str:
-    where = "~/.claude/projects/*/*.jsonl (Claude Code) or ~/.gemini/tmp/*/chats/ (Gemini CLI)"
+    where = (
+        "~/.claude/projects/*/*.jsonl (Claude Code), ~/.gemini/tmp/*/chats/ (Gemini CLI) or "
+        "~/.codex/sessions/ (Codex CLI)"
+    )
     filters = []
     if args.project:
         filters.append(f"--project {args.project}")

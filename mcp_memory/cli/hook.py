@@ -97,7 +97,7 @@ def _handle(root: Path, event: HookEvent) -> str:
         if not event.reply:
             _log(root, f"copilot Stop: no reply found in {event.transcript_path}")
     if _captures(event):
-        spool.write(spool.spool_dir(root), _entry(event, project))
+        spool.write(spool.spool_dir(root), spool.entry(event, project))
         _poke(root)
     if event.kind not in RECALL_KINDS or not clients.can_inject(event.client):
         return ""  # Copilot CLI drops what these hooks print: no recall to compute for it
@@ -118,32 +118,6 @@ def _captures(event: HookEvent) -> bool:
     if event.kind == "tool":
         return event.tool is not None and bool(event.tool.paths or event.tool.command)
     return event.kind in OTHER_CAPTURE
-
-
-def _entry(event: HookEvent, project: Project) -> dict[str, Any]:
-    """What the spool keeps of an event: never the raw payload (it may hold a whole file), and its text
-    redacted before it reaches the disk (the patterns only: detect-secrets runs when it is stored)."""
-    from mcp_memory.redaction import redact_fast  # compiling its patterns: only when there is text
-
-    tool = None
-    if event.tool is not None:
-        tool = event.tool._asdict()
-        tool["command"] = redact_fast(tool["command"]).text if tool["command"] else None
-        tool["excerpt"] = redact_fast(tool["excerpt"]).text
-    return {
-        "client": event.client,
-        "event": event.event,
-        "kind": event.kind,
-        "session_id": event.session_id,
-        "cwd": event.cwd,
-        "transcript_path": event.transcript_path,
-        "prompt": redact_fast(event.prompt).text if event.prompt else None,
-        "reply": redact_fast(event.reply).text if event.reply else None,
-        "tool": tool,
-        "time": event.time,
-        "project": {"id": project.id, "key": project.key},
-        "spooled_at": time.time(),
-    }
 
 
 def _poke(root: Path) -> None:

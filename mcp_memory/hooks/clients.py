@@ -339,9 +339,14 @@ def _codex_exit(tool: ToolRun, data: dict[str, Any]) -> ToolRun:
     from mcp_memory.hooks import codex_rollout  # only for a Codex shell command
 
     code = codex_rollout.exit_code(_text(data.get("transcript_path")), _text(data.get("tool_use_id")))
+    return with_exit_code(tool, code, data.get("tool_response"))
+
+
+def with_exit_code(tool: ToolRun, code: int | None, output: object) -> ToolRun:
+    """A shell command's run with the exit status read elsewhere (Codex's session file); a failure's
+    excerpt comes from its output."""
     if not code:
         return tool._replace(exit_code=code)
-    output = data.get("tool_response")
     return tool._replace(
         exit_code=code, failed=True, excerpt=_excerpt(output if isinstance(output, str) else "")
     )

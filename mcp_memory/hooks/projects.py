@@ -53,13 +53,15 @@ def project_of(cwd: str | os.PathLike[str]) -> Project:
     return _project(str(start), start)
 
 
-def recorded_project(cwd: str) -> Project:
+def recorded_project(cwd: str, remote: str | None = None) -> Project:
     """The project of a working directory a transcript recorded: project_of(cwd) when the directory is
-    on this machine, else the directory itself (its path, as written), since there is no checkout to read
-    a remote from."""
+    on this machine, else the remote the transcript recorded with it (Codex does), else the directory
+    itself (its path, as written), since there is no checkout to read a remote from."""
     path = Path(cwd).expanduser()
     if path.is_dir():
         return project_of(path)
+    if remote and remote.strip():
+        return _project(normalized_remote(remote), path)
     return _project(str(path), path)
 
 

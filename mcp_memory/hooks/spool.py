@@ -16,6 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from mcp_memory.hooks.events import HookEvent
+from mcp_memory.hooks.projects import Project
+
 SUFFIX = ".json"
 STALE_SECONDS = 600  # a file claimed this long ago by a server that died is taken again
 
@@ -36,6 +39,33 @@ def private_dir(path: Path) -> Path:
         if directory.stat().st_mode & 0o077:
             directory.chmod(0o700)
     return path
+
+
+def entry(event: HookEvent, project: Project) -> dict[str, Any]:
+    """What the spool keeps of an event: never the raw payload (it may hold a whole file), and its text
+    redacted before it reaches the disk (the patterns only: detect-secrets runs when it is stored).
+    `mcp-memory eval` builds its Codex entries with it too, so they get the keys the hooks gave them."""
+    from mcp_memory.redaction import redact_fast  # compiling its patterns: only when there is text
+
+    tool = None
+    if event.tool is not None:
+        tool = event.tool._asdict()
+        tool["command"] = redact_fast(tool["command"]).text if tool["command"] else None
+        tool["excerpt"] = redact_fast(tool["excerpt"]).text
+    return {
+        "client": event.client,
+        "event": event.event,
+        "kind": event.kind,
+        "session_id": event.session_id,
+        "cwd": event.cwd,
+        "transcript_path": event.transcript_path,
+        "prompt": redact_fast(event.prompt).text if event.prompt else None,
+        "reply": redact_fast(event.reply).text if event.reply else None,
+        "tool": tool,
+        "time": event.time,
+        "project": {"id": project.id, "key": project.key},
+        "spooled_at": time.time(),
+    }
 
 
 def write(directory: Path, entry: dict[str, Any]) -> Path:

@@ -175,7 +175,7 @@ class HookCapture:
 
     async def _items(self, entry: dict[str, Any]) -> Sequence[Captured]:
         if entry.get("client") == "gemini":
-            return await anyio.to_thread.run_sync(lambda: gemini.captured_for(entry, _from_payload))
+            return await anyio.to_thread.run_sync(lambda: gemini.captured_for(entry, from_payload))
         transcript = entry.get("transcript_path")
         if entry.get("client") == "claude-code" and isinstance(transcript, str) and transcript:
             complete = entry.get("kind") in COMPLETE_KINDS
@@ -189,7 +189,7 @@ class HookCapture:
                     return _with_stop_reply(reading, reply)
                 await anyio.sleep(STOP_LOOK_SECONDS)  # the hook ran before the client wrote the reply
                 waited += STOP_LOOK_SECONDS
-        return _from_payload(entry)
+        return from_payload(entry)
 
 
 def _session_of(entry: dict[str, Any]) -> tuple[Project, str]:
@@ -261,7 +261,7 @@ def _with_stop_reply(reading: Reading, reply: str | None) -> list[Captured]:
     ]
 
 
-def _from_payload(entry: dict[str, Any]) -> list[Captured]:
+def from_payload(entry: dict[str, Any]) -> list[Captured]:
     """A client without a transcript we read: the event's own text (already redacted by the hook)."""
     time = entry.get("time") if isinstance(entry.get("time"), str) else None
     kind = entry.get("kind")

@@ -2,12 +2,15 @@
 (claude_transcripts/, fasthooks' public sample) cut at its third prompt into two sessions of one project,
 and a real Gemini CLI session of another (tests/unit/hook_payloads/gemini-cli-0.61.0/), each where its
 client keeps it. The user's own data directory holds a real store, which the replay must leave as it was.
+On a home of its own, two real Codex CLI sessions of one repository (tests/unit/hook_payloads/captured/
+codex-0.171.0-sessions/): the second asks where the first put something.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +20,9 @@ import pytest
 
 CLAUDE = Path(__file__).parent / "claude_transcripts" / "fasthooks_main.jsonl"
 GEMINI = Path(__file__).parents[1] / "unit" / "hook_payloads" / "gemini-cli-0.61.0" / "transcript-tool.jsonl"
+CODEX = (
+    Path(__file__).parents[1] / "unit" / "hook_payloads" / "captured" / "codex-0.171.0-sessions" / "sessions"
+)
 FIRST = "c45af7b1-cb7c-4e51-93db-8cbb250a877a"  # the real session's id
 SECOND = "c45af7b1-0000-4000-8000-00000000000b"  # its second part, as a session of its own
 CUT_AT = "can you read it back"  # the prompt that opens the second part: it names no file
@@ -105,6 +111,24 @@ def test_eval_finds_an_identifier_an_earlier_session_gave(two_budgets: Any) -> N
         assert "hello_world.py" in answer["found"]
         assert "hello_world.py" in answer["injected"]
         assert set(answer["found"]) | set(answer["missed"]) == set(asked["needed"])
+
+
+def test_eval_finds_an_identifier_an_earlier_codex_session_gave(tmp_path: Path) -> None:
+    shutil.copytree(CODEX, tmp_path / ".codex" / "sessions")
+    done = run(
+        tmp_path, tmp_path / "data", "eval", "--budget", "500,1500", "--json", str(tmp_path / "eval.json")
+    )
+    assert done.returncode == 0, done.stderr
+    details = json.loads((tmp_path / "eval.json").read_text())
+    assert details["sessions_replayed"] == 2
+    [asked] = details["asked"]
+    assert asked["session"] == "01a22507-2443-7902-898b-2ea015f267f3"
+    assert asked["prompt"] == "Where did we put the retry limit for billing?"
+    # Its reply names the module the first session wrote and the constant in it; its prompt names neither.
+    assert {"retry_limits.py", "MAX_RETRIES"} <= set(asked["needed"])
+    for answer in asked["answers"]:
+        assert "retry_limits.py" in answer["found"] and "retry_limits.py" in answer["injected"]
+    assert "github.com/acme/alpha" in done.stdout
 
 
 def test_eval_leaves_the_users_data_dir_as_it_was(two_budgets: Any) -> None:

@@ -16,7 +16,7 @@ import pytest
 from mcp_memory.hooks import gemini
 from mcp_memory.hooks.clients import EVENTS, parse, render
 from mcp_memory.hooks.transcripts import without_recall
-from mcp_memory.service.capture import _from_payload
+from mcp_memory.service.capture import from_payload
 from tests.unit.test_install import read_json, run, write
 
 FIXTURES = Path(__file__).parent / "hook_payloads" / "gemini-cli-0.61.0"
@@ -131,10 +131,10 @@ def test_an_unreadable_transcript_falls_back_to_the_events_own_text(tmp_path: Pa
     after = next(c["payload"] for c in CASES if c["payload"]["hook_event_name"] == "AfterAgent")
     event = parse("gemini", after | {"transcript_path": str(tmp_path / "gone.jsonl")})
     entry = _spooled(event)
-    items = gemini.captured_for(entry, _from_payload)
+    items = gemini.captured_for(entry, from_payload)
     assert [(i.kind, i.content) for i in items] == [("prompt", event.prompt), ("reply", event.reply)]
     assert items[1].key == f"{items[0].key}:reply"
-    assert gemini.captured_for(entry, _from_payload) == items  # the same keys when it is stored again
+    assert gemini.captured_for(entry, from_payload) == items  # the same keys when it is stored again
 
 
 def test_a_reply_the_transcript_lacks_comes_from_the_event_under_the_transcripts_key(tmp_path: Path) -> None:
@@ -143,7 +143,7 @@ def test_a_reply_the_transcript_lacks_comes_from_the_event_under_the_transcripts
     path.write_text("\n".join(line for line in lines if "I have noted" not in line) + "\n")
     after = next(c["payload"] for c in CASES if c["payload"]["hook_event_name"] == "AfterAgent")
     items = gemini.captured_for(
-        _spooled(parse("gemini", after | {"transcript_path": str(path)})), _from_payload
+        _spooled(parse("gemini", after | {"transcript_path": str(path)})), from_payload
     )
     complete = gemini.read_transcript(FIXTURES / "transcript-tool.jsonl", complete=True)
     assert complete is not None
@@ -154,7 +154,7 @@ def test_a_reply_the_transcript_lacks_comes_from_the_event_under_the_transcripts
 def test_a_tool_event_stores_its_prompt_first_then_its_observation() -> None:
     tool = next(c["payload"] for c in CASES if c["payload"].get("tool_name") == "run_shell_command")
     path = str(FIXTURES / "transcript-tool.jsonl")
-    items = gemini.captured_for(_spooled(parse("gemini", tool | {"transcript_path": path})), _from_payload)
+    items = gemini.captured_for(_spooled(parse("gemini", tool | {"transcript_path": path})), from_payload)
     assert [(i.kind, i.content) for i in items] == [
         (
             "prompt",

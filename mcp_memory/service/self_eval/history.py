@@ -2,15 +2,14 @@
 
 - Claude Code: `~/.claude/projects/<project dir>/<session id>.jsonl` (hooks/transcripts.py); a subagent's
   transcript (`agent-*.jsonl`, or under `<session>/subagents/`) is part of its session, not a session;
-- Gemini CLI: `~/.gemini/tmp/<project>/chats/session-*.json` and `.jsonl` (hooks/gemini.py).
-
-Codex CLI's session files (`~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl`) are not read: the hooks take
-Codex's prompts and replies from its hook payloads, and nothing here reads a rollout's messages yet.
+- Gemini CLI: `~/.gemini/tmp/<project>/chats/session-*.json` and `.jsonl` (hooks/gemini.py);
+- Codex CLI: `~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl` (codex.py): the typed prompts, final replies,
+  shell commands and patches, under the keys its hooks give them; a subagent's rollout is not a session.
 
 A session's project is worked out from the directory its transcript recorded, as the hook does from its
-working directory (hooks/projects.py), without git when that directory is not on this machine. Projects
-the hooks exclude (hooks.exclude) are left out, as the hooks never captured them.
-"""
+working directory (hooks/projects.py), without git when that directory is not on this machine (then from
+the remote Codex records with it). Projects the hooks exclude (hooks.exclude) are left out, as the hooks
+never captured them."""
 
 from __future__ import annotations
 
@@ -24,8 +23,9 @@ from typing import Literal
 from mcp_memory.hooks import gemini, transcripts
 from mcp_memory.hooks.projects import Project, recorded_project
 from mcp_memory.hooks.transcripts import Captured
+from mcp_memory.service.self_eval import codex
 
-Client = Literal["claude-code", "gemini"]
+Client = Literal["claude-code", "gemini", "codex"]
 _WORKSPACE = re.compile(r"Workspace Directories:\*\*\\n\s*- ((?:[^\"\\]|\\.)+?)\\n")
 HEAD_LINES = 50  # lines of a Claude Code transcript looked through for the directory it recorded
 
@@ -50,7 +50,7 @@ class RecordedSession:
 
 def recorded_sessions(home: Path, exclude: list[str] | None = None) -> list[RecordedSession]:
     """Every session found under `home`, oldest first."""
-    found = [*_claude_sessions(home), *_gemini_sessions(home)]
+    found = [*_claude_sessions(home), *_gemini_sessions(home), *_codex_sessions(home)]
     return sorted(
         (s for s in found if not excluded(s.project, exclude or [])), key=lambda s: (s.started, s.path)
     )
@@ -103,16 +103,32 @@ def _gemini_sessions(home: Path) -> list[RecordedSession]:
     return sessions
 
 
+def _codex_sessions(home: Path) -> list[RecordedSession]:
+    sessions = []
+    for path in sorted((home / ".codex" / "sessions").glob("*/*/*/rollout-*.jsonl")):
+        read = codex.read_rollout(path)
+        if read is None:
+            continue
+        session = _session("codex", read.session_id, path, read.cwd, read.items, read.project)
+        if session is not None:
+            sessions.append(session)
+    return sessions
+
+
 def _session(
-    client: Client, session_id: str, path: Path, cwd: str | None, items: tuple[Captured, ...]
+    client: Client,
+    session_id: str,
+    path: Path,
+    cwd: str | None,
+    items: tuple[Captured, ...],
+    project: Project | None = None,
 ) -> RecordedSession | None:
     times = [t for t in (moment(item.time) for item in items) if t is not None]
     if not items or not times:
         return None
     directory = cwd or str(path.parent)
-    return RecordedSession(
-        client, session_id, path, directory, recorded_project(directory), items, started=min(times)
-    )
+    project = project or recorded_project(directory)
+    return RecordedSession(client, session_id, path, directory, project, items, started=min(times))
 
 
 def _claude_cwd(path: Path) -> str | None:
