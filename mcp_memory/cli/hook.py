@@ -25,7 +25,7 @@ from typing import Any
 
 from mcp_memory.hooks import clients, daemon, spool
 from mcp_memory.hooks.events import HookEvent
-from mcp_memory.hooks.projects import Project, project_of
+from mcp_memory.hooks.projects import Project, excluded, project_of
 
 RECALL_KINDS = frozenset({"session_start", "prompt"})
 # Claude Code's transcript holds everything: the events that end an exchange (or may rewrite the
@@ -167,17 +167,7 @@ def _excluded(project: Project) -> bool:
         listed = json.loads(raw)
     except ValueError:
         listed = raw.split(",")
-    if not isinstance(listed, list):
-        return False
-    for item in (str(i).strip() for i in listed):
-        if not item:
-            continue
-        if item == project.id:
-            return True
-        prefix = Path(item).expanduser()
-        if prefix.is_absolute() and (project.root == prefix or prefix in project.root.parents):
-            return True
-    return False
+    return isinstance(listed, list) and excluded(project, [str(i) for i in listed])
 
 
 def _fired(root: Path, client: str, event_name: str, error: str | None) -> None:

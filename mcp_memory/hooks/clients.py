@@ -312,7 +312,7 @@ def _kind(client: str, name: str) -> EventKind:
 def _tool(event_name: str, data: dict[str, Any]) -> ToolRun:
     """A tool call as an observation: which files it wrote, which command it ran, whether that failed."""
     name = _first_text(data, "tool_name", "toolName") or event_name
-    tool_input = _as_dict(data.get("tool_input", data.get("toolArgs")))
+    tool_input = as_dict(data.get("tool_input", data.get("toolArgs")))
     if not tool_input and event_name in _TOP_LEVEL_TOOL_EVENTS:
         tool_input = data
     lowered = name.casefold()
@@ -468,7 +468,7 @@ def _clip(context: str, cap: int) -> str:
     return cut[:line_end] if line_end > cap // 2 else cut
 
 
-def _as_dict(value: object) -> dict[str, Any]:
+def as_dict(value: object) -> dict[str, Any]:
     """A tool's input: an object, or a JSON object in a string (Cursor's MCP and Copilot CLI's toolArgs)."""
     if isinstance(value, str) and value.lstrip().startswith("{"):
         try:
@@ -506,7 +506,7 @@ def _from_opencode(data: dict[str, Any]) -> dict[str, Any]:
     renamed = {name: data[key] for key, name in _OPENCODE_NAMES.items() if key in data}
     if "tool" not in data:
         return {**data, **renamed}
-    metadata = _as_dict(data.get("metadata"))
+    metadata = as_dict(data.get("metadata"))
     response = {"exit_code": metadata.get("exit"), "output": data.get("output")}
     if metadata.get("error") or data.get("error"):
         response["error"] = metadata.get("error") or data.get("error")

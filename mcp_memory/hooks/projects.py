@@ -65,6 +65,19 @@ def recorded_project(cwd: str, remote: str | None = None) -> Project:
     return _project(str(path), path)
 
 
+def excluded(project: Project, listed: list[str]) -> bool:
+    """Whether hooks.exclude (`listed`) names the project: its id, or a directory it is in."""
+    for item in (i.strip() for i in listed):
+        if not item:
+            continue
+        if item == project.id:
+            return True
+        prefix = Path(item).expanduser()
+        if prefix.is_absolute() and (project.root == prefix or prefix in project.root.parents):
+            return True
+    return False
+
+
 def normalized_remote(url: str) -> str:
     """github.com/acme/api for https://github.com/acme/api.git, git@github.com:acme/api.git,
     ssh://git@github.com:22/acme/api, ...: the same repository however it was cloned."""

@@ -28,6 +28,7 @@ from mcp_memory.views import SearchHit
 TOP_TOKENS = 100  # the best entry's text
 DECAY = 0.95  # each rank after it, this share of the one before
 MIN_TOKENS = 70  # an entry's least: ~30 words of prose, the smallest passage worth its frame
+EVEN_TOKENS = MIN_TOKENS  # each memory of a timeline (`even`)
 SAME = 0.8  # two memories sharing this much of their word trigrams are one entry
 _WORD = re.compile(r"\w+")
 
@@ -93,7 +94,7 @@ def fitted(
     """The entries (best first) whose passages and frames fit `budget` tokens, each with its text
     chosen: each memory within its rank's share (an exchange: each half its own), plus what the entries
     before it left. `frame(entry)`: the tokens its line costs beside its text. `even`: every memory
-    MIN_TOKENS (a timeline: each moment counts alike). What is left at the end goes to the memories
+    EVEN_TOKENS (a timeline: each moment counts alike). What is left at the end goes to the memories
     shown in part."""
     chosen: list[Entry] = []
     left = budget
@@ -101,9 +102,10 @@ def fitted(
     for entry in entries:
         halves = len(entry.ranks)
         room = left - frame(entry)
-        if MIN_TOKENS * halves > room:
+        least = EVEN_TOKENS if even else MIN_TOKENS
+        if least * halves > room:
             continue  # a smaller entry further down may still fit
-        shares = [MIN_TOKENS if even else share(r) for r in entry.ranks]
+        shares = [EVEN_TOKENS if even else share(r) for r in entry.ranks]
         shares[0] += carried
         if sum(shares) > room:
             shares = [room // halves] * halves

@@ -97,7 +97,7 @@ class _Reader:
         elif kind != "response_item":
             return
         elif what == "function_call" and payload.get("name") == SHELL:
-            self.calls[call_id] = ("Bash", {"command": _object(payload.get("arguments")).get("cmd")})
+            self.calls[call_id] = ("Bash", {"command": clients.as_dict(payload.get("arguments")).get("cmd")})
         elif what == "custom_tool_call" and payload.get("name") == PATCH:
             self.calls[call_id] = (PATCH, {"command": payload.get("input")})
         elif what in ("function_call_output", "custom_tool_call_output") and call_id in self.calls:
@@ -152,15 +152,6 @@ def _joined(content: object) -> str | None:
     parts = content if isinstance(content, list) else []
     texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
     return "\n".join(texts) or None
-
-
-def _object(value: object) -> dict[str, Any]:
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _text(value: object) -> str | None:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Literal
 
 from mcp_memory.hooks import gemini, transcripts
-from mcp_memory.hooks.projects import Project, recorded_project
+from mcp_memory.hooks.projects import Project, excluded, recorded_project
 from mcp_memory.hooks.transcripts import Captured
 from mcp_memory.service.self_eval import codex
 
@@ -62,19 +62,6 @@ def matches(session: RecordedSession, needle: str) -> bool:
     needle = needle.casefold()
     names = (session.project.id, session.project.key, session.cwd, session.path.parent.name)
     return any(needle in name.casefold() for name in names)
-
-
-def excluded(project: Project, listed: list[str]) -> bool:
-    """hooks.exclude as the hook applies it: a project id, or a directory and everything under it."""
-    for item in (i.strip() for i in listed):
-        if not item:
-            continue
-        if item == project.id:
-            return True
-        prefix = Path(item).expanduser()
-        if prefix.is_absolute() and (project.root == prefix or prefix in project.root.parents):
-            return True
-    return False
 
 
 def _claude_sessions(home: Path) -> list[RecordedSession]:
