@@ -40,7 +40,8 @@ from mcp_memory.views import SearchHit
 
 SESSIONS_BRIEFED = 5  # recent sessions a brief draws on
 TURNS_PER_SESSION = 60  # the newest turns of each read for its brief
-HITS = 18  # memories found for a prompt before the floor and the budget
+HITS = 18  # memories found for a prompt before the floor and the budget, at most (hits_for)
+TOKENS_PER_HIT = 80  # a budget holds about one memory per this many tokens
 TIMELINE_HITS = 24  # for a question over time: its moments, shown in time order
 BRIEF_SHARE = 10  # percent of the budget a session's first prompt keeps for the brief
 MAX_BRIEF_TOKENS = 300
@@ -195,7 +196,7 @@ class HookRecall:
         over_time = intent.over_time(prompt)
         hits: list[SearchHit] = []
         if threads:
-            wanted = (TIMELINE_HITS if over_time else HITS) + len(recent)
+            wanted = (TIMELINE_HITS if over_time else hits_for(budget)) + len(recent)
             found = await self.service.search(
                 SearchQuery.of(owner, prompt, limit=wanted, threads=threads, settings=settings)
             )
@@ -250,8 +251,9 @@ class HookRecall:
         """The hits as entries, best first: the halves of an exchange share a line when both are among
         what fits one per line (a line's frame saved is room for one more memory, and no reply found far
         down takes a better hit's place)."""
-        entries = paired(kept, await self._replies(owner, kept))
-        shown = {h.id for h in kept[: len(kept) if over_time else placed(kept, room, line)]}
+        fits = kept[: len(kept) if over_time else placed(kept, room, line)]
+        shown = {h.id for h in fits}
+        entries = paired(kept, await self._replies(owner, fits))  # only those that fit can pair
         entries = [e for e in entries if e.reply is None or {e.hit.id, e.reply.id} <= shown] + [
             Entry(half, ranks=(r,))
             for e in entries
@@ -304,6 +306,12 @@ class HookRecall:
             if at is not None and at + 1 < len(around) and around[at + 1].role == "assistant":
                 replies[hit.id] = around[at + 1].id
         return replies
+
+
+def hits_for(budget: int) -> int:
+    """How many memories a prompt's search asks for: what the budget can show, and a few more for those
+    the floor and the near-duplicates take out; never more than HITS (each costs a read)."""
+    return max(8, min(HITS, budget // TOKENS_PER_HIT + 2))
 
 
 def _without_least(entries: list[Entry]) -> list[Entry]:
