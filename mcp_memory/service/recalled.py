@@ -102,8 +102,8 @@ def fitted(
     for entry in entries:
         halves = len(entry.ranks)
         room = left - frame(entry)
-        least = EVEN_TOKENS if even else MIN_TOKENS
-        if least * halves > room:
+        least = sum(_least(h, EVEN_TOKENS if even else MIN_TOKENS) for h in _halves(entry))
+        if least > room:
             continue  # a smaller entry further down may still fit
         shares = [EVEN_TOKENS if even else share(r) for r in entry.ranks]
         shares[0] += carried
@@ -125,6 +125,15 @@ def fitted(
     return chosen
 
 
+def _halves(entry: Entry) -> list[SearchHit]:
+    return [entry.hit] if entry.reply is None else [entry.hit, entry.reply]
+
+
+def _least(hit: SearchHit, tokens: int) -> int:
+    """The fewest tokens a memory is shown in: `tokens`, or all of it when it is shorter."""
+    return min(tokens, hit.token_count) if hit.token_count > 0 else tokens
+
+
 def _whole(entry: Entry) -> bool:
     halves = [(entry.hit, entry.text)] + (
         [(entry.reply, entry.reply_text)] if entry.reply is not None else []
@@ -137,7 +146,7 @@ def placed(hits: Sequence[SearchHit], budget: int, frame: int) -> int:
     its text: counted from their whole sizes, without choosing their passages."""
     left, carried = budget, 0
     for rank, hit in enumerate(hits):
-        if MIN_TOKENS + frame > left:
+        if _least(hit, MIN_TOKENS) + frame > left:
             return rank
         used = min(hit.token_count, share(rank) + carried, left - frame)
         carried = max(share(rank) + carried - used, 0)

@@ -37,9 +37,8 @@ def hit(n: int, content: str, role: str = "assistant", **extra: object) -> Searc
         content=content,
         created_at=T0 + timedelta(minutes=n),
         score=1 - n / 100,
-        token_count=len(content.split()) * 2,
         matched_by="both",
-        **extra,  # type: ignore[arg-type]
+        **({"token_count": len(content.split()) * 2} | extra),  # type: ignore[arg-type]
     )
 
 
@@ -130,3 +129,10 @@ def test_placed_counts_what_fits_one_per_line() -> None:
     hits = [hit(n, "word " * 200) for n in range(30)]
     assert 0 < placed(hits, 1500, 40) < 30
     assert placed(hits, MIN_TOKENS + 39, 40) == 0
+
+
+def test_a_short_memory_fits_a_budget_smaller_than_the_least_share(count: TokenCounter) -> None:
+    short = hit(1, "PostgreSQL 16.", token_count=count.count("PostgreSQL 16."))
+    long = hit(2, prose("billing", 20))
+    shown = fit([Entry(long, ranks=(0,)), Entry(short, ranks=(1,))], 10, count)
+    assert [e.text for e in shown] == ["PostgreSQL 16."]  # the long one needs MIN_TOKENS, the short one whole
