@@ -136,7 +136,7 @@ def _recall(root: Path, event: HookEvent, project: Project) -> str:
         "cwd": event.cwd,
         "prompt": event.prompt,
         "source": event.source,
-        "project": {"id": project.id, "key": project.key},
+        "project": project.as_dict(),
         "cap_chars": clients.CAP_CHARS.get(event.client, 10_000),
     }
     timeout = ASK_TIMEOUT[event.kind]

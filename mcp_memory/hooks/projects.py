@@ -7,6 +7,10 @@ its config files are read directly, which costs microseconds rather than a proce
 
 A project's key is what thread ids carry: `<name>-<8 hex of the project's id>`, so a session's thread
 is `<key>.<session id>` and "this project's threads" is a prefix.
+
+A repository whose top directory holds a committed `.mcp-memory.toml` names the team space its sessions
+go to (`[project] space = "acme-api"`, docs/team.md): `Project.space`. The server decides what the
+user may do there (a writer's sessions are captured into the space; anyone else's stay personal).
 """
 
 from __future__ import annotations
@@ -28,6 +32,11 @@ class Project(NamedTuple):  # not a dataclass: see events.py
     id: str  # github.com/acme/api, or the directory's absolute path
     root: Path  # the checkout's top directory (or the working directory)
     key: str  # api-1a2b3c4d: what thread ids carry
+    space: str | None = None  # the team space .mcp-memory.toml names, if any
+
+    def as_dict(self) -> dict[str, str]:
+        """What a spooled event or a recall request says of its project (service/capture.py reads it)."""
+        return {"id": self.id, "key": self.key} | ({"space": self.space} if self.space else {})
 
     def thread_id(self, session_id: str) -> str:
         """The thread of one session of this project (1-128 characters of thread-id characters)."""
@@ -47,10 +56,32 @@ def project_of(cwd: str | os.PathLike[str]) -> Project:
     top, git_dir = _git_top(start)
     if git_dir is not None and top is not None:
         remote = _remote(git_dir)
-        if remote:
-            return _project(remote, top)
-        return _project(str(top), top)
+        found = _project(remote, top) if remote else _project(str(top), top)
+        return found._replace(space=team_space(top))
     return _project(str(start), start)
+
+
+TEAM_FILE = ".mcp-memory.toml"
+_SPACE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+
+
+def team_space(top: Path) -> str | None:
+    """The space `<top>/.mcp-memory.toml` names (`[project] space = "..."`), or None: no file, a file
+    that is not TOML, or a name that is not a space name (then the project stays personal)."""
+    path = top / TEAM_FILE
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return None
+    import tomllib  # only in a repository that has the file
+
+    try:
+        table = tomllib.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    project = table.get("project")
+    space = project.get("space") if isinstance(project, dict) else None
+    return space if isinstance(space, str) and _SPACE_NAME.match(space) else None
 
 
 def recorded_project(cwd: str, remote: str | None = None) -> Project:

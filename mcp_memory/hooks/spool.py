@@ -63,7 +63,7 @@ def entry(event: HookEvent, project: Project) -> dict[str, Any]:
         "reply": redact_fast(event.reply).text if event.reply else None,
         "tool": tool,
         "time": event.time,
-        "project": {"id": project.id, "key": project.key},
+        "project": project.as_dict(),
         "spooled_at": time.time(),
     }
 

@@ -58,7 +58,13 @@ def project_from(entry: dict[str, Any]) -> Project:
     project: dict[str, Any] = named if isinstance(named, dict) else {}
     key = str(project.get("key") or "")
     check.thread_id(key + ".x", "project key")  # it becomes part of thread ids
-    return Project(id=str(project.get("id") or key), root=Path(str(entry.get("cwd") or "/")), key=key)
+    space = project.get("space")
+    return Project(
+        id=str(project.get("id") or key),
+        root=Path(str(entry.get("cwd") or "/")),
+        key=key,
+        space=check.space(space) if space is not None else None,
+    )
 
 
 def project_owner(settings: Settings, user_id: str, project: Project, need: SpaceRole) -> str:
