@@ -7,6 +7,7 @@ the resident server (`mcp-memory serve --socket`), which the hook reaches over a
 - events.py: one event, whatever the client (HookEvent), and what a hook prints back.
 - clients.py: each client's payloads and outputs (Claude Code, Cursor, VS Code / Copilot, Codex, Gemini).
 - transcripts.py: what a Claude Code transcript holds worth keeping (prompts, replies, observations).
+- captured.py: what one captured event stores, read on the machine the session ran on (transcripts or the payload).
 - projects.py: which project a working directory belongs to (its git remote, else its directory).
 - spool.py: events written to disk first, so nothing is lost while the store is busy or down.
 - daemon.py: finding, starting and asking the resident server.
