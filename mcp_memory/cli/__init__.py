@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         "client", choices=["claude-code", "cursor", "vscode", "codex", "gemini", "opencode", "copilot"]
     )
     hook.add_argument("--event", help="the client's event name (default: the payload's hook_event_name)")
+    hook.add_argument("--server", help="a memory server's URL: capture and recall there (team mode)")
     ui = commands.add_parser("ui", help="browse, search, correct and forget memories in a browser page")
     ui.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need tokens)"
@@ -220,11 +221,17 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 def _served_light(arguments: list[str]) -> bool:
     """The hot paths, before anything heavy is imported: a coding agent's lifecycle event (cli/hook.py),
-    or a client's stdio session relayed to the resident server; False for every other command."""
+    or a client's stdio session relayed to the resident server; and the courier the hooks start in team mode
+    (mcp_memory/remote/courier.py), never run by hand, so not in --help's list. False for every other command."""
     if arguments[:1] == ["hook"]:
         from mcp_memory.cli.hook import main as hook_main
 
         hook_main(arguments[1:])
+        return True
+    if arguments[:1] == ["courier"]:
+        from mcp_memory.remote.courier import main as courier_main
+
+        courier_main(arguments[1:])
         return True
     return _served_by_relay(arguments)
 

@@ -35,7 +35,6 @@ OTHER_CAPTURE = frozenset({"prompt", "reply", "tool", "compact", "subagent", "se
 ASK_TIMEOUT = {"session_start": 2.0, "prompt": 1.5}  # seconds the resident server has to answer
 START_WAIT = 2.5  # at session start, how long to wait for a resident server just started
 POKE_TIMEOUT = 0.5
-LOG_LIMIT = 1_000_000  # bytes of hooks.log kept
 COPILOT_REPLY_WAIT = 2.0  # seconds Copilot CLI's Stop hook waits for the reply to reach the session log
 
 
@@ -48,8 +47,9 @@ def data_dir() -> Path:
     return Path(platformdirs.user_data_dir("mcp-memory", appauthor=False))
 
 
-def run(client: str, event_name: str | None, stdin: bytes, out: Any = None) -> int:
-    """Handle one event; always 0. What the client must read goes to `out` (stdout)."""
+def run(client: str, event_name: str | None, stdin: bytes, out: Any = None, server: str | None = None) -> int:
+    """Handle one event; always 0. What the client must read goes to `out` (stdout). `server`: a memory
+    server's URL (team mode): events go to its outbox and recall is asked of it."""
     out = out or sys.stdout
     root = data_dir()
     output, error = "", None
@@ -63,7 +63,7 @@ def run(client: str, event_name: str | None, stdin: bytes, out: Any = None) -> i
     try:
         event = clients.parse(client, payload, event_name)
         output = clients.render_nothing(event)
-        output = _handle(root, event) or output
+        output = _handle(root, event, server) or output
     except Exception as e:  # the boundary: a hook must never fail its client (module docstring)
         error = f"{type(e).__name__}: {e}"
         import traceback  # only when something failed
@@ -84,7 +84,7 @@ def _payload(stdin: bytes) -> dict[str, Any] | None:
     return payload if isinstance(payload, dict) else None
 
 
-def _handle(root: Path, event: HookEvent) -> str:
+def _handle(root: Path, event: HookEvent, server: str | None = None) -> str:
     if event.kind == "other":
         return ""
     project = project_of(event.cwd or os.getcwd())
@@ -97,11 +97,17 @@ def _handle(root: Path, event: HookEvent) -> str:
         if not event.reply:
             _log(root, f"copilot Stop: no reply found in {event.transcript_path}")
     if _captures(event):
-        spool.write(spool.spool_dir(root), spool.entry(event, project))
-        _poke(root)
+        if server is None:
+            spool.write(spool.spool_dir(root), spool.entry(event, project))
+            _poke(root)
+        else:  # team mode: the courier delivers it (mcp_memory/remote/courier.py); never the network here
+            from mcp_memory.remote import outbox
+
+            outbox.write(root, server, spool.entry(event, project))
+            outbox.start_courier(root, server)
     if event.kind not in RECALL_KINDS or not clients.can_inject(event.client):
         return ""  # Copilot CLI drops what these hooks print: no recall to compute for it
-    context = _recall(root, event, project)
+    context = _recall(root, event, project, server)
     return clients.render(event, context) if context else ""
 
 
@@ -128,7 +134,7 @@ def _poke(root: Path) -> None:
         daemon.start(root, _log_file(root))
 
 
-def _recall(root: Path, event: HookEvent, project: Project) -> str:
+def _recall(root: Path, event: HookEvent, project: Project, server: str | None = None) -> str:
     request = {
         "client": event.client,
         "kind": event.kind,
@@ -140,6 +146,8 @@ def _recall(root: Path, event: HookEvent, project: Project) -> str:
         "cap_chars": clients.CAP_CHARS.get(event.client, 10_000),
     }
     timeout = ASK_TIMEOUT[event.kind]
+    if server is not None:
+        return _remote_recall(root, server, request, timeout, event.kind)
     try:
         answer = daemon.ask(root, "/hooks/recall", request, timeout)
     except daemon.Unreachable:
@@ -157,6 +165,38 @@ def _recall(root: Path, event: HookEvent, project: Project) -> str:
             return ""
     context = answer.get("context")
     return context if isinstance(context, str) else ""
+
+
+def _remote_recall(root: Path, url: str, request: dict[str, Any], timeout: float, kind: str) -> str:
+    """Recall asked of a memory server with the cached token. No usable token, no answer in time, or a
+    refusal: nothing injected, a line in hooks.log, and the courier started (it refreshes the token)."""
+    from mcp_memory.remote import outbox, places, wire
+
+    token = places.cached_token(root, url)
+    if token is None or not token.usable():
+        why = "not signed in" if token is None else "the token expired"
+        _log(
+            root,
+            f"recall from {url}: {why}, nothing injected (the courier refreshes it; else: mcp-memory login {url})",
+        )
+        outbox.start_courier(root, url)
+        return ""
+    expires_in = None if token.expires_at is None else token.expires_at - time.time()
+    if kind == "session_start" and expires_in is not None and expires_in < outbox.REFRESH_AHEAD_SECONDS:
+        outbox.start_courier(root, url)  # refreshed before this session needs it
+    try:
+        answer = wire.post(url, "/hooks/recall", request, token.access_token, timeout)
+    except wire.Unreachable as e:
+        _log(root, f"recall from {url}: {e}, nothing injected")
+        outbox.start_courier(root, url)
+        return ""
+    context = answer.body.get("context") if answer.status == 200 and answer.body else None
+    if not isinstance(context, str):
+        _log(root, f"recall from {url}: HTTP {answer.status}, nothing injected")
+        if answer.status == 401:
+            outbox.start_courier(root, url)
+        return ""
+    return context
 
 
 def _excluded(project: Project) -> bool:
@@ -185,24 +225,14 @@ def _fired(root: Path, client: str, event_name: str, error: str | None) -> None:
 
 
 def _log_file(root: Path) -> Path:
-    return spool.hooks_dir(root) / "hooks.log"
+    return spool.log_file(root)
 
 
 def _log(root: Path, line: str) -> None:
-    try:
-        path = _log_file(root)
-        spool.private_dir(path.parent)
-        if path.exists() and path.stat().st_size > LOG_LIMIT:
-            os.replace(path, path.with_suffix(".log.1"))
-        with open(
-            os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8"
-        ) as handle:
-            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line.rstrip()}\n")
-    except OSError:
-        pass
+    spool.log(root, line)
 
 
-USAGE = """usage: mcp-memory hook CLIENT [--event NAME]  (JSON payload on stdin)
+USAGE = """usage: mcp-memory hook CLIENT [--event NAME] [--server URL]  (JSON payload on stdin)
 
 Handle one lifecycle event of a coding agent: the client runs this command with the event as JSON on
 stdin, and reads what to inject from stdout. `mcp-memory install CLIENT` writes these commands into the
@@ -210,26 +240,46 @@ client's hooks; there is no need to run it by hand.
 
   CLIENT        {clients}
   --event NAME  the client's own event name (default: the payload's hook_event_name)
+  --server URL  a memory server (team mode: `mcp-memory install CLIENT --server URL`): events wait in
+                its outbox for the courier, recall is asked of it
 
 It always exits 0, so a broken store or a wrong call never fails the client: problems go to
 <data dir>/hooks/hooks.log, and `mcp-memory doctor` shows when each client's hooks last fired.
 """
+SHAPE = "mcp-memory hook CLIENT [--event NAME] [--server URL]"
+OPTIONS = ("--event", "--server")
 
 
 def malformed(argv: list[str]) -> str | None:
     """Why a command line is not a hook call (None when it is one): then nothing is read or written."""
+    return _parsed(argv)[0]
+
+
+def _parsed(argv: list[str]) -> tuple[str | None, dict[str, str]]:
+    """(why the call is malformed or None, its options: --event, --server as normalized)."""
     from mcp_memory.hooks.events import CLIENTS
 
     if not argv or argv[0].startswith("-"):
-        return "no client named (mcp-memory hook CLIENT [--event NAME])"
+        return f"no client named ({SHAPE})", {}
     if argv[0] not in CLIENTS:
-        return f"unknown client {argv[0][:40]!r}: expected one of {', '.join(CLIENTS)}"
+        return f"unknown client {argv[0][:40]!r}: expected one of {', '.join(CLIENTS)}", {}
     rest = argv[1:]
-    if rest[:1] == ["--event"] and len(rest) == 2 and rest[1] and not rest[1].startswith("-"):
-        return None
-    if not rest:
-        return None
-    return f"unexpected arguments {' '.join(rest)[:80]!r} (mcp-memory hook CLIENT [--event NAME])"
+    unexpected = f"unexpected arguments {' '.join(rest)[:80]!r} ({SHAPE})"
+    if len(rest) % 2:
+        return unexpected, {}
+    options: dict[str, str] = {}
+    for flag, value in zip(rest[::2], rest[1::2], strict=True):
+        if flag not in OPTIONS or flag in options or not value or value.startswith("-"):
+            return unexpected, {}
+        options[flag] = value
+    if "--server" in options:
+        from mcp_memory.remote import places
+
+        try:
+            options["--server"] = places.normalized(options["--server"])
+        except places.UnusableUrl as e:
+            return f"--server: {e}", {}
+    return None, options
 
 
 def refuse(problem: str) -> None:
@@ -242,20 +292,19 @@ def refuse(problem: str) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """`mcp-memory hook <client> [--event NAME]`, parsed by hand: argparse's help machinery is not
-    needed on this path, and every millisecond counts."""
+    """`mcp-memory hook <client> [--event NAME] [--server URL]`, parsed by hand: argparse's help machinery
+    is not needed on this path, and every millisecond counts."""
     if "-h" in argv or "--help" in argv:
         from mcp_memory.hooks.events import CLIENTS
 
         print(USAGE.format(clients=", ".join(CLIENTS)), end="")
         raise SystemExit(0)
-    problem = malformed(argv)
+    problem, options = _parsed(argv)
     if problem is not None:
         refuse(problem)
         raise SystemExit(0)
-    event_name = argv[2] if len(argv) == 3 else None
     try:
         stdin = sys.stdin.buffer.read()
     except (OSError, ValueError):
         stdin = b""
-    raise SystemExit(run(argv[0], event_name, stdin))
+    raise SystemExit(run(argv[0], options.get("--event"), stdin, server=options.get("--server")))

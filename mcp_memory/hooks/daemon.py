@@ -157,45 +157,50 @@ def start(data_dir: Path, log_file: Path) -> bool:
             return False  # another hook is starting it right now
         if running(data_dir) or _started_lately(data_dir):
             return False
-        import subprocess  # only the hook that starts the server pays for it
-
         path = socket_path(data_dir)
         starting_file(data_dir).touch()  # removed by the server once it listens
         _rotate(log_file)
         private_dir(path.parent)
-        with open(os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
-            command = [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)]
-            env = {**os.environ, "MCP_MEMORY_DATA_DIR": os.fspath(data_dir)}
-            pid = _detached(
-                lambda: (
-                    subprocess.Popen(
-                        command,
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.DEVNULL,
-                        stderr=log,
-                        start_new_session=True,  # outlives the hook, and the client's signals to it
-                        env=env,
-                        close_fds=True,
-                    ).pid
-                )
-            )
+        command = [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)]
+        pid = spawn(command, {**os.environ, "MCP_MEMORY_DATA_DIR": os.fspath(data_dir)}, log_file)
         if pid is not None:
             with contextlib.suppress(OSError):  # whoever waits for it can tell a start that failed (relay/)
                 starting_file(data_dir).write_text(str(pid))
         return True
 
 
-def _detached(spawn: Callable[[], int]) -> int | None:
-    """Run `spawn` in a child that exits at once, so what it starts is nobody's descendant: a client that
+def spawn(command: list[str], env: dict[str, str], log_file: Path) -> int | None:
+    """Start `command` in the background, nobody's descendant (see _detached), its stderr appended to
+    `log_file`; its process id (None if it could not be told). The caller does not wait for it."""
+    import subprocess  # only the hook that starts a process pays for it
+
+    with open(os.open(log_file, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as log:
+        return _detached(
+            lambda: (
+                subprocess.Popen(
+                    command,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    start_new_session=True,  # outlives the hook, and the client's signals to it
+                    env=env,
+                    close_fds=True,
+                ).pid
+            )
+        )
+
+
+def _detached(launch: Callable[[], int]) -> int | None:
+    """Run `launch` in a child that exits at once, so what it starts is nobody's descendant: a client that
     kills its whole process tree when it exits (GitHub Copilot CLI kills the MCP server's children) does
-    not take the resident server with it. The pid `spawn` returned (None if the child died first)."""
+    not take the resident server with it. The pid `launch` returned (None if the child died first)."""
     read_end, write_end = os.pipe()
     child = os.fork()
     if child == 0:  # the go-between: start the server, say its pid, leave
         code = 1
         try:
             os.close(read_end)
-            os.write(write_end, str(spawn()).encode())
+            os.write(write_end, str(launch()).encode())
             code = 0
         finally:
             os._exit(code)

@@ -20,6 +20,7 @@ from mcp_memory.hooks.events import HookEvent
 from mcp_memory.hooks.projects import Project
 
 SUFFIX = ".json"
+LOG_LIMIT = 1_000_000  # bytes of hooks.log kept
 STALE_SECONDS = 600  # a file claimed this long ago by a server that died is taken again
 
 
@@ -29,6 +30,25 @@ def hooks_dir(data_dir: Path) -> Path:
 
 def spool_dir(data_dir: Path) -> Path:
     return hooks_dir(data_dir) / "spool"
+
+
+def log_file(data_dir: Path) -> Path:
+    return hooks_dir(data_dir) / "hooks.log"
+
+
+def log(data_dir: Path, line: str) -> None:
+    """One line in <data dir>/hooks/hooks.log (the hooks' and the courier's problems; doctor points at it)."""
+    try:
+        path = log_file(data_dir)
+        private_dir(path.parent)
+        if path.exists() and path.stat().st_size > LOG_LIMIT:
+            os.replace(path, path.with_suffix(".log.1"))
+        with open(
+            os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8"
+        ) as handle:
+            handle.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {line.rstrip()}\n")
+    except OSError:
+        pass
 
 
 def private_dir(path: Path) -> Path:

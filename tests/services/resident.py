@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 
-def resident_pids(data_dir: Path) -> list[int]:
+def resident_pids(data_dir: Path, marker_arg: bytes = b"--socket") -> list[int]:
     found = []
     marker = f"MCP_MEMORY_DATA_DIR={data_dir}".encode()
     for pid in os.listdir("/proc"):
@@ -22,14 +22,15 @@ def resident_pids(data_dir: Path) -> list[int]:
             environ = Path(f"/proc/{pid}/environ").read_bytes()
         except OSError:
             continue
-        if b"--socket" in cmdline and marker in environ.split(b"\0"):
+        if marker_arg in cmdline.split(b"\0") and marker in environ.split(b"\0"):
             found.append(int(pid))
     return found
 
 
-def stop_resident(data_dir: Path, grace: float = 10.0) -> None:
-    """SIGTERM, then SIGKILL after `grace` seconds, every resident server of this data dir."""
-    pids = resident_pids(data_dir)
+def stop_resident(data_dir: Path, grace: float = 10.0, marker_arg: bytes = b"--socket") -> None:
+    """SIGTERM, then SIGKILL after `grace` seconds, every resident server of this data dir (with
+    marker_arg=b"courier": every courier the team-mode hooks started for it)."""
+    pids = resident_pids(data_dir, marker_arg)
     for pid in pids:
         os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace
