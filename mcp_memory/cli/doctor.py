@@ -1,6 +1,7 @@
 """`mcp-memory doctor`: what is installed where, whether it points at a program that exists, when each
 client's hooks last fired, whether the resident server answers, how many events wait in the spool, and
-whether the store opens. Read-only, always exits 0; `--json` for machines.
+whether the store opens; for each memory server an entry points at (team mode), who is signed in, when
+the token expires, the last delivery, what waits in the outbox and why, and whether the courier runs. Read-only, always exits 0; `--json` for machines.
 
 Standard library (and platformdirs) only: it must run even when the rest is broken, and the CLI imports
 this module to build its parser, so what only the checks need is imported when they run. It reads the
@@ -16,6 +17,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from mcp_memory.cli import doctor_team
 from mcp_memory.cli.install_clients import (
     CLIENTS,
     SERVER_NAME,
@@ -26,6 +28,7 @@ from mcp_memory.cli.install_clients import (
     hook_program,
     is_our_hook,
     is_our_server,
+    server_of,
 )
 
 Report = dict[str, Any]
@@ -48,17 +51,19 @@ def examine(project: Path) -> Report:
     from mcp_memory.hooks.spool import spool_dir
 
     data_dir = _data_dir()
+    clients = {
+        client.name: {
+            "user": _installed(client, "user", Path.home()),
+            "project": _installed(client, "project", project.resolve()),
+            "last_fired": _last_fired(data_dir / "hooks" / "fired" / f"{client.name}.json"),
+        }
+        for client in CLIENTS.values()
+    }
     return {
         "program": find_program(),
         "data_dir": str(data_dir),
-        "clients": {
-            client.name: {
-                "user": _installed(client, "user", Path.home()),
-                "project": _installed(client, "project", project.resolve()),
-                "last_fired": _last_fired(data_dir / "hooks" / "fired" / f"{client.name}.json"),
-            }
-            for client in CLIENTS.values()
-        },
+        "clients": clients,
+        "servers": [doctor_team.examine(data_dir, url) for url in doctor_team.servers_named(clients)],
         "memories": _memories(project),
         "resident_server": _resident_server(data_dir),
         "spool": _spool(spool_dir(data_dir)),
@@ -115,6 +120,7 @@ def _server(client: Client, scope: Scope, root: Path) -> Report:
     return {
         **report,
         "installed": True,
+        "team_server": server_of([str(a) for a in args]),
         "command": [entry["command"], *map(str, args)],
         "program": _program(entry["command"]),
         "capture": str(env.get("MCP_MEMORY_HOOKS__CAPTURE", "")).lower() == "true",
@@ -138,7 +144,13 @@ def _hooks(client: Client, scope: Scope, root: Path) -> Report:
                 if is_our_hook(entry, client.name):
                     found[event] = entry["command"]
     programs = sorted({program[0] for program in map(hook_program, found.values()) if program})
-    return {**report, "events": sorted(found), "programs": [_program(p) for p in programs]}
+    servers = doctor_team.hook_servers(found.values())
+    return {
+        **report,
+        "events": sorted(found),
+        "programs": [_program(p) for p in programs],
+        "servers": servers,
+    }
 
 
 def _codex_feature(path: Path) -> bool | None:
@@ -310,6 +322,8 @@ def _text(report: Report) -> list[str]:
             + ("ok" if fired.get("ok") else f"failed: {fired.get('error')}")
         )
     lines += _memory_lines(report["memories"])
+    for server in report["servers"]:
+        lines += doctor_team.lines(server)
     server, spool, store = report["resident_server"], report["spool"], report["store"]
     lines += [
         "",

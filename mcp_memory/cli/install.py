@@ -1,5 +1,7 @@
-"""`mcp-memory install <client> [--scope user|project] [--uninstall]`: the MCP server entry and the hooks,
-written into the coding agent's own files (install_clients.py says which files and shapes).
+"""`mcp-memory install <client> [--scope user|project] [--server URL] [--uninstall]`: the MCP server entry
+and the hooks, written into the coding agent's own files (install_clients.py says which files and shapes).
+With --server (team mode), every hook command carries `--server URL` and the server entry runs `mcp-memory
+serve --server URL`, the bridge to that memory server (docs/team.md).
 
 Every file is read and every edit computed before anything is written, so a file that is not valid
 JSON or TOML (or not the shape its client documents) stops the command with nothing changed. Only our
@@ -70,6 +72,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "files of the project in the current directory (or --project)",
     )
     parser.add_argument("--project", type=Path, help="the project directory for --scope project")
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="team mode: the hooks capture into and recall from this memory server, and the MCP entry reaches "
+        "it (sign in first: mcp-memory login URL)",
+    )
     parser.add_argument("--uninstall", action="store_true", help="remove only what install wrote")
     parser.add_argument(
         "--force",
@@ -90,6 +98,10 @@ def run(args: argparse.Namespace) -> int:
         print("mcp-memory install: --project goes with --scope project", file=sys.stderr)
         return 2
     scope: Scope = args.scope or ("project" if args.project else "user")
+    server, problem = _server(getattr(args, "server", None))
+    if problem:
+        print(f"mcp-memory install: {problem}\nNothing was changed.", file=sys.stderr)
+        return 2
     root = (args.project or Path.cwd()).resolve() if scope == "project" else Path.home()
     program = find_program()
     split = None if args.uninstall or args.force else would_split(client, scope)
@@ -102,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         if args.uninstall:
             uninstall(client, scope, root, files)
         else:
-            install(client, scope, root, program, files, consent(args), notes)
+            install(client, scope, root, program, files, consent(args), notes, server)
     except ConfigError as e:
         print(f"mcp-memory install: {e}\nNothing was changed.", file=sys.stderr)
         return 2
@@ -116,13 +128,40 @@ def run(args: argparse.Namespace) -> int:
     except OSError as e:
         print(f"mcp-memory install: {e}", file=sys.stderr)
         return 1
-    for note in notes:
+    signed_out = _sign_in_note(server) if server and not args.uninstall else None
+    for note in [*notes, *([signed_out] if signed_out else [])]:
         print(note)
     if not args.uninstall:
         print(
             f"Start a new {client.title} session to load them; `mcp-memory doctor` shows what is installed."
         )
     return 0
+
+
+def _server(url: str | None) -> tuple[str | None, str | None]:
+    """--server as the hooks will use it (normalized), or why it is not a memory server's URL."""
+    if url is None:
+        return None, None
+    from mcp_memory.remote import places
+
+    try:
+        return places.normalized(url), None
+    except places.UnusableUrl as e:
+        return None, f"--server: {e}"
+
+
+def _sign_in_note(server: str) -> str | None:
+    """A warning, not a refusal: the hooks keep events in the outbox until the user signs in."""
+    from mcp_memory.cli.hook import data_dir
+    from mcp_memory.remote import places
+
+    root = data_dir()
+    if places.cached_token(root, server) or places.credential_file(root, server).exists():
+        return None
+    return (
+        f"Not signed in to {server} yet: run `mcp-memory login {server}`. Until then, captured events wait "
+        "in the outbox and nothing is recalled."
+    )
 
 
 def would_split(client: Client, scope: Scope) -> str | None:
@@ -166,24 +205,25 @@ def install(
     files: Files,
     consent: Consent = lambda count: False,
     notes: list[str] | None = None,
+    server: str | None = None,
 ) -> None:
     if isinstance(client, OpenCode):  # a plugin file, not hook entries
         from mcp_memory.cli import install_opencode
 
         try:
-            return install_opencode.install(client, scope, root, program, files)
+            return install_opencode.install(client, scope, root, program, files, server)
         except install_opencode.OpenCodeConfigError as e:
             raise ConfigError(str(e)) from None
     hooks = files.json(client.hooks_file(scope, root), client.hooks_skeleton)
-    put_hooks(hooks, client, program)
+    put_hooks(hooks, client, program, server)
     if client.mcp_format == "toml":
         config = files.toml(client.mcp_file(scope, root))
-        put_codex_config(config, client, program)
+        put_codex_config(config, client, program, server)
         note = put_codex_trust(files, scope, hooks, config, consent)
         if note and notes is not None:
             notes.append(note)
     else:
-        put_server(files.json(client.mcp_file(scope, root)), client, program)
+        put_server(files.json(client.mcp_file(scope, root)), client, program, server)
     for document in files.documents.values():
         if isinstance(document, JsonDocument):
             document.settle(uninstall=False)
@@ -258,7 +298,7 @@ def _strip_event(hooks: JsonObject, event: str, client: Client) -> bool:
     return True
 
 
-def put_hooks(document: JsonDocument, client: Client, program: list[str]) -> None:
+def put_hooks(document: JsonDocument, client: Client, program: list[str], server: str | None = None) -> None:
     hooks = _hooks_object(document, create=True)
     assert hooks is not None
     wanted = {event.name for event in client.events}
@@ -273,7 +313,7 @@ def put_hooks(document: JsonDocument, client: Client, program: list[str]) -> Non
         kept, first = _without_ours(items, client)
         kept.insert(
             len(kept) if first is None else first,
-            client.hook_item(hook_command(program, client.name, event.name), event),
+            client.hook_item(hook_command(program, client.name, event.name, server), event),
         )
         if kept != items:
             hooks[event.name] = kept
@@ -304,10 +344,10 @@ def _servers(document: JsonDocument, key: str, create: bool) -> JsonObject | Non
     return servers
 
 
-def put_server(document: JsonDocument, client: Client, program: list[str]) -> None:
+def put_server(document: JsonDocument, client: Client, program: list[str], server: str | None = None) -> None:
     servers = _servers(document, client.servers_key, create=True)
     assert servers is not None
-    wanted = wanted_server(servers.get(SERVER_NAME), client, program, document.path)
+    wanted = wanted_server(servers.get(SERVER_NAME), client, program, document.path, server)
     if servers.get(SERVER_NAME) != wanted:
         servers[SERVER_NAME] = wanted
         document.done.append(f'MCP server "{SERVER_NAME}"')

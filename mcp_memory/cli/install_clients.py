@@ -60,8 +60,8 @@ class Client(ABC):
     @abstractmethod
     def hooks_file(self, scope: Scope, root: Path) -> Path: ...
 
-    def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
-        return {"command": program[0], "args": [*program[1:], "serve"], "env": env}
+    def server_entry(self, program: list[str], env: dict[str, str], server: str | None = None) -> JsonObject:
+        return {"command": program[0], "args": [*program[1:], *serve_words(server)], "env": env}
 
     def hook_entry(self, command: str, event: HookedEvent) -> JsonObject:
         return {"type": "command", "command": command, "timeout": event.timeout_seconds}
@@ -92,8 +92,8 @@ class ClaudeCode(Client):
     def hooks_file(self, scope: Scope, root: Path) -> Path:
         return root / ".claude" / "settings.json"
 
-    def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
-        return {"type": "stdio", **super().server_entry(program, env)}
+    def server_entry(self, program: list[str], env: dict[str, str], server: str | None = None) -> JsonObject:
+        return {"type": "stdio", **super().server_entry(program, env, server)}
 
 
 class Cursor(Client):
@@ -155,8 +155,8 @@ class VSCode(Client):
     def user_hooks_dir(self, home: Path) -> Path:
         return home / ".copilot" / "hooks"
 
-    def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
-        return {"type": "stdio", **super().server_entry(program, env)}
+    def server_entry(self, program: list[str], env: dict[str, str], server: str | None = None) -> JsonObject:
+        return {"type": "stdio", **super().server_entry(program, env, server)}
 
 
 class Codex(Client):
@@ -258,9 +258,25 @@ def pinned_env() -> dict[str, str]:
     return {name: os.environ[name] for name in PINNED if os.environ.get(name)}
 
 
-def hook_command(program: list[str], client: str, event: str) -> str:
+def hook_command(program: list[str], client: str, event: str, server: str | None = None) -> str:
+    """The hook's command line; with `server` (team mode: a memory server's URL), `--server URL` too."""
     assignments = [f"{name}={shell_word(value)}" for name, value in pinned_env().items()]
-    return " ".join([*assignments, shell_word(program[0]), *program[1:], "hook", client, "--event", event])
+    team = ["--server", shell_word(server)] if server else []
+    return " ".join(
+        [*assignments, shell_word(program[0]), *program[1:], "hook", client, "--event", event, *team]
+    )
+
+
+def serve_words(server: str | None) -> list[str]:
+    """The MCP server entry's command after the program: `serve`, or in team mode `serve --server URL` (a
+    stdio bridge to that server's /mcp with the stored credential)."""
+    return ["serve", "--server", server] if server else ["serve"]
+
+
+def server_of(words: list[str]) -> str | None:
+    """The memory server a hook command or server entry names with `--server URL` (None: local)."""
+    at = words.index("--server") if "--server" in words else -1
+    return words[at + 1] if 0 <= at < len(words) - 1 else None
 
 
 def server_env() -> dict[str, str]:
@@ -367,8 +383,13 @@ class OpenCode(Client):
         folder = opencode_user_dir(root) if scope == "user" else root / ".opencode"
         return folder / "plugins" / "mcp-memory.js"
 
-    def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
-        return {"type": "local", "command": [*program, "serve"], "environment": env, "enabled": True}
+    def server_entry(self, program: list[str], env: dict[str, str], server: str | None = None) -> JsonObject:
+        return {
+            "type": "local",
+            "command": [*program, *serve_words(server)],
+            "environment": env,
+            "enabled": True,
+        }
 
 
 def opencode_user_dir(home: Path) -> Path:
@@ -406,8 +427,8 @@ class CopilotCLI(VSCode):
     def user_hooks_dir(self, home: Path) -> Path:
         return copilot_home(home) / "hooks"
 
-    def server_entry(self, program: list[str], env: dict[str, str]) -> JsonObject:
-        return {**super().server_entry(program, env), "type": "local", "tools": ["*"]}
+    def server_entry(self, program: list[str], env: dict[str, str], server: str | None = None) -> JsonObject:
+        return {**super().server_entry(program, env, server), "type": "local", "tools": ["*"]}
 
 
 def copilot_home(home: Path) -> Path:

@@ -51,12 +51,14 @@ def _has_line(text: str, line: str) -> bool:
     return any(b.rstrip("\r\n") == line.rstrip("\n") for b in text.splitlines())
 
 
-def put_codex_config(document: TomlDocument, client: Client, program: list[str]) -> None:
+def put_codex_config(
+    document: TomlDocument, client: Client, program: list[str], server: str | None = None
+) -> None:
     from mcp_memory.cli import toml_tables
 
     servers = document.config.get("mcp_servers", {})
     existing = servers.get(SERVER_NAME) if isinstance(servers, dict) else None
-    wanted = wanted_server(existing, client, program, document.path)
+    wanted = wanted_server(existing, client, program, document.path, server)
     text = document.text
     if existing != wanted:
         text = toml_tables.remove_tables(text, CODEX_SERVER_TABLE)

@@ -104,7 +104,9 @@ def _read(path: Path) -> str:
         raise ConfigError(f"{path} cannot be read ({e})") from None
 
 
-def wanted_server(existing: Any, client: Client, program: list[str], where: Path) -> JsonObject:
+def wanted_server(
+    existing: Any, client: Client, program: list[str], where: Path, server: str | None = None
+) -> JsonObject:
     """Our entry; an entry of ours already there keeps its other keys and its other variables."""
     if existing is not None and not is_our_server(existing):
         command = existing.get("command") if isinstance(existing, dict) else existing
@@ -112,7 +114,7 @@ def wanted_server(existing: Any, client: Client, program: list[str], where: Path
             f'{where} already has an MCP server named "{SERVER_NAME}" that is not mcp-memory\'s '
             f"(command: {command!r}); rename or remove it, then run install again"
         )
-    wanted = client.server_entry(program, server_env())
+    wanted = client.server_entry(program, server_env(), server)
     if isinstance(existing, dict):
         env = existing.get("env")
         wanted = {**existing, **wanted, "env": {**(env if isinstance(env, dict) else {}), **wanted["env"]}}

@@ -49,13 +49,15 @@ class Files(Protocol):
 TEMPLATE = Path(__file__).with_name("opencode_plugin.js")
 MARKER = "// mcp-memory: written by `mcp-memory install opencode`"
 _PROGRAM = re.compile(r"^const PROGRAM = (.*)$", re.M)
+_SERVER = re.compile(r"^const SERVER = (.*)$", re.M)
 _EVENTS = re.compile(r'\bhook\(\s*"([a-z.]+)"|capture\(\s*"([a-z.]+)"')
 
 
-def plugin_text(program: list[str]) -> str:
+def plugin_text(program: list[str], server: str | None = None) -> str:
     return (
         TEMPLATE.read_text(encoding="utf-8")
         .replace("__PROGRAM__", json.dumps(program))
+        .replace("__SERVER__", json.dumps(["--server", server] if server else []))
         .replace("__ENV__", json.dumps(pinned_env()))
         .replace("__RECALL_MS__", str(1000 * RECALL_SECONDS))
         .replace("__CAPTURE_MS__", str(1000 * CAPTURE_SECONDS))
@@ -66,12 +68,14 @@ def is_our_plugin(text: str) -> bool:
     return text.startswith(MARKER)
 
 
-def install(client: OpenCode, scope: Scope, root: Path, program: list[str], files: Files) -> None:
+def install(
+    client: OpenCode, scope: Scope, root: Path, program: list[str], files: Files, server: str | None = None
+) -> None:
     path = client.hooks_file(scope, root)
     document = files.text(path)
     if document.existed and not is_our_plugin(document.text):
         raise OpenCodeConfigError(f"{path} is not mcp-memory's plugin; move it away, then run install again")
-    wanted = plugin_text(program)
+    wanted = plugin_text(program, server)
     if document.text != wanted:
         document.new_text = wanted
         document.done.append("plugin " + ", ".join(e.name for e in client.events))
@@ -83,7 +87,7 @@ def install(client: OpenCode, scope: Scope, root: Path, program: list[str], file
             f'{config.path} already has an MCP server named "{SERVER_NAME}" that is not mcp-memory\'s; '
             "rename or remove it, then run install again"
         )
-    entry = client.server_entry(program, server_env())
+    entry = client.server_entry(program, server_env(), server)
     if isinstance(existing, dict):
         environment = existing.get("environment")
         entry = {
@@ -160,7 +164,13 @@ def installed(
         program = []
     events = sorted({a or b for a, b in _EVENTS.findall(text)})
     programs = [program_report(program[0])] if program and isinstance(program[0], str) else []
-    return {"server": server, "hooks": {**hooks, "events": events, "programs": programs}}
+    team = _SERVER.search(text)
+    try:
+        words = json.loads(team.group(1)) if team else []
+    except ValueError:
+        words = []
+    named = [words[1]] if isinstance(words, list) and len(words) == 2 and isinstance(words[1], str) else []
+    return {"server": server, "hooks": {**hooks, "events": events, "programs": programs, "servers": named}}
 
 
 def is_our_server(entry: object) -> bool:

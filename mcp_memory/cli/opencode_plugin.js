@@ -5,6 +5,7 @@
 import { spawn } from "node:child_process"
 
 const PROGRAM = __PROGRAM__
+const SERVER = __SERVER__
 const ENV = __ENV__
 const RECALL_MS = __RECALL_MS__
 const CAPTURE_MS = __CAPTURE_MS__
@@ -16,7 +17,7 @@ function hook(event, payload, ms) {
     let out = ""
     let child
     try {
-      child = spawn(PROGRAM[0], [...PROGRAM.slice(1), "hook", "opencode", "--event", event], {
+      child = spawn(PROGRAM[0], [...PROGRAM.slice(1), "hook", "opencode", "--event", event, ...SERVER], {
         env: { ...process.env, ...ENV },
         stdio: ["pipe", "pipe", "ignore"],
       })

@@ -131,4 +131,9 @@ class TeamServer:
 
     def item_deliveries(self) -> list[str]:
         """Every item's derived id as sent, repeats included."""
-        return [derived_id(e["entry"], i["key"]) for body in self.captures for e in body["events"] for i in e["items"]]
+        return [
+            derived_id(e["entry"], i["key"])
+            for body in self.captures
+            for e in body["events"]
+            for i in e["items"]
+        ]

@@ -38,7 +38,9 @@ class Team:
         """What `mcp-memory login URL --token-stdin` stores for the hooks: an administrator's token."""
         places.cache_token(self.data_dir, self.server.url, places.CachedToken(token, expires_at, "alice"))
 
-    def fire(self, client: str, event: str, payload: dict[str, Any]) -> tuple[subprocess.CompletedProcess[str], float]:
+    def fire(
+        self, client: str, event: str, payload: dict[str, Any]
+    ) -> tuple[subprocess.CompletedProcess[str], float]:
         started = time.monotonic()
         done = subprocess.run(
             [mcp_memory_command(), "hook", client, "--server", self.server.url, "--event", event],
@@ -64,7 +66,9 @@ class Team:
         deadline = time.monotonic() + DELIVERY_SECONDS
         while not done():
             if time.monotonic() > deadline:
-                pytest.fail(f"{what}: not within {DELIVERY_SECONDS} s; status {self.status()}\nlog:\n{self.log()}")
+                pytest.fail(
+                    f"{what}: not within {DELIVERY_SECONDS} s; status {self.status()}\nlog:\n{self.log()}"
+                )
             time.sleep(0.1)
 
 
@@ -78,7 +82,12 @@ def team(tmp_path: Path) -> Iterator[Team]:
 
 
 def stop_payload(transcript: Path, cwd: Path, session: str = "s1") -> dict[str, Any]:
-    return {"session_id": session, "transcript_path": str(transcript), "cwd": str(cwd), "hook_event_name": "Stop"}
+    return {
+        "session_id": session,
+        "transcript_path": str(transcript),
+        "cwd": str(cwd),
+        "hook_event_name": "Stop",
+    }
 
 
 def test_server_down_then_back_every_turn_delivered_once_in_order(team: Team, tmp_path: Path) -> None:
@@ -96,14 +105,18 @@ def test_server_down_then_back_every_turn_delivered_once_in_order(team: Team, tm
         fired.append(team.fire("claude-code", "UserPromptSubmit", prompt | {"prompt": text}))
         t.user(text)
         t.say(f"Noted decision {n}.")
-        fired.append(team.fire("claude-code", "Stop", stop | {"last_assistant_message": f"Noted decision {n}."}))
+        fired.append(
+            team.fire("claude-code", "Stop", stop | {"last_assistant_message": f"Noted decision {n}."})
+        )
     for done, seconds in fired:
         assert done.returncode == 0, done.stderr
         assert done.stdout == ""
         assert seconds < HOOK_SECONDS
     assert team.waiting() == 4
     assert "recall from" in team.log()
-    team.wait_until("the courier notices the outage", lambda: "cannot be reached" in str(team.status().get("last_error")))
+    team.wait_until(
+        "the courier notices the outage", lambda: "cannot be reached" in str(team.status().get("last_error"))
+    )
 
     # Back: delivered in order, each event once, each message once; nothing is left waiting.
     team.server.start()
@@ -126,10 +139,14 @@ def test_server_down_then_back_every_turn_delivered_once_in_order(team: Team, tm
     for n in range(4, 6):
         t.user(f"Decision {n}: Dana owns migration step {n}.")
         t.say(f"Noted decision {n}.")
-        done, seconds = team.fire("claude-code", "Stop", stop | {"last_assistant_message": f"Noted decision {n}."})
+        done, seconds = team.fire(
+            "claude-code", "Stop", stop | {"last_assistant_message": f"Noted decision {n}."}
+        )
         assert done.returncode == 0 and seconds < HOOK_SECONDS
     team.server.start()
-    team.wait_until("delivery after the restart", lambda: team.waiting() == 0 and len(team.server.stored) == 12)
+    team.wait_until(
+        "delivery after the restart", lambda: team.waiting() == 0 and len(team.server.stored) == 12
+    )
     items = team.server.item_deliveries()
     assert len(items) == len(set(items)) == 12
     sent = team.server.delivered_events()
@@ -153,7 +170,9 @@ def test_a_real_claude_code_session_is_delivered_once(team: Team, tmp_path: Path
         assert done.returncode == 0
     team.fire("claude-code", "SessionEnd", stop | {"hook_event_name": "SessionEnd"})
     expected = {i.key for i in read_transcript(fixture, complete=True) if i.content.strip()}
-    team.wait_until("the session delivered", lambda: team.waiting() == 0 and len(team.server.stored) >= len(expected))
+    team.wait_until(
+        "the session delivered", lambda: team.waiting() == 0 and len(team.server.stored) >= len(expected)
+    )
     assert {i["key"] for i in team.server.stored.values()} == expected
     items = team.server.item_deliveries()
     assert len(items) == len(set(items)), "a message was sent twice"
@@ -164,11 +183,19 @@ def test_a_rejected_event_is_set_aside_and_the_rest_delivered(team: Team, tmp_pa
     team.server.start()
     team.sign_in()
     for n, text in enumerate(["first fine prompt", "an UNSTORABLE prompt", "third fine prompt"]):
-        payload = {"session_id": "g1", "cwd": str(tmp_path), "prompt": text, "timestamp": f"2026-01-01T00:00:0{n}Z"}
+        payload = {
+            "session_id": "g1",
+            "cwd": str(tmp_path),
+            "prompt": text,
+            "timestamp": f"2026-01-01T00:00:0{n}Z",
+        }
         done, _ = team.fire("cursor", "beforeSubmitPrompt", payload)
         assert done.returncode == 0
     team.wait_until("the good events delivered", lambda: team.waiting() == 0 and len(team.server.stored) == 2)
-    assert sorted(i["content"] for i in team.server.stored.values()) == ["first fine prompt", "third fine prompt"]
+    assert sorted(i["content"] for i in team.server.stored.values()) == [
+        "first fine prompt",
+        "third fine prompt",
+    ]
     bad = list(places.outbox_dir(team.data_dir, team.server.url).glob("*.bad"))
     assert len(bad) == 1 and "UNSTORABLE" in bad[0].read_text()
     assert "rejected, set aside: the event names no usable project" in team.log()
@@ -177,10 +204,17 @@ def test_a_rejected_event_is_set_aside_and_the_rest_delivered(team: Team, tmp_pa
 def test_recall_injects_the_servers_context_and_nothing_when_it_is_late(team: Team, tmp_path: Path) -> None:
     project = repo(tmp_path / "api", "https://github.com/acme/api.git")
     (project / ".mcp-memory.toml").write_text('[project]\nspace = "acme-api"\n')
-    team.server.context = '<memory-recall source="team">alice, 3 days ago: we use PostgreSQL 16</memory-recall>'
+    team.server.context = (
+        '<memory-recall source="team">alice, 3 days ago: we use PostgreSQL 16</memory-recall>'
+    )
     team.server.start()
     team.sign_in("team-token")
-    payload = {"session_id": "s9", "cwd": str(project), "prompt": "which database do we use?", "hook_event_name": "UserPromptSubmit"}
+    payload = {
+        "session_id": "s9",
+        "cwd": str(project),
+        "prompt": "which database do we use?",
+        "hook_event_name": "UserPromptSubmit",
+    }
 
     done, _ = team.fire("claude-code", "UserPromptSubmit", payload)
     assert done.returncode == 0
@@ -201,7 +235,12 @@ def test_recall_injects_the_servers_context_and_nothing_when_it_is_late(team: Te
 
 
 def test_signed_out_or_down_recall_injects_nothing_and_says_why(team: Team, tmp_path: Path) -> None:
-    payload = {"session_id": "s2", "cwd": str(tmp_path), "source": "startup", "hook_event_name": "SessionStart"}
+    payload = {
+        "session_id": "s2",
+        "cwd": str(tmp_path),
+        "source": "startup",
+        "hook_event_name": "SessionStart",
+    }
     done, seconds = team.fire("claude-code", "SessionStart", payload)  # no token at all
     assert done.returncode == 0 and done.stdout == "" and seconds < HOOK_SECONDS
     assert "not signed in" in team.log()

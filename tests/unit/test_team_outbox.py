@@ -43,7 +43,10 @@ def test_hook_arguments_in_any_order(argv: list[str], event: str | None, server:
         (["claude-code", "--server", URL, "--server", URL], "unexpected arguments"),
         (["claude-code", "--event", "Stop", "--event", "Stop"], "unexpected arguments"),
         (["claude-code", "--server", "--event", "Stop"], "unexpected arguments"),
-        (["claude-code", "--server", "ftp://memory"], "--server: 'ftp://memory' is not a memory server's URL"),
+        (
+            ["claude-code", "--server", "ftp://memory"],
+            "--server: 'ftp://memory' is not a memory server's URL",
+        ),
         (["claude-code", "--sever", URL], "unexpected arguments '--sever"),
     ],
 )
