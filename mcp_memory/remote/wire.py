@@ -38,6 +38,8 @@ def post(url: str, route: str, body: dict[str, Any], token: str | None, timeout:
 
         try:
             outcome.append(_post(url, route, body, token, timeout))
+        except TimeoutError:  # a socket's own timeout: the same deadline
+            outcome.append(Unreachable(f"no answer within {timeout:g} s"))
         except (OSError, ValueError, http.client.HTTPException) as e:  # refused, DNS, TLS, reset, cut
             outcome.append(Unreachable(_described(e)))
         except BaseException as e:  # anything else is a bug: raised in the caller's thread

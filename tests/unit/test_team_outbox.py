@@ -214,3 +214,70 @@ def test_an_outage_is_retried_and_logged_once(tmp_path: Path, server: TeamServer
     server.outage = False
     run_courier(tmp_path, server, lambda margin: "team-token")
     assert outbox.waiting(tmp_path, server.url)[0] == 0 and len(server.stored) == 1
+
+
+def self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for localhost and its key, as a small deployment's own CA would issue."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return cert_file, key_file
+
+
+def test_https_is_checked_against_the_certificates_ssl_cert_file_names(
+    tmp_path: Path, server: TeamServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ssl
+
+    from mcp_memory.remote import wire
+
+    cert, key = self_signed(tmp_path)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    assert server._http is not None
+    server._http.socket = context.wrap_socket(server._http.socket, server_side=True)
+    url = f"https://localhost:{server.port}"
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    with pytest.raises(wire.Unreachable, match="CERTIFICATE_VERIFY_FAILED"):
+        wire.post(url, "/hooks/recall", {}, "team-token", 5.0)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    answer = wire.post(url, "/hooks/recall", {"kind": "prompt"}, "team-token", 5.0)
+    assert answer.status == 200 and answer.body == {"context": ""}
+
+
+def test_a_request_with_no_answer_in_time_gives_up_at_its_deadline(server: TeamServer) -> None:
+    import time
+
+    from mcp_memory.remote import wire
+
+    server.recall_delay = 5.0
+    started = time.monotonic()
+    with pytest.raises(wire.Unreachable, match=r"no answer within 0\.5 s"):
+        wire.post(server.url, "/hooks/recall", {}, "team-token", 0.5)
+    assert time.monotonic() - started < 3.0
