@@ -55,11 +55,12 @@ class Hooks:
     data_dir: Path
     env: dict[str, str]
     fired: list[Fired] = field(default_factory=list)
+    arguments: tuple[str, ...] = ()  # after `--event NAME`: `--server URL` for a memory server (bench/team.py)
 
     def fire(self, event: str, payload: dict[str, Any], phase: str) -> str:
         began = time.perf_counter()
         done = subprocess.run(
-            [hook_command(), "hook", "claude-code", "--event", event],
+            [hook_command(), "hook", "claude-code", "--event", event, *self.arguments],
             input=json.dumps(payload | {"hook_event_name": event}),
             capture_output=True,
             text=True,

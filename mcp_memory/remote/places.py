@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
-EXPIRY_MARGIN = 30.0  # seconds: a token this close to expiring is not handed to a hook
+EXPIRY_MARGIN = 10.0  # seconds: a token this close to expiring is not handed to a hook (its deadline is 2 s)
 
 
 class UnusableUrl(ValueError):
