@@ -83,8 +83,10 @@ class Nginx:
         weights: Sequence[int] | None = None,
         streams: NetworkServer | None = None,
         opens: NetworkServer | None = None,
+        port: int | None = None,
     ) -> None:
         self.replicas = replicas
+        self.fixed_port = port  # a URL registered elsewhere first (an OAuth resource); default: a free port
         self.weights = list(weights or [1] * len(replicas))
         self.streams = streams  # when set, every GET (a session's stream) goes to this replica
         self.opens = opens  # when set, every request without a session id (initialize) goes to this one
@@ -99,7 +101,7 @@ class Nginx:
     def start(self) -> None:
         binary = nginx_binary()
         self.prefix.mkdir(parents=True, exist_ok=True)
-        self.port = free_port()
+        self.port = self.fixed_port or free_port()
         servers = "\n".join(
             f"        server 127.0.0.1:{replica.port} weight={weight};"
             for replica, weight in zip(self.replicas, self.weights, strict=True)
@@ -157,11 +159,12 @@ def balanced(
     weights: Sequence[int] | None = None,
     streams: NetworkServer | None = None,
     opens: NetworkServer | None = None,
+    port: int | None = None,
 ) -> Iterator[Nginx]:
     """nginx over `replicas`; with `weights`, weighted round-robin (nginx spreads each replica's turns);
     with `streams`, every GET goes to that replica instead; with `opens`, every request that opens a
     session (no Mcp-Session-Id) goes to that one."""
-    nginx = Nginx(replicas, workdir, weights, streams, opens)
+    nginx = Nginx(replicas, workdir, weights, streams, opens, port)
     nginx.start()
     try:
         yield nginx
