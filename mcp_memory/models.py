@@ -93,6 +93,11 @@ def space_of(key: str) -> str | None:
     return key[len(SPACE_MARK) :] if key.startswith(SPACE_MARK) else None
 
 
+# The metadata key of a display name a turn of a shared space keeps beside its author's user id (the name
+# their identity provider gave them), so a teammate's recall can say who it came from.
+AUTHOR_NAME = "author_name"
+
+
 def author_of(key: str) -> str | None:
     """Who is writing under this key, recorded on memories in a space (a personal memory's author is
     its owner, so nothing is recorded)."""

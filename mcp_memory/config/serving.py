@@ -68,7 +68,9 @@ class HooksSettings(BaseModel):
     spaces: dict[str, str] = Field(
         default_factory=dict,
         description='A project\'s shared space: {project: space}, e.g. {"github.com/acme/api": "team"}; its '
-        "sessions are stored there and recalled from there (the user must be a writer).",
+        "sessions are stored there and recalled from there, when the repository's .mcp-memory.toml names no "
+        "space (a writer's sessions go there; a reader's and a non-member's stay personal, and only members "
+        "recall from it).",
     )
     idle_exit_seconds: int = Field(
         default=900,

@@ -4,8 +4,10 @@
   answer, so the hook that said so is never kept waiting;
 - POST /hooks/recall: what to inject for a session start or a prompt ({"context": "..."}, "" for nothing).
 
-Only on the Unix socket in the user's own data directory: whoever can open it is the user, whose id is
-the server's configured one (as over stdio). The routes rely on the service the server opened.
+Here on the Unix socket in the user's own data directory: whoever can open it is the user, whose id is
+the server's configured one (as over stdio). The routes rely on the service the server opened. A memory
+server (`serve --transport http|sse`) answers the same paths for its verified principals, with events
+delivered whole by a courier instead of spooled (mcp/team_hooks.py); recall's answer is this one's.
 """
 
 from __future__ import annotations
@@ -24,16 +26,20 @@ from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from mcp_memory.audit import Actor, acting
+from mcp_memory.config import HooksSettings
 from mcp_memory.errors import InvalidInputError, MemoryServerError
 from mcp_memory.hooks import clients, spool
 from mcp_memory.hooks.gemini import without_injected
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.security.spaces import Access
 from mcp_memory.service.capture import HookCapture, project_from
 from mcp_memory.service.hook_recall import HookRecall
 
 log = logging.getLogger(__name__)
 
 SPOOL_LOOK_SECONDS = 2.0
+DEFAULT_CAP_CHARS = 10_000
+MAX_CAP_CHARS = 1_000_000
 
 
 @dataclass
@@ -89,35 +95,64 @@ class HookEndpoints:
         return JSONResponse({"spooled": spool.count(self.spool_dir)}, background=BackgroundTask(self.drain))
 
     async def _on_recall(self, request: Request) -> JSONResponse:
-        try:
-            body: Any = await request.json()
-            if not isinstance(body, dict):
-                raise InvalidInputError("the body is not a JSON object")
-            context = await self._context(body)
-        except (ValueError, MemoryServerError) as e:
-            log.warning("hooks: recall failed: %s", e)
-            return JSONResponse({"context": "", "error": str(e)[:300]})
-        return JSONResponse({"context": context})
+        return await recall_answer(request, self.recall(), self.host.settings.hooks)
 
-    async def _context(self, body: dict[str, Any]) -> str:
-        project = project_from(body)
-        settings = self.host.settings.hooks
-        cap = int(body.get("cap_chars") or 10_000)
-        session = str(body.get("session_id") or "")
-        with acting(Actor(self.user_id, client=f"hooks:{body.get('client')}")):
-            if body.get("kind") == "session_start":
-                return await self.recall().session_start(
-                    project,
-                    session,
-                    settings.budget_tokens,
-                    cap,
-                    source=str(body.get("source") or "startup"),
-                    prompt_follows=clients.injects_at_prompt(str(body.get("client") or "")),
-                )
-            if body.get("kind") == "prompt":
-                prompt = without_injected(str(body.get("prompt") or ""))
-                return await self.recall().prompt(project, session, prompt, settings.budget_tokens, cap)
-        return ""
+
+async def recall_answer(
+    request: Request,
+    recall: HookRecall,
+    settings: HooksSettings,
+    access: Access | None = None,
+    actor: Actor | None = None,
+) -> JSONResponse:
+    """POST /hooks/recall's answer: {"context": "..."} ("" for nothing, with "error" when the request
+    was bad or a backend failed: a hook then injects nothing). `access`: whose recall (a memory server's
+    verified principal; None: the resident server's user), `actor`: whom the audit trail names."""
+    try:
+        body: Any = await request.json()
+        if not isinstance(body, dict):
+            raise InvalidInputError("the body is not a JSON object")
+        who = actor or Actor(recall.user_id, client=f"hooks:{body.get('client')}")
+        with acting(who):
+            context = await _context(recall, settings, body, access)
+    except (ValueError, MemoryServerError) as e:
+        log.warning("hooks: recall failed: %s", e)
+        return JSONResponse({"context": "", "error": str(e)[:300]})
+    return JSONResponse({"context": context})
+
+
+async def _context(
+    recall: HookRecall, settings: HooksSettings, body: dict[str, Any], access: Access | None
+) -> str:
+    project = project_from(body)
+    cap = _cap(body.get("cap_chars"))
+    session = str(body.get("session_id") or "")
+    if body.get("kind") == "session_start":
+        return await recall.session_start(
+            project,
+            session,
+            settings.budget_tokens,
+            cap,
+            source=str(body.get("source") or "startup"),
+            prompt_follows=clients.injects_at_prompt(str(body.get("client") or "")),
+            access=access,
+        )
+    if body.get("kind") == "prompt":
+        prompt = without_injected(str(body.get("prompt") or ""))
+        return await recall.prompt(project, session, prompt, settings.budget_tokens, cap, access=access)
+    return ""
+
+
+def _cap(value: object) -> int:
+    """The client's cap on injected characters (10,000 when it names none)."""
+    if value is None or value == "":
+        return DEFAULT_CAP_CHARS
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise InvalidInputError("cap_chars is not a number")
+    try:
+        return max(0, min(int(value), MAX_CAP_CHARS))
+    except ValueError:
+        raise InvalidInputError("cap_chars is not a number") from None
 
 
 class Activity:

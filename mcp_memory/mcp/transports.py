@@ -3,7 +3,8 @@ ones (and /metrics alone on a loopback port, when observability.metrics_port is 
 
 On the HTTP transports, when any way in is configured (static tokens, an identity provider), the MCP
 endpoints sit behind the resource guard (`oauth_guard.py`) and the protected-resource metadata is
-served beside them. On streamable HTTP, requests then take their turns (`admission.py`).
+served beside them. A network server also answers the hooks of its users' machines (`team_hooks.py`),
+behind the same guard. On streamable HTTP, requests then take their turns (`admission.py`).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from mcp_memory.mcp.relayed_sessions import RelayedSessions
 from mcp_memory.mcp.routes import PATH, add_readiness_route, exposition, metrics_route
 from mcp_memory.mcp.server import MemoryServer
 from mcp_memory.mcp.shared_sessions import SharedSessions
+from mcp_memory.mcp.team_hooks import HOOK_SCOPES, TeamHooks
 from mcp_memory.observability.tracing import open_tracing
 from mcp_memory.security.exposure import check_exposure
 from mcp_memory.security.oauth.bearer import Challenges
@@ -116,6 +118,10 @@ async def _serve_network(
     else:
         app = server.streamable_http_app(host=host, max_request_body_size=settings.request_body_limit)
         where, endpoints = f"http://{host}:{port}/mcp", ("/mcp",)
+    hooks: dict[str, str] = {}
+    if resident is None:  # a memory server: the hooks of its users' machines (on the socket: mounts has them)
+        hooks = HOOK_SCOPES
+        mounts = [*mounts, *TeamHooks.of(server.host).routes()]
     app.router.routes.extend([*metadata_routes(settings, endpoints), *mounts])
     observability = settings.observability
     if observability.metrics:
@@ -130,8 +136,9 @@ async def _serve_network(
             endpoint="/mcp",
             max_body=settings.request_body_limit,
             metrics=server.host.metrics,
+            routes=hooks,
         )
-    served = await _guarded(taking_turns, server, verifier, endpoints)
+    served = await _guarded(taking_turns, server, verifier, endpoints, hooks)
     if resident is not None:
         await serve_resident(served, resident)
         return
@@ -149,7 +156,11 @@ async def _serve_network(
 
 
 async def _guarded(
-    app: ASGIApp, server: MemoryServer, verifier: TokenVerifier | None, endpoints: tuple[str, ...]
+    app: ASGIApp,
+    server: MemoryServer,
+    verifier: TokenVerifier | None,
+    endpoints: tuple[str, ...],
+    routes: dict[str, str],
 ) -> ASGIApp:
     """The app behind the resource guard when any way in is configured (tokens, an identity provider)."""
     settings = server.host.settings
@@ -168,6 +179,7 @@ async def _guarded(
         verifier=verifier,
         tools=server.tool_scopes,
         protected=endpoints,
+        routes=routes,
         metrics=server.host.metrics,
     )
 

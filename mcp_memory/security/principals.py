@@ -21,7 +21,9 @@ challenge.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
@@ -35,6 +37,11 @@ ALL_SCOPES = frozenset({READ, WRITE, ADMIN, METRICS})
 TOKENLESS_SCOPES = frozenset({READ, WRITE})  # never admin: see the module docstring
 LEVEL = {READ: 1, WRITE: 2, ADMIN: 3}
 GROUPS = "groups"  # where a verified AccessToken's claims keep the holder's groups (spaces' group: members)
+# Where they keep the holder's display name (from the identity provider's name, preferred_username or email
+# claim): what a teammate's recall says a memory of a shared space came from (service/capture.py).
+DISPLAY_NAME = "display_name"
+NAME_CLAIMS = ("name", "preferred_username", "email")
+DISPLAY_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -46,6 +53,11 @@ class Principal:
     name: str
     authenticated: bool = True  # False: no token (stdio, loopback, behind a proxy)
     groups: frozenset[str] = frozenset()  # from the token: what a space's "group:<id>" members match
+    display_name: str = ""  # how teammates see who wrote a memory: the IdP's name for them, else user_id
+
+    @property
+    def shown_as(self) -> str:
+        return self.display_name or self.user_id
 
     def may(self, scope: str) -> bool:
         # A broader scope covers a narrower one: admin > write > read.
@@ -63,10 +75,25 @@ def principal_of(token: AccessToken | None, settings: Settings) -> Principal:
         return Principal(user_id=settings.user_id, scopes=TOKENLESS_SCOPES, name="local", authenticated=False)
     if not token.subject:
         raise PermissionDeniedError("this credential names no user; ask the operator for a user token")
-    groups = (token.claims or {}).get(GROUPS) or []
+    claims = token.claims or {}
+    groups = claims.get(GROUPS) or []
+    shown = claims.get(DISPLAY_NAME)
     return Principal(
         user_id=token.subject,
         scopes=frozenset(token.scopes),
         name=token.client_id,
         groups=frozenset(g for g in groups if isinstance(g, str)),
+        display_name=shown if isinstance(shown, str) else "",
     )
+
+
+def display_name_of(claims: Mapping[str, Any]) -> str:
+    """The holder's name as an identity provider's token gives it (the first of NAME_CLAIMS that is a
+    non-empty string), on one line and short; "" when it gives none."""
+    for claim in NAME_CLAIMS:
+        value = claims.get(claim)
+        if isinstance(value, str):
+            shown = " ".join("".join(c if c.isprintable() else " " for c in value).split())
+            if shown:
+                return shown[:DISPLAY_CHARS]
+    return ""

@@ -29,6 +29,7 @@ from datetime import datetime
 
 from mcp_memory.hooks.transcripts import TASK_LIST_CHARS
 from mcp_memory.service import prose
+from mcp_memory.service.ages import attributed
 from mcp_memory.service.facts import COMMITMENTS, fact_kinds
 
 _EDIT = re.compile(r"^\[tool\] (?:wrote|edited) (.+)$")
@@ -51,6 +52,7 @@ class SessionTurns:
     ended_at: datetime
     summary: str | None
     turns: tuple[tuple[str, str, datetime], ...]  # (role, content, created_at), oldest first
+    author: str | None = None  # who ran it, for a session of a shared space ("alice, 3 days ago")
 
 
 @dataclass(frozen=True)
@@ -117,7 +119,12 @@ def _session_items(age: int, session: SessionTurns, now: datetime, common: froze
     summary = session.summary or (compactions[-1] if compactions else None)
     left_open = _left_open(session.turns)
     short = session.thread_id.split(".", 1)[-1][:8]
-    header = f"Session {short}, {_when(session.ended_at, now)}"
+    when = (
+        _when(session.ended_at, now)
+        if session.author is None
+        else attributed(session.author, session.ended_at, now)
+    )
+    header = f"Session {short}, {when}"
     first = _ask(prompts[0]) if prompts else None
     if first:
         left = " (left open: no reply came)" if left_open and len(prompts) == 1 else ""

@@ -1,7 +1,8 @@
 """What the coding agents' hooks spooled, stored exactly once as turns of the session's thread.
 
-A session is a thread, `<project key>.<session id>` (hooks/projects.py), in the user's memory (or the
-project's shared space: hooks.spaces): the same memory the MCP tools, the explorer and search see.
+A session is a thread, `<project key>.<session id>` (hooks/projects.py), in the user's memory, or in the
+project's shared space when the user is a writer there (`project_owner`): the same memory the MCP tools,
+the explorer and search see.
 Each stored message gets an id derived from its thread and its key in the source (the transcript
 entry's uuid, the tool call's id, the spooled event's id), so whatever the order and repetition of
 events (Stop after every reply, resumed sessions, a compaction, a spool file stored twice by two
@@ -33,16 +34,17 @@ from mcp_memory.errors import (
     InvalidInputError,
     LimitExceededError,
     NotFoundError,
-    PermissionDeniedError,
 )
 from mcp_memory.hooks import captured, spool
 from mcp_memory.hooks.projects import Project
 from mcp_memory.hooks.transcripts import Captured
-from mcp_memory.models import SpaceRole, utcnow
+from mcp_memory.models import AUTHOR_NAME, Owner, SpaceRole, utcnow
 from mcp_memory.security.spaces import Access
 from mcp_memory.service.memory_service import MemoryService
 
 log = logging.getLogger(__name__)
+
+KNOWN_THREADS = 10_000  # threads whose stored ids are remembered, at most
 
 
 def project_from(entry: dict[str, Any]) -> Project:
@@ -60,13 +62,17 @@ def project_from(entry: dict[str, Any]) -> Project:
     )
 
 
-def project_owner(settings: Settings, user_id: str, project: Project, need: SpaceRole) -> str:
-    """Whose memory a project's sessions are in: the user's, or the space hooks.spaces names for the
-    project (the user needs `need` there: a writer to capture, a reader to recall)."""
-    space = settings.hooks.spaces.get(project.id)
-    if space is None:
-        return user_id
-    return Access.of(settings, user_id).owner(space, need, doing=f"the hooks of project {project.id}")
+def project_owner(settings: Settings, access: Access, project: Project, need: SpaceRole) -> Owner:
+    """Whose memory a project's sessions are in. The space the project names (its committed
+    .mcp-memory.toml), else the one hooks.spaces names for it, when the user's role there is at least
+    `need` (a writer to capture, a reader to recall); otherwise, and without a space, the user's own
+    memory: a reader's or a non-member's sessions stay personal, and they recall nothing of the space."""
+    space = project.space or settings.hooks.spaces.get(project.id)
+    role = access.roles.get(space) if space is not None else None
+    if space is None or role is None:
+        return Owner(access.user_id)
+    owner = Owner(access.user_id, space, role)
+    return owner if owner.may(need) else Owner(access.user_id)
 
 
 def derived_id(thread_id: str, key: str) -> str:
@@ -82,7 +88,7 @@ class HookCapture:
     _known: dict[str, set[str]] = field(default_factory=dict)
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
     _again: bool = False
-    on_thread: Any = None  # called with a thread id when a new session thread appears
+    on_thread: Any = None  # called with the owner and thread id when a new session thread appears
 
     async def drain(self, directory: Path) -> int:
         """Store everything the spool holds, oldest first; how many messages were stored. A call while
@@ -103,10 +109,6 @@ class HookCapture:
                         # Kept in the spool: stored by a later drain (the next event, or the next start).
                         log.warning("hooks: spooled event %s kept for later: %s", entry.get("id"), e)
                         return stored
-                    except (PermissionDeniedError, NotFoundError) as e:
-                        # hooks.spaces names a space the user cannot write: kept until that is mended.
-                        log.warning("hooks: spooled event %s kept: %s", entry.get("id"), e)
-                        continue
                     except InvalidInputError as e:
                         log.warning("hooks: spooled event %s cannot be stored: %s", entry.get("id"), e)
                     spool.done(path)
@@ -117,13 +119,23 @@ class HookCapture:
         _session_of(entry)  # a bad event fails before its transcript is read
         return await self.store_items(entry, await anyio.to_thread.run_sync(lambda: captured.items_of(entry)))
 
-    async def store_items(self, entry: dict[str, Any], items: Sequence[Captured]) -> int:
+    async def store_items(
+        self,
+        entry: dict[str, Any],
+        items: Sequence[Captured],
+        access: Access | None = None,
+        author_name: str | None = None,
+    ) -> int:
         """Store what was read for one event (its project, session, client and cwd named by `entry`)
-        under the ids and times the hooks give them; how many were new. `mcp-memory eval` stores a
+        under the ids and times the hooks give them; how many were new. `access`: whose event it is (a
+        memory server's verified principal; default: this server's configured user), `author_name`: how
+        teammates see them, kept with what goes into a shared space. `mcp-memory eval` stores a
         transcript read up to a moment this way."""
         project, session = _session_of(entry)
         thread_id = check.thread_id(project.thread_id(session))
-        owner = project_owner(self.service.settings, self.user_id, project, "writer")
+        settings = self.service.settings
+        access = access or Access.of(settings, self.user_id)
+        owner = project_owner(settings, access, project, "writer")
         if not items:
             return 0
         metadata = {
@@ -131,8 +143,12 @@ class HookCapture:
             "project": project.id,
             "session": session,
         }
+        if owner.space is not None:
+            metadata[AUTHOR_NAME] = author_name or access.user_id
         if entry.get("cwd"):
             metadata["cwd"] = str(entry["cwd"])[:500]
+        if len(self._known) > KNOWN_THREADS:  # a long-running server meets many sessions
+            self._known.clear()
         known = self._known.setdefault(f"{owner}/{thread_id}", set())
         latest: datetime | None = None
         new_thread = not known
@@ -169,7 +185,7 @@ class HookCapture:
             latest = result.turn.created_at
             stored += 1
         if stored and new_thread and self.on_thread is not None:
-            self.on_thread(thread_id)
+            self.on_thread(owner, thread_id)
         return stored
 
 

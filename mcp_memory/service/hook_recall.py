@@ -26,17 +26,19 @@ from datetime import datetime
 
 from mcp_memory.hooks.projects import Project
 from mcp_memory.hooks.transcripts import RECALL_TAG
-from mcp_memory.models import Memory, short_id, utcnow
+from mcp_memory.models import Memory, Owner, short_id, space_of, utcnow
 from mcp_memory.search import intent
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.search.terms import QueryTerms
+from mcp_memory.security.spaces import Access
+from mcp_memory.service.ages import attributed
 from mcp_memory.service.briefing import SessionTurns, brief
 from mcp_memory.service.capture import project_owner
 from mcp_memory.service.exchanges import shape_for
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.recall import SimilarityFloor, default_floor, is_small_talk
 from mcp_memory.service.recalled import Entry, collapsed, fitted, paired, placed
-from mcp_memory.views import SearchHit
+from mcp_memory.views import SearchHit, author_name_of
 
 SESSIONS_BRIEFED = 5  # recent sessions a brief draws on
 TURNS_PER_SESSION = 60  # the newest turns of each read for its brief
@@ -54,6 +56,7 @@ BRIEF_TITLE = "What this project was doing"
 OWN_RECENT = 20  # the session's own newest turns, left out of a prompt's recall
 CROSS_PROJECT_TYPES = ["fact", "user_summary"]  # learned facts and the profile
 THREADS_TTL = 30.0  # seconds a project's thread list is reused
+THREADS_KEPT = 10_000  # projects' thread lists cached, at most
 _CLOSING = re.compile(rf"<\s*/\s*{RECALL_TAG}\b[^>]*>", re.IGNORECASE)
 
 
@@ -68,26 +71,33 @@ def wrapped(project: Project, title: str, body: str) -> str:
 
 @dataclass
 class HookRecall:
+    """Recall for the hooks of one server: its configured user's (the resident server), or each request's
+    verified principal's (a memory server: pass `access`). The caches are kept per memory (owner)."""
+
     service: MemoryService
     user_id: str
-    _threads: dict[str, tuple[float, list[str]]] = field(default_factory=dict)
+    _threads: dict[tuple[str, str], tuple[float, list[str]]] = field(default_factory=dict)
     _briefed: dict[str, None] = field(default_factory=dict)  # session threads told the brief, oldest first
 
-    def owner(self, project: Project) -> str:
-        return project_owner(self.service.settings, self.user_id, project, "reader")
+    def owner(self, project: Project, access: Access | None = None) -> Owner:
+        """Where the project's recall reads: its space for a member (a reader or more), else personal."""
+        access = access or Access.of(self.service.settings, self.user_id)
+        return project_owner(self.service.settings, access, project, "reader")
 
-    def thread_added(self, thread_id: str) -> None:
+    def thread_added(self, owner: str, thread_id: str) -> None:
         """A new session thread exists: the project's cached thread list is read again."""
-        self._threads.pop(thread_id.split(".", 1)[0], None)
+        self._threads.pop((str(owner), thread_id.split(".", 1)[0]), None)
 
-    async def project_threads(self, project: Project) -> list[str]:
-        """The project's session threads, newest first."""
-        cached = self._threads.get(project.key)
+    async def project_threads(self, project: Project, owner: Owner) -> list[str]:
+        """The project's session threads in `owner`'s memory, newest first."""
+        key = (str(owner), project.key)
+        cached = self._threads.get(key)
         if cached is not None and time.monotonic() - cached[0] < THREADS_TTL:
             return cached[1]
-        owner = self.owner(project)
         threads = [t.thread_id for t in await self.service.list_threads(owner) if project.owns(t.thread_id)]
-        self._threads[project.key] = (time.monotonic(), threads)
+        if len(self._threads) > THREADS_KEPT:
+            self._threads.clear()
+        self._threads[key] = (time.monotonic(), threads)
         return threads
 
     async def session_start(
@@ -99,30 +109,38 @@ class HookRecall:
         *,
         source: str | None = None,
         prompt_follows: bool = True,
+        access: Access | None = None,
     ) -> str:
         """What a session is told at its start. A new session of a client that injects at each prompt is
         told nothing yet: its brief comes with its first prompt, after that prompt's memories, within
         the same budget. A resumed or compacted one (or a client that injects only here) gets the brief."""
         if prompt_follows and source in (None, "startup", "clear"):
             return ""
-        self._briefed[project.thread_id(session_id)] = None
-        text = await self._brief(project, session_id, budget, title=BRIEF_TITLE)
+        owner = self.owner(project, access)
+        self._told(owner, project.thread_id(session_id))
+        text = await self._brief(project, owner, session_id, budget, title=BRIEF_TITLE)
         return _capped(text, cap_chars)
 
-    async def _brief(self, project: Project, session_id: str, budget: int, *, title: str) -> str:
+    def _told(self, owner: Owner, thread_id: str) -> None:
+        self._briefed[f"{owner}/{thread_id}"] = None
+        while len(self._briefed) > BRIEFED_KEPT:
+            self._briefed.pop(next(iter(self._briefed)))
+
+    async def _brief(
+        self, project: Project, owner: Owner, session_id: str, budget: int, *, title: str
+    ) -> str:
         """The brief of the project's recent sessions, wrapped, within `budget`; "" when there is none."""
         return await self._fitted_brief(
-            project, session_id, budget, lambda body: wrapped(project, title, body)
+            project, owner, session_id, budget, lambda body: wrapped(project, title, body)
         )
 
     async def _fitted_brief(
-        self, project: Project, session_id: str, budget: int, shown: Callable[[str], str]
+        self, project: Project, owner: Owner, session_id: str, budget: int, shown: Callable[[str], str]
     ) -> str:
         """`shown(brief)` for the longest brief of the project's recent sessions with which it fits
         `budget`; "" when there is no brief."""
         own = project.thread_id(session_id)
-        threads = [t for t in await self.project_threads(project) if t != own][:SESSIONS_BRIEFED]
-        owner = self.owner(project)
+        threads = [t for t in await self.project_threads(project, owner) if t != own][:SESSIONS_BRIEFED]
         sessions = [await self._session(owner, t) for t in threads]
         sessions = [s for s in sessions if s.turns or s.summary]
         count = self.service.tokens.count
@@ -147,10 +165,18 @@ class HookRecall:
             ended_at=turns[-1].created_at if turns else utcnow(),
             summary=summaries[-1].content if summaries else None,
             turns=tuple((m.role or "system", m.content, m.created_at) for m in turns),
+            author=_session_author(turns) if space_of(owner) is not None else None,
         )
 
     async def prompt(
-        self, project: Project, session_id: str, prompt: str, budget: int, cap_chars: int
+        self,
+        project: Project,
+        session_id: str,
+        prompt: str,
+        budget: int,
+        cap_chars: int,
+        *,
+        access: Access | None = None,
     ) -> str:
         """What a prompt is given: the project's memories relevant to it, and, at a session's first
         prompt (when its start was told nothing), the project's brief in what the memories leave of
@@ -158,25 +184,25 @@ class HookRecall:
         if not prompt.strip() or is_small_talk(prompt):
             return ""
         own = project.thread_id(session_id)
-        owner = self.owner(project)
-        threads = await self.project_threads(project)
+        owner = self.owner(project, access)
+        threads = await self.project_threads(project, owner)
         recent: list[Memory] = []
         if own in threads:
             recent = await self.service.stores.long_term.recent(owner, own, limit=OWN_RECENT)
-        first = own not in self._briefed and sum(m.role == "user" for m in recent) <= FIRST_PROMPTS
+        told = f"{owner}/{own}" in self._briefed
+        first = not told and sum(m.role == "user" for m in recent) <= FIRST_PROMPTS
         if first:
-            self._briefed[own] = None
-            while len(self._briefed) > BRIEFED_KEPT:
-                self._briefed.pop(next(iter(self._briefed)))
+            self._told(owner, own)
         count = self.service.tokens.count
         reserve = min(BRIEF_SHARE * budget // 100, MAX_BRIEF_TOKENS) if first else 0
         memories = await self._memories(
-            project, own, prompt, threads, {m.id for m in recent}, budget - reserve
+            project, owner, own, prompt, threads, {m.id for m in recent}, budget - reserve
         )
         if not first:
             return _capped(memories, cap_chars)
         if not memories:
-            return _capped(await self._brief(project, session_id, budget, title=BRIEF_TITLE), cap_chars)
+            text = await self._brief(project, owner, session_id, budget, title=BRIEF_TITLE)
+            return _capped(text, cap_chars)
         if budget - count(memories) < MIN_BRIEF_TOKENS:
             return _capped(memories, cap_chars)
         # One block: the memories, then the brief in what they leave (one frame, one marker to convert).
@@ -185,14 +211,20 @@ class HookRecall:
         def with_brief(body: str) -> str:
             return f"{memories[:closing]}\n{BRIEF_TITLE}:\n{body}{memories[closing:]}"
 
-        text = await self._fitted_brief(project, session_id, budget, with_brief)
+        text = await self._fitted_brief(project, owner, session_id, budget, with_brief)
         return _capped(text or memories, cap_chars)
 
     async def _memories(
-        self, project: Project, own: str, prompt: str, threads: list[str], recent: set[str], budget: int
+        self,
+        project: Project,
+        owner: Owner,
+        own: str,
+        prompt: str,
+        threads: list[str],
+        recent: set[str],
+        budget: int,
     ) -> str:
         settings = self.service.settings
-        owner = self.owner(project)
         over_time = intent.over_time(prompt)
         hits: list[SearchHit] = []
         if threads:
@@ -202,7 +234,7 @@ class HookRecall:
             )
             hits = [h for h in found.results if h.id not in recent][: wanted - len(recent)]
         facts = await self.service.search(
-            SearchQuery.of(self.user_id, prompt, types=CROSS_PROJECT_TYPES, limit=4, settings=settings)
+            SearchQuery.of(owner.author, prompt, types=CROSS_PROJECT_TYPES, limit=4, settings=settings)
         )
         seen = {h.id for h in hits}
         # A fact learned in another project's session belongs to that project.
@@ -215,7 +247,7 @@ class HookRecall:
         if floor is None:
             floor = default_floor(self.service.embedder.spec.model)
         kept = await SimilarityFloor(self.service.stores.long_term, self.service.embedder, floor).keep(
-            self.user_id, prompt, hits
+            owner.author, prompt, hits
         )
         if not kept:
             return ""
@@ -227,8 +259,10 @@ class HookRecall:
         count = self.service.tokens.count
         terms = QueryTerms.of(prompt).matched
 
+        now = utcnow()
+
         def frame(entry: Entry) -> int:  # what a line adds around its texts: counted, not guessed
-            return count(_line(entry, project, own)) - 1
+            return count(_line(entry, project, own, now)) - 1
 
         room = budget - count(wrapped(project, title, ""))
         if shape == "exchange":  # "summarize how X went": each moment as the exchange it was part of
@@ -239,7 +273,7 @@ class HookRecall:
         if over_time:
             chosen.sort(key=lambda e: (e.hit.created_at, e.hit.id))
         while chosen:
-            text = wrapped(project, title, "\n".join(_line(e, project, own) for e in chosen))
+            text = wrapped(project, title, "\n".join(_line(e, project, own, now) for e in chosen))
             if count(text) <= budget:
                 return text
             chosen = chosen[:-1] if not over_time else _without_least(chosen)
@@ -272,7 +306,7 @@ class HookRecall:
             if hit.id in seen:
                 continue
             partner = None
-            if hit.type == "turn" and hit.role in ("user", "assistant") and hit.space is None:
+            if hit.type == "turn" and hit.role in ("user", "assistant") and hit.space == space_of(owner):
                 around = await store.turns_around(owner, hit.id, reach=1)
                 at = next((i for i, m in enumerate(around) if m.id == hit.id), None)
                 near = None if at is None else at + (1 if hit.role == "user" else -1)
@@ -299,7 +333,7 @@ class HookRecall:
         store = self.service.stores.long_term
         replies: dict[str, str] = {}
         for hit in hits:
-            if hit.type != "turn" or hit.role != "user" or hit.space is not None:
+            if hit.type != "turn" or hit.role != "user" or hit.space != space_of(owner):
                 continue
             around = await store.turns_around(owner, hit.id, reach=1)
             at = next((i for i, m in enumerate(around) if m.id == hit.id), None)
@@ -320,14 +354,14 @@ def _without_least(entries: list[Entry]) -> list[Entry]:
     return entries[:least] + entries[least + 1 :]
 
 
-def _line(entry: Entry, project: Project, own: str) -> str:
+def _line(entry: Entry, project: Project, own: str, now: datetime) -> str:
     hit = entry.hit
     where = ""
     if hit.thread_id and project.owns(hit.thread_id):
         where = (
             " (this session)" if hit.thread_id == own else f" (session {hit.thread_id.split('.', 1)[1][:8]})"
         )
-    head = f"- {_when(hit.created_at)}{where}"
+    head = f"- {_when(hit, now)}{where}"
     if entry.reply is not None:
         return f"{head}, the user: {_flat(entry.text)} — the agent: {_flat(entry.reply_text)} [{short_id(hit.id)}]"
     who = {"user": "the user", "assistant": "the agent", "tool": "the agent's work"}.get(
@@ -340,8 +374,19 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def _when(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%d")
+def _when(hit: SearchHit, now: datetime) -> str:
+    """A personal memory's date; for a shared space's, who wrote it and how long ago."""
+    if hit.space is None or hit.author is None:
+        return hit.created_at.strftime("%Y-%m-%d")
+    return attributed(hit.author_name or hit.author, hit.created_at, now)
+
+
+def _session_author(turns: list[Memory]) -> str | None:
+    """Who ran a session of a shared space: its first turn's author, by the name they were captured with."""
+    for memory in turns:
+        if memory.author is not None:
+            return author_name_of(memory) or memory.author
+    return None
 
 
 def _capped(text: str, cap_chars: int) -> str:

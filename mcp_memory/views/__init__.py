@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from mcp_memory.models import Memory, MemoryType, Message, Role, SearchMode
+from mcp_memory.models import AUTHOR_NAME, Memory, MemoryType, Message, Role, SearchMode
 from mcp_memory.safety import flags_for
 from mcp_memory.views.graph import (
     AddedObservations,
@@ -141,6 +141,9 @@ class SearchHit(BaseModel):
     author: str | None = Field(
         default=None, description="The user who wrote it (null: the server, e.g. a summary)."
     )
+    # How the author's teammates see them (the name their identity provider gave, kept with a turn the
+    # hooks captured into a shared space); None: show `author`.
+    author_name: str | None = None
     thread_id: str | None
     role: Role | None
     content: str
@@ -198,8 +201,15 @@ class SearchHit(BaseModel):
             matched_by=matched_by,
             space=memory.space,
             author=memory.written_by,
+            author_name=author_name_of(memory),
             passage=shown,
         )
+
+
+def author_name_of(memory: Memory) -> str | None:
+    """The display name a turn of a shared space was stored with (metadata `author_name`), if any."""
+    name = memory.metadata.get(AUTHOR_NAME) if memory.space is not None else None
+    return name if isinstance(name, str) and name else None
 
 
 class TimeFilter(BaseModel):

@@ -13,7 +13,6 @@ from mcp import Client
 
 from mcp_memory.audit import Actor, acting
 from mcp_memory.config import LongTermSettings, Settings, SpaceSettings
-from mcp_memory.errors import NotFoundError
 from mcp_memory.hooks.projects import project_of
 from mcp_memory.mcp.server import build_server
 from mcp_memory.models import space_key
@@ -178,9 +177,18 @@ async def test_a_project_pointed_at_a_space_is_captured_and_recalled_there(
             project, "s9", "which database is billing on?", 800, 10_000
         )
         assert "PostgreSQL 16" in first and "What this project was doing" in first
-        # Someone who is not a member gets nothing stored and nothing recalled.
-        with pytest.raises(NotFoundError):
-            await HookCapture(service, "mallory").store(spooled(tmp_path / "s1.jsonl", tmp_path))
+        # A reader's and a non-member's sessions stay in their own memory; the space is unchanged.
+        in_space = await service.stores.long_term.recent(space_key("team"), thread, limit=50)
+        for who in ("ann", "mallory"):
+            with acting(Actor(who, client="hooks")):
+                assert await HookCapture(service, who).store(spooled(tmp_path / "s1.jsonl", tmp_path)) == 3
+            assert thread in {t.thread_id for t in await service.list_threads(who)}
+        assert await service.stores.long_term.recent(space_key("team"), thread, limit=50) == in_space
+        # A non-member recalls nothing of the space: only what is in their own memory.
+        told = await HookRecall(service, "nora").prompt(
+            project, "s9", "which database is billing on?", 800, 10_000
+        )
+        assert told == ""
 
 
 async def test_a_reply_not_yet_in_the_transcript_comes_from_the_stop_event_once(

@@ -44,7 +44,7 @@ async def test_an_unreachable_redis_falls_back_to_the_process_bucket(
     async with RedisRequestBuckets.open(working, per_second=0.01, burst=2) as down:
         limit = RateLimit(limited, shared=lambda: down)
         with caplog.at_level(logging.WARNING, logger="mcp_memory.mcp.middleware.rate_limit"):
-            waits = [await limit._take("ann") for _ in range(3)]
+            waits = [await limit.take("ann") for _ in range(3)]
     assert waits[:2] == [0, 0] and waits[2] > 0  # served, and still limited by this process
     warnings = [r for r in caplog.records if "each process limits requests on its own" in r.getMessage()]
     assert len(warnings) == 1  # once per outage, not once per request

@@ -31,7 +31,7 @@ import math
 import os
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -172,15 +172,20 @@ class Admission:
         endpoint: str,
         max_body: int,
         metrics: Metrics | None = None,
+        routes: Mapping[str, str] | None = None,
     ) -> None:
         self.app = app
         self.tools = tools
         self.endpoint = endpoint
+        self.routes = dict(routes or {})  # other paths that take turns: each a read or a write
         self.max_body = max_body
         self.metrics = metrics
         self.queue = FairQueue(settings.concurrent_requests or default_slots(), settings.max_wait_seconds)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self.routes:
+            await self._route(scope, receive, send, self.routes[scope["path"]])
+            return
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != self.endpoint:
             await self.app(scope, receive, send)
             return
@@ -199,6 +204,25 @@ class Admission:
                 await self.app(scope, receive, send)
         except Overloaded as e:
             await self._busy(e, sent, scope, receive, send)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send, kind: str) -> None:
+        """A route that is not MCP (the hooks' on a memory server) takes its turn as `kind`; shed, it is
+        answered 503 with Retry-After and a plain JSON error."""
+        try:
+            async with self.queue.turn(_user_of(scope), sheddable=kind == READ) as waited:
+                if self.metrics is not None:
+                    self.metrics.admitted_after(waited)
+                await self.app(scope, receive, send)
+        except Overloaded as e:
+            retry_after = max(1, math.ceil(e.retry_after))
+            if self.metrics is not None:
+                self.metrics.refused("overload")
+            busy = JSONResponse(
+                {"error": f"the server is at capacity: nothing was done; retry in {retry_after} s"},
+                status_code=503,
+                headers={"Retry-After": str(retry_after)},
+            )
+            await busy(scope, receive, send)
 
     async def _kind(self, sent: list[dict[str, Any]]) -> str | None:
         """READ or WRITE for a request the server works on (the most any message needs); None for

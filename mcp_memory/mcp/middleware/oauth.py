@@ -1,6 +1,7 @@
 """The guard in front of the MCP endpoints, and the protected-resource metadata that points clients to it.
 
-Every request to /mcp, /sse or /messages/ must carry `Authorization: Bearer <token>`:
+Every request to /mcp, /sse or /messages/ (and to the other `routes` given, such as the hooks' routes of
+a memory server: mcp/team_hooks.py, each with the scope it needs) must carry `Authorization: Bearer <token>`:
 - none: 401 `WWW-Authenticate: Bearer resource_metadata="...", scope="read write"` (no error code:
   RFC 6750 section 3.1 gives none when no credentials were sent);
 - a token that is not valid: 401 with `error="invalid_token"` and why, the same two parameters;
@@ -23,6 +24,7 @@ not the SDK's: the SDK ties `scopes_supported` to the scopes it requires of ever
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,9 +61,11 @@ class ResourceGuard:
         verifier: TokenVerifier,
         tools: ToolScopes,
         protected: tuple[str, ...],
+        routes: Mapping[str, str] | None = None,
         metrics: Metrics | None = None,
     ) -> None:
         self.app = app
+        self.routes = dict(routes or {})  # other paths guarded too, each with the scope it needs
         self.metrics = metrics
         self.settings = settings
         self.verifier = verifier
@@ -71,6 +75,8 @@ class ResourceGuard:
         self.max_body = settings.request_body_limit
 
     def _protects(self, path: str) -> bool:
+        if path in self.routes:
+            return True
         return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.protected)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -105,6 +111,8 @@ class ResourceGuard:
             return
         sent, receive = read
         needed, what = await self._needed(scope["method"], sent)
+        if scope["path"] in self.routes:
+            needed, what = self.routes[scope["path"]], f"{scope['method']} {scope['path']}"
         if not principal.may(needed):
             log.info("refused %s to %s: no %s scope", what, principal.name, needed)
             if self.metrics is not None:

@@ -92,7 +92,9 @@ class RateLimit:
         self._clock = clock
         self._shared_down_until: float | None = None
 
-    async def _take(self, user_id: str) -> float:
+    async def take(self, user_id: str) -> float:
+        """Spend one of the user's requests: 0.0 when allowed, else the seconds until one is (the hooks'
+        routes on a memory server spend from the same buckets: mcp/team_hooks.py)."""
         buckets = self._shared()
         now = self._clock()
         if buckets is None or (self._shared_down_until is not None and now < self._shared_down_until):
@@ -115,7 +117,7 @@ class RateLimit:
         if ctx.request_id is None or ctx.method in UNMETERED_METHODS or get_access_token() is None:
             return await call_next(ctx)
         principal = current_principal(self._settings)
-        wait = await self._take(principal.user_id)
+        wait = await self.take(principal.user_id)
         if wait <= 0:
             return await call_next(ctx)
         security = self._settings.security

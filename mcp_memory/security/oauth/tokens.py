@@ -37,7 +37,7 @@ from mcp_memory.security.oauth.issuer import (
     IssuerUnavailable,
     same_issuer,
 )
-from mcp_memory.security.principals import GROUPS
+from mcp_memory.security.principals import DISPLAY_NAME, GROUPS, display_name_of
 from mcp_memory.security.static_tokens import HashedTokenVerifier
 
 log = logging.getLogger(__name__)
@@ -134,7 +134,11 @@ def access_token(token: str, claims: Mapping[str, Any], rules: ClaimRules) -> Ac
         scopes=sorted(rules.scopes(claims)),
         expires_at=int(exp) if isinstance(exp, int | float) else None,
         resource=audience if isinstance(audience, str) else None,
-        claims={"iss": claims.get("iss"), GROUPS: rules.groups(claims)},
+        claims={
+            "iss": claims.get("iss"),
+            GROUPS: rules.groups(claims),
+            DISPLAY_NAME: display_name_of(claims),
+        },
     )
 
 
