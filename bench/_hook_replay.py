@@ -55,7 +55,9 @@ class Hooks:
     data_dir: Path
     env: dict[str, str]
     fired: list[Fired] = field(default_factory=list)
-    arguments: tuple[str, ...] = ()  # after `--event NAME`: `--server URL` for a memory server (bench/team.py)
+    arguments: tuple[
+        str, ...
+    ] = ()  # after `--event NAME`: `--server URL` for a memory server (bench/team.py)
 
     def fire(self, event: str, payload: dict[str, Any], phase: str) -> str:
         began = time.perf_counter()
