@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from mcp_memory.hooks import gemini
+from mcp_memory.hooks.captured import from_payload
 from mcp_memory.hooks.clients import EVENTS, parse, render
 from mcp_memory.hooks.transcripts import without_recall
-from mcp_memory.hooks.captured import from_payload
 from tests.unit.test_install import read_json, run, write
 
 FIXTURES = Path(__file__).parent / "hook_payloads" / "gemini-cli-0.61.0"

@@ -27,10 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from mcp_memory.hooks import clients, spool
+from mcp_memory.hooks.captured import from_payload
 from mcp_memory.hooks.events import HookEvent
 from mcp_memory.hooks.projects import Project, recorded_project
 from mcp_memory.hooks.transcripts import Captured
-from mcp_memory.hooks.captured import from_payload
 
 SHELL = "exec_command"  # Codex's shell tool, which its PostToolUse hook names "Bash"
 PATCH = "apply_patch"
