@@ -49,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     from mcp_memory.remote.places import UnusableUrl
 
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="mcp-memory: %(message)s")
+    # The SDK logs a failed sign-in's traceback before raising; the command says why in one line instead.
+    logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
     try:
         if args.command == "serve":
             from mcp_memory.remote.bridge import serve_bridge

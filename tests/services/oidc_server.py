@@ -52,19 +52,27 @@ class OidcServer:
         assert page is None, f"the sign-in ended at {location}, not at the client: {page:.500}"
         return location
 
-    async def approve_device(self, verification_url: str, login: str, grant_scopes: str | None = None) -> None:
+    async def approve_device(
+        self, verification_url: str, login: str, grant_scopes: str | None = None
+    ) -> None:
         """A person approving a device sign-in (RFC 8628): opens `verification_url` (the
         verification_uri_complete, with its user code), confirms the code, signs in as `login` and
         consents, until the page that says the device is signed in."""
         async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:
             page = await http.get(verification_url)
-            assert page.status_code == 200, f"{verification_url}: {page.status_code} {page.text[:500]}"
-            form = re.search(r'<form id="op.deviceConfirmForm"[^>]*action="([^"]+)"', page.text)
-            fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.text))
-            assert form and "xsrf" in fields, f"no confirmation form at {verification_url}: {page.text[:500]}"
-            posted = await http.post(urljoin(verification_url, html.unescape(form.group(1))), data=fields)
-            assert posted.status_code in (302, 303), f"confirming: {posted.status_code} {posted.text[:500]}"
-            location = urljoin(verification_url, posted.headers["location"])
+            for _ in range(
+                3
+            ):  # the code's page posts itself (a script a browser runs), then the confirmation
+                assert page.status_code == 200, f"{page.url}: {page.status_code} {page.text[:500]}"
+                form = re.search(r'<form [^>]*action="([^"]+)"', page.text)
+                fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.text))
+                assert form and "xsrf" in fields, f"no form to submit at {page.url}: {page.text[:500]}"
+                page = await http.post(urljoin(verification_url, html.unescape(form.group(1))), data=fields)
+                if page.status_code in (302, 303):
+                    break
+            else:
+                raise AssertionError(f"the device pages never led to a sign-in: {page.text[:500]}")
+            location = urljoin(verification_url, page.headers["location"])
             _, last = await self._walk(http, location, login, grant_scopes)
         assert last is not None and 'id="signed-in"' in last, f"the device was not signed in: {last!r:.500}"
 
