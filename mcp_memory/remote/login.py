@@ -4,8 +4,8 @@ Three ways in, each ending with the credential kept by remote/credentials.py:
 - `sign_in_with_browser`: authorization code + PKCE through a loopback redirect (RFC 8252), the whole
   flow the MCP SDK's OAuthClientProvider runs for any MCP client (discovery, dynamic client
   registration, PKCE, the token exchange with the RFC 8707 resource), set off by an MCP initialize
-  request to the server. The browser is opened when there is one; the URL is always printed, so it can
-  be opened on another machine whose browser then reaches this one's loopback only if it is this one.
+  request to the server. The browser is opened when there is one; the URL is always printed, to open by
+  hand (in a browser on this machine: the sign-in ends with a redirect to this machine's loopback address).
 - `sign_in_with_device`: the device authorization grant (RFC 8628), for a machine with no browser: a
   code to enter on any device. The SDK has no client for it and neither has any maintained OAuth
   library with this project's HTTP client (authlib implements the grant's server side only; its client
