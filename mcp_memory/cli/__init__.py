@@ -39,6 +39,8 @@ examples:
   mcp-memory serve --transport http --port 8000  streamable HTTP at http://127.0.0.1:8000/mcp
   mcp-memory serve --transport sse             SSE at http://127.0.0.1:8000/sse
   mcp-memory demo                              drive a real server through a real MCP client
+  mcp-memory login https://memory.example.com  sign in to a team's memory server (--device: no browser)
+  mcp-memory serve --server https://memory.example.com   stdio bridged to that server, signed in
   mcp-memory ui                                see your memory in the browser at http://127.0.0.1:8765/ui
   mcp-memory forget-user ann --dry-run         count (then, without --dry-run, delete) all of ann's data
   mcp-memory audit show --space team --action forget   who removed what from the space, and when
@@ -58,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     import argparse
     from datetime import datetime
 
-    from mcp_memory.cli import doctor, install
+    from mcp_memory.cli import doctor, install, signin
     from mcp_memory.cli import eval as self_eval
     from mcp_memory.cli.audit import add_parser as audit_parser
 
@@ -146,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     self_eval.add_parser(commands)
     install.add_parser(commands)
     doctor.add_parser(commands)
+    signin.add_parsers(commands, serve)
     token = commands.add_parser("token", help="make a bearer token for SSE/HTTP; prints its hashed entry")
     token.add_argument("--user", required=True, help="the user whose memories the token reaches")
     token.add_argument("--name", default="", help="a label for logs, e.g. ann-laptop")
@@ -161,10 +164,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if _served_light(arguments):  # a hook's event, a client's stdio session: standard library only
         return
     args = build_parser().parse_args(arguments)
-    if args.command in ("install", "doctor"):  # files of the clients: they work even with bad settings
-        from mcp_memory.cli import doctor, install
-
-        raise SystemExit((install if args.command == "install" else doctor).run(args))
+    _without_settings(args)
     import anyio
     from pydantic import ValidationError
 
@@ -217,6 +217,18 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(1) from None
     except KeyboardInterrupt:
         pass
+
+
+def _without_settings(args: argparse.Namespace) -> None:
+    """The commands that run without the memory service's settings, ended here (SystemExit)."""
+    if args.command in ("install", "doctor"):  # files of the clients: they work even with bad settings
+        from mcp_memory.cli import doctor, install
+
+        raise SystemExit((install if args.command == "install" else doctor).run(args))
+    if args.command in ("login", "logout") or getattr(args, "server", None):  # a memory server elsewhere
+        from mcp_memory.cli import signin
+
+        raise SystemExit(signin.run(args))
 
 
 def _served_light(arguments: list[str]) -> bool:

@@ -10,11 +10,13 @@ Its own tests, which also show how to use it: tests/security/test_oidc_server.py
 `OidcServer.authorize` is a person at the browser: from an authorization URL it signs in and consents
 over HTTP (the same forms Chromium fills in the browser tests) and returns the callback URL with the
 code and state. `ScriptedUser` adapts it to the MCP SDK's OAuth client (redirect and callback handlers).
-`client_credentials_client` registers a service client for the client-credentials grant.
+`OidcServer.approve_device` is the same person approving a device sign-in (RFC 8628) from its
+verification URL. `client_credentials_client` registers a service client for the client-credentials grant.
 """
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import subprocess
@@ -45,28 +47,60 @@ class OidcServer:
         """Follow this server's pages from `authorization_url` to the client's redirect URI (returned, with
         its code, state and iss), signing in as `login` and consenting on the way. `grant_scopes` ("read",
         say) grants only those of the resource scopes asked for; None grants all of them."""
-        location = authorization_url
-        seen: list[str] = []
         async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:  # keeps the cookies
-            for _ in range(20):
-                seen.append(location)
-                if not location.startswith(self.issuer + "/"):
-                    return location  # the client's redirect URI: stop, as a browser would hand it over
-                page = await http.get(location)
+            location, page = await self._walk(http, authorization_url, login, grant_scopes)
+        assert page is None, f"the sign-in ended at {location}, not at the client: {page:.500}"
+        return location
+
+    async def approve_device(
+        self, verification_url: str, login: str, grant_scopes: str | None = None
+    ) -> None:
+        """A person approving a device sign-in (RFC 8628): opens `verification_url` (the
+        verification_uri_complete, with its user code), confirms the code, signs in as `login` and
+        consents, until the page that says the device is signed in."""
+        async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:
+            page = await http.get(verification_url)
+            for _ in range(
+                3
+            ):  # the code's page posts itself (a script a browser runs), then the confirmation
+                assert page.status_code == 200, f"{page.url}: {page.status_code} {page.text[:500]}"
+                form = re.search(r'<form [^>]*action="([^"]+)"', page.text)
+                fields = dict(re.findall(r'<input type="hidden" name="(\w+)" value="([^"]*)"', page.text))
+                assert form and "xsrf" in fields, f"no form to submit at {page.url}: {page.text[:500]}"
+                page = await http.post(urljoin(verification_url, html.unescape(form.group(1))), data=fields)
                 if page.status_code in (302, 303):
-                    location = urljoin(location, page.headers["location"])
-                    continue
-                assert page.status_code == 200, f"{location}: {page.status_code} {page.text[:500]}"
-                if 'name="login"' in page.text:
-                    posted = await http.post(f"{location}/login", data={"login": login})
-                elif 'id="consent"' in page.text:
-                    posted = await http.post(f"{location}/consent", data={"grant_scopes": grant_scopes or ""})
-                else:
-                    raise AssertionError(f"unexpected page at {location}: {page.text[:500]}")
-                assert posted.status_code in (302, 303), (
-                    f"{location}: {posted.status_code} {posted.text[:500]}"
-                )
-                location = urljoin(location, posted.headers["location"])
+                    break
+            else:
+                raise AssertionError(f"the device pages never led to a sign-in: {page.text[:500]}")
+            location = urljoin(verification_url, page.headers["location"])
+            _, last = await self._walk(http, location, login, grant_scopes)
+        assert last is not None and 'id="signed-in"' in last, f"the device was not signed in: {last!r:.500}"
+
+    async def _walk(
+        self, http: httpx2.AsyncClient, location: str, login: str, grant_scopes: str | None
+    ) -> tuple[str, str | None]:
+        """Through the login and consent pages from `location`: where the walk left this server (with
+        None) or, when it ended on one of this server's own pages, that page's URL and text."""
+        seen: list[str] = []
+        for _ in range(20):
+            seen.append(location)
+            if not location.startswith(self.issuer + "/"):
+                return location, None  # the client's redirect URI: stop, as a browser would hand it over
+            page = await http.get(location)
+            if page.status_code in (302, 303):
+                location = urljoin(location, page.headers["location"])
+                continue
+            assert page.status_code == 200, f"{location}: {page.status_code} {page.text[:500]}"
+            if 'name="login"' in page.text:
+                posted = await http.post(f"{location}/login", data={"login": login})
+            elif 'id="consent"' in page.text:
+                posted = await http.post(f"{location}/consent", data={"grant_scopes": grant_scopes or ""})
+            elif "/interaction/" not in location:
+                return location, page.text  # a page of its own that asks nothing (the device's "signed in")
+            else:
+                raise AssertionError(f"unexpected page at {location}: {page.text[:500]}")
+            assert posted.status_code in (302, 303), f"{location}: {posted.status_code} {posted.text[:500]}"
+            location = urljoin(location, posted.headers["location"])
         raise AssertionError("the authorization server kept redirecting: " + " -> ".join(seen))
 
 
@@ -79,7 +113,8 @@ def _install_dir() -> Path:
 def local_oidc_server(**env: str) -> Iterator[OidcServer]:
     """Install (once) and run the authorization server until the block ends. `env` is added to its
     environment: OIDC_RESOURCES (space-separated resources besides http://127.0.0.1:* and
-    http://localhost:*), OIDC_DEFAULT_RESOURCE (the resource of a request that names none)."""
+    http://localhost:*), OIDC_DEFAULT_RESOURCE (the resource of a request that names none),
+    OIDC_ACCESS_TTL (access tokens' lifetime in seconds, default 600)."""
     package = _install_dir() / "node_modules" / "oidc-provider"
     npm_install(PACKAGE, _install_dir(), package / "lib" / "index.js")
     process = subprocess.Popen(

@@ -12,6 +12,13 @@
 //                                   (button id=consent, input name=grant_scopes: empty grants what is
 //                                   asked; "read" grants read only, for step-up tests)
 //   POST /interaction/:uid/login    POST /interaction/:uid/consent
+// Device authorization grant (RFC 8628): POST /device/auth; the user's pages are plain HTML forms too:
+//   GET  /device?user_code=...      confirm form (form id=op.deviceConfirmForm: hidden xsrf, user_code,
+//                                   confirm=yes; button id=confirm) or, without a code, the input form
+//                                   (form id=op.deviceInputForm: xsrf, user_code); POST /device either;
+//                                   then the login and consent above, ending at a page with id=signed-in.
+// $OIDC_ACCESS_TTL: access tokens' lifetime in seconds (default 600), short for a token that expires
+// mid-session.
 // Any login name is an account. Resources: any http://127.0.0.1:* or http://localhost:* URL, and those
 // in $OIDC_RESOURCES (space-separated); $OIDC_DEFAULT_RESOURCE is used when a request names none.
 // Clients whose client_name starts with "opaque" get opaque access tokens, for RFC 7662 introspection.
@@ -20,8 +27,9 @@
 // - `scopes` must list read, write and admin, or registration of a client asking for them fails.
 // - A client that registered a `scope` is capped at it: later requests for more fail with invalid_scope.
 //   The MCP SDK registers with the scope of its first challenge, so that would forbid step-up (read,
-//   then write). Hence the registered scope of clients that sign users in is dropped here (what they get
-//   is what the user consents to); client-credentials-only clients keep theirs as their ceiling.
+//   then write). Hence the registered scope of clients that sign users in (authorization code or device
+//   grant) is dropped here (what they get is what the user consents to); client-credentials-only clients
+//   keep theirs as their ceiling.
 // - offline_access is dropped from a request without prompt=consent (the SDK sends prompt=consent when
 //   it asks for offline_access, which it does because the metadata lists it). Refresh tokens are issued
 //   to every client allowed the refresh_token grant, with or without offline_access.
@@ -40,6 +48,7 @@ const signingKey = { ...privateKey.export({ format: 'jwk' }), kid: randomBytes(8
 const RESOURCE_SCOPES = ['read', 'write', 'admin'];
 const EXTRA_RESOURCES = new Set((process.env.OIDC_RESOURCES ?? '').split(/\s+/).filter(Boolean));
 const DEFAULT_RESOURCE = process.env.OIDC_DEFAULT_RESOURCE || undefined;
+const ACCESS_TTL = Number(process.env.OIDC_ACCESS_TTL || 600);
 const LOCAL = /^http:\/\/(127\.0\.0\.1|localhost)(:\d+)?(\/|$)/;
 
 const server = http.createServer();
@@ -56,7 +65,7 @@ server.listen(0, '127.0.0.1', () => {
     pkce: { required: () => true },
     // A refresh token for every client allowed the grant, whether or not offline_access was granted.
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-    ttl: { AccessToken: 600, ClientCredentials: 600, RefreshToken: 86400, AuthorizationCode: 120, Grant: 86400, Session: 3600, Interaction: 600, IdToken: 600 },
+    ttl: { AccessToken: ACCESS_TTL, DeviceCode: 600, ClientCredentials: 600, RefreshToken: 86400, AuthorizationCode: 120, Grant: 86400, Session: 3600, Interaction: 600, IdToken: 600 },
     interactions: { url: (_ctx, interaction) => `/interaction/${interaction.uid}` },
     features: {
       devInteractions: { enabled: false },
@@ -64,6 +73,21 @@ server.listen(0, '127.0.0.1', () => {
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },
+      deviceFlow: {
+        enabled: true,
+        userCodeInputSource: async (ctx, form, _out, err) => {
+          ctx.body = `<!doctype html><title>Enter the code</title><h1>Enter the code</h1>
+${err ? `<p id="error">${err.name}</p>` : ''}${form}<button id="continue" type="submit" form="op.deviceInputForm">Continue</button>`;
+        },
+        userCodeConfirmSource: async (ctx, form, _client, _device, userCode) => {
+          ctx.body = `<!doctype html><title>Confirm</title><h1>Confirm the code</h1><p id="user_code">${userCode}</p>
+${form}<button id="confirm" type="submit" form="op.deviceConfirmForm">Continue</button>
+<button id="abort" type="submit" form="op.deviceConfirmForm" name="abort" value="yes">Abort</button>`;
+        },
+        successSource: async (ctx) => {
+          ctx.body = '<!doctype html><title>Signed in</title><h1 id="signed-in">Signed in</h1>';
+        },
+      },
       resourceIndicators: {
         enabled: true,
         // The resource of the request when there is one (then this is not asked), else the granted one.
@@ -77,7 +101,7 @@ server.listen(0, '127.0.0.1', () => {
           return {
             scope: RESOURCE_SCOPES.join(' '),
             audience: resource,
-            accessTokenTTL: 600,
+            accessTokenTTL: ACCESS_TTL,
             ...(client?.clientName?.startsWith('opaque')
               ? { accessTokenFormat: 'opaque' }
               : { accessTokenFormat: 'jwt', jwt: { sign: { alg: 'RS256' } } }),
@@ -86,7 +110,7 @@ server.listen(0, '127.0.0.1', () => {
       },
     },
   });
-  for (const event of ['server_error', 'authorization.error', 'grant.error', 'registration_create.error', 'introspection.error']) {
+  for (const event of ['server_error', 'authorization.error', 'grant.error', 'device_authorization.error', 'code_verification.error', 'device_resume.error', 'registration_create.error', 'introspection.error']) {
     provider.on(event, (_ctx, error) => console.error(`${event}: ${error.message} ${error.error_description ?? ''}`));
   }
 
@@ -123,7 +147,8 @@ async function uncapRegisteredScope(req) {
     return;
   }
   const grantTypes = metadata?.grant_types ?? ['authorization_code'];
-  if (Array.isArray(grantTypes) && grantTypes.includes('authorization_code')) {
+  const signsInUsers = ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code'];
+  if (Array.isArray(grantTypes) && grantTypes.some((grant) => signsInUsers.includes(grant))) {
     delete metadata.scope;
   }
   req.body = JSON.stringify(metadata);
