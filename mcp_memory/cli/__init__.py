@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mcp_memory import __version__
 
@@ -72,30 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"mcp-memory {__version__}")
     commands = parser.add_subparsers(dest="command")
-    serve = commands.add_parser("serve", help="run the MCP server (the default command)")
-    serve.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
-    serve.add_argument("--host", default="127.0.0.1", help="address to bind for sse/http (default 127.0.0.1)")
-    serve.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
-    serve.add_argument(
-        "--in-process",
-        action="store_true",
-        help="serve stdio in this process, not through the user's resident server (also: "
-        "MCP_MEMORY_IN_PROCESS=1; docs/architecture.md)",
-    )
-    serve.add_argument(
-        "--socket",
-        type=Path,
-        help="serve streamable HTTP and the hooks' routes on this Unix socket instead, and exit when idle "
-        "(what the hooks start on demand: docs/hooks.md)",
-    )
-    hook = commands.add_parser(
-        "hook", help="handle one lifecycle event of a coding agent (what `mcp-memory install` sets up)"
-    )
-    hook.add_argument(
-        "client", choices=["claude-code", "cursor", "vscode", "codex", "gemini", "opencode", "copilot"]
-    )
-    hook.add_argument("--event", help="the client's event name (default: the payload's hook_event_name)")
-    hook.add_argument("--server", help="a memory server's URL: capture and recall there (team mode)")
+    serve = _serve_and_hook_parsers(commands)
     ui = commands.add_parser("ui", help="browse, search, correct and forget memories in a browser page")
     ui.add_argument(
         "--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; others need tokens)"
@@ -157,6 +134,37 @@ def build_parser() -> argparse.ArgumentParser:
     )
     token.add_argument("--expires", type=datetime.fromisoformat, help="ISO 8601 expiry time")
     return parser
+
+
+def _serve_and_hook_parsers(commands: Any) -> argparse.ArgumentParser:
+    """`serve` (returned: `login`'s module adds `--server` to it) and `hook`."""
+    serve: argparse.ArgumentParser = commands.add_parser(
+        "serve", help="run the MCP server (the default command)"
+    )
+    serve.add_argument("--transport", choices=["stdio", "sse", "http"], default="stdio")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind for sse/http (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8000, help="port for sse/http (default 8000)")
+    serve.add_argument(
+        "--in-process",
+        action="store_true",
+        help="serve stdio in this process, not through the user's resident server (also: "
+        "MCP_MEMORY_IN_PROCESS=1; docs/architecture.md)",
+    )
+    serve.add_argument(
+        "--socket",
+        type=Path,
+        help="serve streamable HTTP and the hooks' routes on this Unix socket instead, and exit when idle "
+        "(what the hooks start on demand: docs/hooks.md)",
+    )
+    hook = commands.add_parser(
+        "hook", help="handle one lifecycle event of a coding agent (what `mcp-memory install` sets up)"
+    )
+    hook.add_argument(
+        "client", choices=["claude-code", "cursor", "vscode", "codex", "gemini", "opencode", "copilot"]
+    )
+    hook.add_argument("--event", help="the client's event name (default: the payload's hook_event_name)")
+    hook.add_argument("--server", help="a memory server's URL: capture and recall there (team mode)")
+    return serve
 
 
 def main(argv: Sequence[str] | None = None) -> None:
