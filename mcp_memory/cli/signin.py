@@ -1,6 +1,7 @@
 """`mcp-memory login URL`, `mcp-memory logout URL` and `mcp-memory serve --server URL`: this machine's side
 of a memory server (mcp_memory/remote/). None of them opens the memory service or reads its settings
-beyond the data directory, so they work wherever the package is installed.
+beyond the data directory (and, for the bridge, MCP_MEMORY_HOOKS__CAPTURE), so they work wherever the
+package is installed.
 """
 
 from __future__ import annotations
@@ -53,9 +54,11 @@ def run(args: argparse.Namespace) -> int:
     logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
     try:
         if args.command == "serve":
+            from functools import partial
+
             from mcp_memory.remote.bridge import serve_bridge
 
-            return anyio.run(serve_bridge, data_dir(), args.server)
+            return anyio.run(partial(serve_bridge, data_dir(), args.server, headers=_session_headers()))
         if args.command == "logout":
             return anyio.run(_logout, args.url)
         return anyio.run(_login, args)
@@ -64,6 +67,16 @@ def run(args: argparse.Namespace) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _session_headers() -> dict[str, str]:
+    """What the bridge says of the session with every request: whether the client's hooks capture the
+    conversation, read as a local relay reads it (MCP_MEMORY_HOOKS__CAPTURE, in the server entry
+    `mcp-memory install` writes, or .env) and sent with the relay's header."""
+    from mcp_memory.relay import settings as relay_settings
+    from mcp_memory.relay.upstream import CAPTURED_HEADER
+
+    return {CAPTURED_HEADER: "true" if relay_settings.captured(relay_settings.current()) else "false"}
 
 
 async def _login(args: argparse.Namespace) -> int:

@@ -25,8 +25,8 @@ from mcp.server.stdio import stdio_server
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
-from mcp_memory.mcp.app import MemoryServer, instructions_for
-from mcp_memory.mcp.middleware.session_instructions import SessionInstructions, captured_session
+from mcp_memory.mcp.app import MemoryServer
+from mcp_memory.mcp.middleware.session_instructions import captured_session
 from mcp_memory.relay.upstream import CAPTURED_HEADER, PATH, SETTINGS_HEADER
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,6 @@ class RelayedSessions:
         self.fingerprint = fingerprint
         self.open = 0
         self._on_close = on_close
-        server.middleware.append(SessionInstructions(lambda captured: instructions_for(captured=captured)))
 
     def route(self) -> BaseRoute:
         return Route(PATH, self, methods=["POST"])

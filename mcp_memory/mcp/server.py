@@ -16,13 +16,14 @@ from mcp.server.subscriptions import ResourcesListChanged, ResourceUpdated
 from mcp_memory.config import Settings
 from mcp_memory.errors import MemoryServerError
 from mcp_memory.llm.sampling import SamplingSessions
-from mcp_memory.mcp.app import MemoryServer
+from mcp_memory.mcp.app import MemoryServer, instructions_for
 from mcp_memory.mcp.completions import register_completions
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.middleware.audit_actor import AuditActor
 from mcp_memory.mcp.middleware.rate_limit import RateLimit
 from mcp_memory.mcp.middleware.request_log import RequestLog
 from mcp_memory.mcp.middleware.scopes import ScopeGuard
+from mcp_memory.mcp.middleware.session_instructions import SessionInstructions
 from mcp_memory.mcp.prompts import register_prompts
 from mcp_memory.mcp.resources import register_resources
 from mcp_memory.mcp.subscriptions import ReplicaBus
@@ -93,5 +94,6 @@ def install_chain(server: MemoryServer) -> None:
             AuditActor(settings, lambda: host.service.notice_memberships()),
             RateLimit(settings, shared=lambda: host.request_buckets),
             sessions,
+            SessionInstructions(lambda captured: instructions_for(captured=captured)),
         ]
     )

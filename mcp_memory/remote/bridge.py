@@ -6,7 +6,10 @@ client toward the server, over an httpx2 client whose auth is remote/credentials
 before it expires, refreshed once more on a 401). JSON-RPC messages pass through unchanged both ways;
 the bridge adds only the HTTP headers the streamable HTTP wire wants beside a message (the protocol
 version, and at the 2026 revision the method and name), which a client on stdio cannot send: the version
-negotiated by the session's initialize, or the one a 2026 request names in its `_meta`.
+negotiated by the session's initialize, or the one a 2026 request names in its `_meta`; and on every
+request the caller's `headers`: the CLI's says whether the client's hooks capture the conversation
+(`Mcp-Memory-Captured`, as a local relay says it to the resident server), so the server tells the model
+not to call add_turn when they do (mcp/middleware/session_instructions.py).
 
 Not signed in, or signed out mid-session (the refresh refused): one line on stderr saying to run
 `mcp-memory login URL`, and exit code 1.
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -78,14 +81,21 @@ class WireHeaders:
         return {MCP_PROTOCOL_VERSION_HEADER: self.version} if self.version else None
 
 
-async def serve_bridge(data_dir: Path, url: str, say: Callable[[str], None] | None = None) -> int:
-    """Carry this process's stdio session to the server until the client closes it; the exit code."""
+async def serve_bridge(
+    data_dir: Path,
+    url: str,
+    say: Callable[[str], None] | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> int:
+    """Carry this process's stdio session to the server until the client closes it, sending `headers` with
+    every HTTP request; the exit code."""
     tell = say or (lambda line: print(line, file=sys.stderr, flush=True))
     base = places.normalized(url)
     problem = ""
     try:
         await access_token(data_dir, base)  # signed in at all? say so now rather than at the first call
-        await _bridge(data_dir, base)
+        await _bridge(data_dir, base, headers or {})
     except* SignedOut as group:
         problem = _first(group).reason
     except* httpx2.TransportError as group:
@@ -103,11 +113,11 @@ def _first(group: BaseExceptionGroup[Any]) -> Any:
     return error
 
 
-async def _bridge(data_dir: Path, base: str) -> None:
+async def _bridge(data_dir: Path, base: str, always: Mapping[str, str]) -> None:
     headers = WireHeaders()
     timeout = httpx2.Timeout(CONNECT_SECONDS, read=READ_SECONDS)
     async with (
-        httpx2.AsyncClient(auth=http_auth(data_dir, base), timeout=timeout) as http,
+        httpx2.AsyncClient(auth=http_auth(data_dir, base), timeout=timeout, headers=dict(always)) as http,
         streamable_http_client(base + "/mcp", http_client=http) as (from_server, to_server),
         stdio_server() as (from_client, to_client),
         anyio.create_task_group() as group,
