@@ -6,8 +6,8 @@
 The server is `mcp-memory serve --transport http` on 127.0.0.1 (SQLite, the default local ONNX embedder,
 a static bearer token for the user `bench`), behind tests/services/latency_proxy.py, which delays every
 chunk `--latency-ms` each way (a request and its answer: one round trip of 2 x latency more). The user's
-machine is a private data dir whose token.json holds that token (as `mcp-memory login --token-stdin`
-stores it); the hooks run as installed, `mcp-memory hook claude-code --event <Event> --server <proxy
+machine is a private data dir signed in with that token (`mcp-memory login URL --token-stdin`, as on a
+headless machine); the hooks run as installed, `mcp-memory hook claude-code --event <Event> --server <proxy
 URL>`, a new process per event, and so does the courier they start.
 
 1. **Online**: BEAM conversation 1's sessions replayed as Claude Code sessions (bench/_hook_replay.py):
@@ -146,19 +146,29 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     online, offline = beam_subjects(args.data, 2)
-    tokens = TokenCounter()
     token = new_token()
     with tempfile.TemporaryDirectory(prefix="bench-team-") as temporary:
         work = Path(temporary)
-        (work / "server").mkdir()
+        tokens = TokenCounter.load("o200k_base", cache_dir=work / "tiktoken")
+        for folder in ("server", "transcripts"):
+            (work / folder).mkdir()
         server = Server(work / "server" / "data", token)
         started = server.start()
         try:
             with latency_proxy_process("127.0.0.1", server.port, args.latency_ms) as proxy:
                 url = f"http://127.0.0.1:{proxy.port}"
                 client = work / "client"
-                places.cache_token(client, url, places.CachedToken(token, None, "bench"))
                 env = clean_env(client, {}) | {"MCP_MEMORY_HOOKS__BUDGET_TOKENS": BUDGET}
+                signed_in = subprocess.run(  # as an administrator's token is stored on a headless machine
+                    [hook_command(), "login", url, "--token-stdin"],
+                    input=token,
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if signed_in.returncode != 0:
+                    raise SystemExit(f"login --token-stdin failed: {signed_in.stderr}")
                 hooks = Hooks(client, env, arguments=("--server", url))
                 results = run(hooks, server, client, url, online, offline, work, tokens)
         finally:

@@ -142,7 +142,9 @@ class Courier:
                     continue
                 self._deliver(batch)
             except SignedOut as e:
-                problem = f"signed out ({e}): run mcp-memory login {self.url}"
+                reason = str(e)
+                hint = "" if "mcp-memory login" in reason else f": run mcp-memory login {self.url}"
+                problem = f"signed out ({reason}){hint}"
                 self._problem(problem, state="signed out", next_try_at=None)
                 return "signed out"
             except Failure as e:

@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp.shared.auth import OAuthToken
 
-from mcp_memory.remote import outbox, places
+from mcp_memory.remote import credentials, outbox, places
 from tests.fakes.team_server import TeamServer
 from tests.integration.test_hooks_resident import repo
 from tests.services.resident import stop_resident
@@ -35,8 +37,15 @@ class Team:
         self.env = server_env(self.data_dir, {"HOME": str(tmp_path / "home")})
 
     def sign_in(self, token: str = "team-token", expires_at: float | None = None) -> None:
-        """What `mcp-memory login URL --token-stdin` stores for the hooks: an administrator's token."""
-        places.cache_token(self.data_dir, self.server.url, places.CachedToken(token, expires_at, "alice"))
+        """What `mcp-memory login URL --token-stdin` stores: an administrator's token (that command also
+        checks it against the server, which this stand-in does not answer), and token.json for the hooks."""
+        credential = credentials.Credential(
+            url=places.normalized(self.server.url),
+            tokens=OAuthToken(access_token=token),
+            expires_at=expires_at,
+            user="alice",
+        )
+        anyio.run(credentials.save_credential, self.data_dir, self.server.url, credential)
 
     def fire(
         self, client: str, event: str, payload: dict[str, Any]
@@ -122,7 +131,9 @@ def test_server_down_then_back_every_turn_delivered_once_in_order(team: Team, tm
     team.server.start()
     team.wait_until("delivery after the outage", lambda: team.waiting() == 0 and team.server.captures)
     sent = team.server.delivered_events()
-    assert len(sent) == len(set(sent)) == 4
+    # Each event at most once; an event whose messages an earlier one already carried (the courier reads
+    # the transcript when it delivers, and by then it may hold the whole session) is not sent at all.
+    assert len(sent) == len(set(sent)) and 1 <= len(sent) <= 4, sent
     assert sent == sorted(sent), "an event was delivered before an older one"
     items = team.server.item_deliveries()
     assert len(items) == len(set(items)), "a message was sent twice"
@@ -246,7 +257,7 @@ def test_signed_out_or_down_recall_injects_nothing_and_says_why(team: Team, tmp_
     assert "not signed in" in team.log()
     # The courier it started finds no credential either, and says what to do.
     team.wait_until("the courier's verdict", lambda: team.status().get("state") == "signed out")
-    assert f"run mcp-memory login {team.server.url}" in team.status()["last_error"]
+    assert f"mcp-memory login {team.server.url}" in team.status()["last_error"]
 
     team.sign_in()  # the server still down: refused, nothing injected
     done, seconds = team.fire("claude-code", "SessionStart", payload)
