@@ -40,6 +40,8 @@ REFRESH_AHEAD_SECONDS = outbox.REFRESH_AHEAD_SECONDS
 REFRESH_EVERY_SECONDS = 60.0  # and asked for at most this often (a refresh that gave the same expiry)
 FORCE_REFRESH_MARGIN = 10.0**9  # "expires within a margin this long": always refreshed
 POLL_SECONDS = 0.2
+WAKE_LOOK_SECONDS = 0.2  # how often a backoff looks whether a hook asked for a retry
+MIN_RETRY_SECONDS = 1.0  # a woken courier tries again at most this often
 LOCK_WAIT_SECONDS = 1.0  # a hook's probe holds the lock for an instant: the new courier waits that long
 ENTRY_FIELDS = ("client", "event", "kind", "session_id", "cwd", "time", "project")  # no transcript path
 
@@ -155,10 +157,21 @@ class Courier:
                     return "failing"
                 wait = min(max(backoff, e.retry_after or 0.0), MAX_BACKOFF_SECONDS)
                 self._problem(str(e), state="waiting to retry", next_try_at=time.time() + wait)
-                time.sleep(wait)
+                self._wait(wait)
                 backoff = min(backoff * 2, MAX_BACKOFF_SECONDS)
                 continue
             idle_since, failing_since, backoff = time.monotonic(), None, FIRST_BACKOFF_SECONDS
+
+    def _wait(self, seconds: float) -> None:
+        """Sleep out a backoff, or less: a hook that fires meanwhile (the network may be back: the laptop
+        woke, the server restarted) wakes the courier for one more try, at most one a second."""
+        began = time.time()
+        while time.time() - began < seconds:
+            time.sleep(min(WAKE_LOOK_SECONDS, seconds))
+            if time.time() - began >= MIN_RETRY_SECONDS and outbox.woken_since(
+                self.data_dir, self.url, began
+            ):
+                return
 
     def _problem(self, problem: str, **status: Any) -> None:
         """A problem in status.json, and once in hooks.log (not once per retry)."""

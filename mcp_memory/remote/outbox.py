@@ -30,6 +30,7 @@ from mcp_memory.remote import places
 
 LOCK_NAME = "courier.lock"
 STARTED_NAME = "courier.started"
+WAKE_NAME = "courier.wake"  # touched by a hook that finds the courier running: a retry now, not after backoff
 START_BACKOFF_SECONDS = 5.0  # a courier started this recently is still starting (or failed: hooks.log)
 # A token expiring within this is refreshed by the courier (and a session's start starts the courier for it).
 REFRESH_AHEAD_SECONDS = 600.0
@@ -100,6 +101,8 @@ def start_courier(data_dir: Path, url: str) -> bool:
     a moment ago); whether this call started it. Never waits for it."""
     state = places.private(places.state_dir(data_dir, url))
     if courier_running(data_dir, url):
+        with contextlib.suppress(OSError):  # it may be waiting out an outage: something new came, try now
+            (state / WAKE_NAME).touch()
         return False
     started = state / STARTED_NAME
     with contextlib.suppress(OSError):
@@ -111,6 +114,14 @@ def start_courier(data_dir: Path, url: str) -> bool:
     command = [sys.executable, "-m", "mcp_memory", "courier", "--server", places.normalized(url)]
     daemon.spawn(command, {**os.environ, "MCP_MEMORY_DATA_DIR": os.fspath(data_dir)}, log)
     return True
+
+
+def woken_since(data_dir: Path, url: str, moment: float) -> bool:
+    """Whether a hook asked the courier to try again (touched the wake file) after `moment` (epoch s)."""
+    try:
+        return (places.state_dir(data_dir, url) / WAKE_NAME).stat().st_mtime > moment
+    except OSError:
+        return False
 
 
 def hold_lock(data_dir: Path, url: str) -> int | None:

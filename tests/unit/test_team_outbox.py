@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -281,3 +282,21 @@ def test_a_request_with_no_answer_in_time_gives_up_at_its_deadline(server: TeamS
     with pytest.raises(wire.Unreachable, match=r"no answer within 0\.5 s"):
         wire.post(server.url, "/hooks/recall", {}, "team-token", 0.5)
     assert time.monotonic() - started < 3.0
+
+
+def test_a_hook_that_finds_the_courier_waiting_out_an_outage_wakes_it(tmp_path: Path) -> None:
+    """The server came back (or the laptop woke): the next hook's event is a retry now, not after a backoff
+    of up to a minute. The hook finds the courier running (its lock held) and touches the wake file."""
+    url = "http://127.0.0.1:9"
+    c = courier.Courier(tmp_path, url, lambda margin: "team-token")
+    lock = outbox.hold_lock(tmp_path, url)
+    assert lock is not None
+    try:
+        toucher = threading.Timer(1.5, lambda: outbox.start_courier(tmp_path, url))
+        began = time.monotonic()
+        toucher.start()
+        c._wait(60.0)
+        assert time.monotonic() - began < 30.0  # woken, not the whole minute
+        assert not outbox.start_courier(tmp_path, url), "a second courier was started beside the first"
+    finally:
+        outbox.release_lock(lock)
