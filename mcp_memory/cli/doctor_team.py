@@ -97,7 +97,7 @@ def lines(server: Report) -> list[str]:
     if server["outbox"]:
         oldest = server["oldest_waiting_at"]
         age = f", the oldest {_span(now - oldest)} old" if isinstance(oldest, (int, float)) else ""
-        said.append(f"  outbox: {server['outbox']} events waiting{age}")
+        said.append(f"  outbox: {_events(server['outbox'])} waiting{age}")
         error, error_at = status.get("last_error"), status.get("last_error_at")
         if error and isinstance(error_at, (int, float)) and error_at >= (delivered or 0):
             said.append(f"    why: {error} ({_span(now - error_at)} ago)")
@@ -108,7 +108,7 @@ def lines(server: Report) -> list[str]:
         said.append("  outbox: empty")
     if server["set_aside"]:
         said.append(
-            f"  set aside: {server['set_aside']} events the server rejected (*.bad in the outbox; "
+            f"  set aside: {_events(server['set_aside'])} the server rejected (*.bad in the outbox; "
             f"last: {status.get('last_rejected', 'see hooks.log')})"
         )
     said.append(
@@ -132,3 +132,7 @@ def _span(seconds: float) -> str:
         if seconds >= size * (2 if unit == "days" else 1):
             return f"{seconds / size:.0f} {unit}"
     return f"{seconds:.0f} s"
+
+
+def _events(count: int) -> str:
+    return f"{count} event" if count == 1 else f"{count} events"
