@@ -15,9 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
+from mcp.shared.auth import OAuthToken
 
 from mcp_memory.remote import outbox, places
+from mcp_memory.remote.credentials import credential_for, save_credential
 from tests.fakes.team_server import TeamServer
 from tests.integration.test_hooks_resident import repo
 from tests.services.resident import stop_resident
@@ -34,9 +37,11 @@ class Team:
         self.server = server
         self.env = server_env(self.data_dir, {"HOME": str(tmp_path / "home")})
 
-    def sign_in(self, token: str = "team-token", expires_at: float | None = None) -> None:
-        """What `mcp-memory login URL --token-stdin` stores for the hooks: an administrator's token."""
-        places.cache_token(self.data_dir, self.server.url, places.CachedToken(token, expires_at, "alice"))
+    def sign_in(self, token: str = "team-token") -> None:
+        """What `mcp-memory login URL --token-stdin` stores: an administrator's token, no expiry (the
+        credential for the courier, token.json for the hooks; no keyring here: credential.json)."""
+        kept = credential_for(self.server.url, OAuthToken(access_token=token), previous_user="alice")
+        anyio.run(save_credential, self.data_dir, self.server.url, kept)
 
     def fire(
         self, client: str, event: str, payload: dict[str, Any]
