@@ -77,6 +77,12 @@ def lines(server: Report) -> list[str]:
         said.append(
             f"  not signed in: run `mcp-memory login {url}`; until then nothing is delivered or recalled"
         )
+    elif status.get("state") == "signed out":  # the courier's verdict: the sign-in was refused
+        who = f" as {server['user']}" if server["user"] else ""
+        said.append(
+            f"  signed out: the sign-in{who} is no longer accepted; run `mcp-memory login {url}`; "
+            "until then nothing is delivered or recalled"
+        )
     else:
         who = f"signed in as {server['user']}" if server["user"] else "signed in"
         expires = server["expires_at"]

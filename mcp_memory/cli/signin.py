@@ -80,7 +80,7 @@ def _session_headers() -> dict[str, str]:
 
 
 async def _login(args: argparse.Namespace) -> int:
-    from mcp_memory.remote import login
+    from mcp_memory.remote import login, outbox
 
     try:
         if args.token_stdin:
@@ -95,6 +95,9 @@ async def _login(args: argparse.Namespace) -> int:
         print(f"mcp-memory: {e}", file=sys.stderr)
         return 1
     print(login.signed_in_line(credential))
+    waiting = outbox.signed_in(data_dir(), credential.url)  # a backlog kept while signed out goes now
+    if waiting:
+        print(f"{waiting} captured events waiting in the outbox: delivering them now", file=sys.stderr)
     return 0
 
 

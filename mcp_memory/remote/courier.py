@@ -28,7 +28,7 @@ from typing import Any
 from mcp_memory.hooks import captured, spool
 from mcp_memory.hooks.transcripts import Captured
 from mcp_memory.remote import outbox, places, wire
-from mcp_memory.remote.credentials import SignedOut
+from mcp_memory.remote.credentials import SignedOut, sign_in_hint
 
 IDLE_EXIT_SECONDS = 30.0
 FAILING_EXIT_SECONDS = 600.0
@@ -144,9 +144,8 @@ class Courier:
                     continue
                 self._deliver(batch)
             except SignedOut as e:
-                reason = str(e)
-                hint = "" if "mcp-memory login" in reason else f": run mcp-memory login {self.url}"
-                problem = f"signed out ({reason}){hint}"
+                reason = str(e).removesuffix(f": {sign_in_hint(self.url)}")  # said once, below
+                problem = f"signed out ({reason}): run mcp-memory login {self.url}"
                 self._problem(problem, state="signed out", next_try_at=None)
                 return "signed out"
             except Failure as e:
@@ -355,4 +354,8 @@ def main(argv: list[str]) -> None:
     except places.UnusableUrl as e:
         print(f"mcp-memory courier: {e}", file=sys.stderr)
         raise SystemExit(2) from None
+    import logging
+
+    # The SDK warns of a refused refresh on stderr (hooks.log); status.json and one line there say it.
+    logging.getLogger("mcp.client.auth").setLevel(logging.CRITICAL)
     raise SystemExit(Courier(data_dir(), url).run())

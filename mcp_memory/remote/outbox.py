@@ -96,9 +96,10 @@ def courier_running(data_dir: Path, url: str) -> bool:
     return False
 
 
-def start_courier(data_dir: Path, url: str) -> bool:
+def start_courier(data_dir: Path, url: str, *, now: bool = False) -> bool:
     """Start `python -m mcp_memory courier --server URL` in the background unless one runs (or was started
-    a moment ago); whether this call started it. Never waits for it."""
+    a moment ago, unless `now`: after a sign-in, the one started then may have found none); whether this
+    call started it. Never waits for it."""
     state = places.private(places.state_dir(data_dir, url))
     if courier_running(data_dir, url):
         with contextlib.suppress(OSError):  # it may be waiting out an outage: something new came, try now
@@ -106,7 +107,7 @@ def start_courier(data_dir: Path, url: str) -> bool:
         return False
     started = state / STARTED_NAME
     with contextlib.suppress(OSError):
-        if time.time() - started.stat().st_mtime < START_BACKOFF_SECONDS:
+        if not now and time.time() - started.stat().st_mtime < START_BACKOFF_SECONDS:
             return False
     started.touch()
     log = spool.log_file(data_dir)
@@ -122,6 +123,17 @@ def woken_since(data_dir: Path, url: str, moment: float) -> bool:
         return (places.state_dir(data_dir, url) / WAKE_NAME).stat().st_mtime > moment
     except OSError:
         return False
+
+
+def signed_in(data_dir: Path, url: str) -> int:
+    """After a sign-in (`mcp-memory login`): the courier's "signed out" verdict is over, and what waits in
+    the outbox is delivered now rather than at the next hook (the courier started). How many events wait."""
+    if status(data_dir, url).get("state") == "signed out":
+        record_status(data_dir, url, state="signed in again", next_try_at=None)
+    count = waiting(data_dir, url)[0]
+    if count:
+        start_courier(data_dir, url, now=True)
+    return count
 
 
 def hold_lock(data_dir: Path, url: str) -> int | None:

@@ -14,26 +14,23 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
-import subprocess
-import sys
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import anyio
 import pytest
 
 from tests.security.bearer import UNMETERED
+from tests.services import team
 from tests.services.claude_code import ClaudeRun, run_claude
-from tests.services.memory_user import git_project, mcp_memory, user_env
+from tests.services.memory_user import git_project
 from tests.services.messages_api import MessagesAPI
 from tests.services.nginx import balanced
 from tests.services.oidc_server import OidcServer
 from tests.services.server_process import NetworkServer, ServerStarter, free_port
+from tests.services.team import Machine
 
 SPACE = "acme-api"
 REPOSITORY = "https://github.com/acme/api.git"
@@ -46,7 +43,6 @@ QUESTION = "which database did we decide on for the invoices service, and who ow
 PERSONAL = "Note to self: my dotfiles keep the zsh prompt theme in themes/kestrel.zsh, not in .zshrc."
 PERSONAL_QUESTION = "where do my dotfiles keep the zsh prompt theme?"
 DELIVERED_SECONDS = 60.0  # the courier backs off while the server is down; it retries within this
-LOGIN_SECONDS = 60.0
 
 
 @dataclass
@@ -55,16 +51,6 @@ class Deployment:
     replicas: list[NetworkServer]
     data_dir: Path  # the replicas' one data directory
     oidc: OidcServer
-
-
-@dataclass(frozen=True)
-class Machine:
-    """One person's machine: a home, a data directory, signed in and installed."""
-
-    user: str
-    home: Path
-    data_dir: Path
-    env: dict[str, str]
 
 
 @pytest.fixture
@@ -96,49 +82,8 @@ def deployment(
 
 
 def sign_in(deployment: Deployment, root: Path, user: str) -> Machine:
-    """A new machine of `user`: `mcp-memory login URL --no-browser` (the browser's part played by the
-    authorization server's scripted pages), then `mcp-memory install claude-code --server URL`."""
-    home, data_dir, temporary = root / "home", root / "data", root / "tmp"
-    for directory in (home, temporary):
-        directory.mkdir(parents=True)
-    env = {
-        "MCP_MEMORY_DATA_DIR": str(data_dir),
-        "MCP_MEMORY_USER_ID": f"{user}-local",
-        "TMPDIR": str(temporary),
-    }
-    login = subprocess.Popen(
-        [sys.executable, "-m", "mcp_memory", "login", deployment.url, "--no-browser"],
-        cwd=home,
-        env=user_env(home) | env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert login.stderr is not None
-        said: list[str] = []
-        authorization_url = None
-        deadline = time.monotonic() + LOGIN_SECONDS
-        while authorization_url is None and time.monotonic() < deadline:
-            line = login.stderr.readline()
-            if not line:
-                break
-            said.append(line)
-            found = re.search(re.escape(deployment.oidc.issuer) + r"/\S+", line)
-            authorization_url = found.group(0) if found else None
-        assert authorization_url, f"login printed no authorization URL: {''.join(said)}"
-        callback = anyio.run(deployment.oidc.authorize, authorization_url, user)
-        with urllib.request.urlopen(callback, timeout=30) as answer:  # the browser lands on the loopback
-            assert answer.status == 200
-        out, err = login.communicate(timeout=LOGIN_SECONDS)
-    finally:
-        if login.poll() is None:
-            login.kill()
-    assert login.returncode == 0, f"login failed: {''.join(said)}{err}"
-    assert user in out + err, out + err
-    mcp_memory(home, env, "install", "claude-code", "--server", deployment.url)
-    return Machine(user, home, data_dir, env)
+    """A new machine of `user`, signed in and installed (tests/services/team.py)."""
+    return team.sign_in(deployment.url, deployment.oidc, root, user)
 
 
 def clone(root: Path, remote: str, space: str | None = None) -> Path:
@@ -161,17 +106,7 @@ def session(machine: Machine, prompt: str, cwd: Path, api: MessagesAPI, reply: s
 
 def rows(deployment: Deployment, text: str) -> list[tuple[str, str]]:
     """(owner key, content) of every stored turn holding `text`, read from the server's file."""
-    database = deployment.data_dir / "memory.db"
-    if not database.is_file():
-        return []
-    try:
-        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=5) as db:
-            found = db.execute(
-                "SELECT user_id, content FROM memories WHERE type = 'turn' AND content LIKE ?", (f"%{text}%",)
-            ).fetchall()
-    except sqlite3.Error:
-        return []
-    return [(str(owner), str(content)) for owner, content in found]
+    return team.stored_turns(deployment.data_dir, text)
 
 
 def delivered(deployment: Deployment, machine: Machine, text: str) -> list[tuple[str, str]]:
@@ -210,7 +145,7 @@ def test_a_decision_reaches_a_teammate_attributed_and_no_one_outside_the_space(
     assert re.search(r"alice, (just now|\d+ (second|minute)s? ago)", asked.injected("UserPromptSubmit")), (
         asked.injected("UserPromptSubmit")
     )
-    assert rows(deployment, "invoices service, and who owns")  # bob's prompt is captured too...
+    # bob's prompt is captured too (once the courier has delivered it):
     assert {o for o, _ in delivered(deployment, bob, "invoices service, and who owns")} == {f"@{SPACE}"}
 
     # Dave reads the space: he is told; what he types stays his own.

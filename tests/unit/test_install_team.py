@@ -153,3 +153,31 @@ def test_doctor_names_the_server_who_is_signed_in_and_what_waits_and_why(
     places.cache_token(data, URL, places.CachedToken("t", None, "alice@example.com"))
     assert run("doctor") == 0
     assert "signed in as alice@example.com; the token does not expire" in capsys.readouterr().out
+
+    # The courier's verdict: the sign-in was refused. Doctor says so, not "refreshed by the next delivery".
+    places.cache_token(data, URL, places.CachedToken("t", time.time() - 60, "alice@example.com"))
+    outbox.record_status(
+        data,
+        URL,
+        state="signed out",
+        last_error=f"signed out (invalid_grant): run mcp-memory login {URL}",
+        last_error_at=time.time(),
+    )
+    assert run("doctor") == 0
+    text = capsys.readouterr().out
+    assert (
+        f"signed out: the sign-in as alice@example.com is no longer accepted; run `mcp-memory login {URL}`; "
+        "until then nothing is delivered or recalled"
+    ) in text
+    assert "refreshed by the next delivery" not in text
+
+    # Signed in again: the verdict is over, and the backlog is the courier's (one runs here: none started).
+    lock = outbox.hold_lock(data, URL)
+    try:
+        assert outbox.signed_in(data, URL) == 3
+        assert outbox.status(data, URL)["state"] == "signed in again"
+        assert run("doctor") == 0
+        assert "signed out" not in capsys.readouterr().out.split("outbox:")[0]
+    finally:
+        assert lock is not None
+        outbox.release_lock(lock)
