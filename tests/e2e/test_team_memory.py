@@ -142,6 +142,8 @@ def test_a_decision_reaches_a_teammate_attributed_and_no_one_outside_the_space(
     asked = session(bob, QUESTION, clone(tmp_path / "bob" / "api", REPOSITORY, SPACE), api, "From memory.")
     request = asked.conversation[0]
     assert request.contains("PostgreSQL 16") and request.contains("Priya"), asked.describe()
+    # Its MCP entry (`serve --server URL`, bob's sign-in) reached the same server: the tools are offered.
+    assert request.contains("mcp__memory__search_memory"), "the memory's tools did not reach the model"
     assert re.search(r"alice, (just now|\d+ (second|minute)s? ago)", asked.injected("UserPromptSubmit")), (
         asked.injected("UserPromptSubmit")
     )
