@@ -198,21 +198,22 @@ class Admission:
             await self.app(scope, receive, send)
             return
         try:
-            async with self.queue.turn(_user_of(scope), sheddable=kind == READ) as waited:
-                if self.metrics is not None:
-                    self.metrics.admitted_after(waited)
-                await self.app(scope, receive, send)
+            await self._in_turn(scope, receive, send, kind)
         except Overloaded as e:
             await self._busy(e, sent, scope, receive, send)
+
+    async def _in_turn(self, scope: Scope, receive: Receive, send: Send, kind: str) -> None:
+        """The request served once its user's turn comes (Overloaded when it is shed instead)."""
+        async with self.queue.turn(_user_of(scope), sheddable=kind == READ) as waited:
+            if self.metrics is not None:
+                self.metrics.admitted_after(waited)
+            await self.app(scope, receive, send)
 
     async def _route(self, scope: Scope, receive: Receive, send: Send, kind: str) -> None:
         """A route that is not MCP (the hooks' on a memory server) takes its turn as `kind`; shed, it is
         answered 503 with Retry-After and a plain JSON error."""
         try:
-            async with self.queue.turn(_user_of(scope), sheddable=kind == READ) as waited:
-                if self.metrics is not None:
-                    self.metrics.admitted_after(waited)
-                await self.app(scope, receive, send)
+            await self._in_turn(scope, receive, send, kind)
         except Overloaded as e:
             retry_after = max(1, math.ceil(e.retry_after))
             if self.metrics is not None:
