@@ -196,6 +196,8 @@ def _remote_recall(root: Path, url: str, request: dict[str, Any], timeout: float
         if answer.status == 401:
             outbox.start_courier(root, url)
         return ""
+    if outbox.waiting(root, url)[0]:  # the server answers again: a courier waiting out an outage, try now
+        outbox.start_courier(root, url)
     return context
 
 

@@ -41,7 +41,9 @@ REFRESH_EVERY_SECONDS = 60.0  # and asked for at most this often (a refresh that
 FORCE_REFRESH_MARGIN = 10.0**9  # "expires within a margin this long": always refreshed
 POLL_SECONDS = 0.2
 WAKE_LOOK_SECONDS = 0.2  # how often a backoff looks whether a hook asked for a retry
-MIN_RETRY_SECONDS = 1.0  # a woken courier tries again at most this often
+MIN_RETRY_SECONDS = (
+    5.0  # a woken courier tries again at most this often (each try costs the machine a little)
+)
 LOCK_WAIT_SECONDS = 1.0  # a hook's probe holds the lock for an instant: the new courier waits that long
 ENTRY_FIELDS = ("client", "event", "kind", "session_id", "cwd", "time", "project")  # no transcript path
 
@@ -162,8 +164,9 @@ class Courier:
             idle_since, failing_since, backoff = time.monotonic(), None, FIRST_BACKOFF_SECONDS
 
     def _wait(self, seconds: float) -> None:
-        """Sleep out a backoff, or less: a hook that fires meanwhile (the network may be back: the laptop
-        woke, the server restarted) wakes the courier for one more try, at most one a second."""
+        """Sleep out a backoff, or less: a hook that fires meanwhile (a capture: the network may be back,
+        the laptop woke; a recall the server answered: it is back) wakes the courier for one more try, at
+        most one every MIN_RETRY_SECONDS."""
         began = time.time()
         while time.time() - began < seconds:
             time.sleep(min(WAKE_LOOK_SECONDS, seconds))

@@ -30,7 +30,7 @@ from mcp_memory.remote import places
 
 LOCK_NAME = "courier.lock"
 STARTED_NAME = "courier.started"
-WAKE_NAME = "courier.wake"  # touched by a hook that finds the courier running: a retry now, not after backoff
+WAKE_NAME = "courier.wake"  # touched by a hook that finds the courier running: a retry soon, not after a whole backoff
 START_BACKOFF_SECONDS = 5.0  # a courier started this recently is still starting (or failed: hooks.log)
 # A token expiring within this is refreshed by the courier (and a session's start starts the courier for it).
 REFRESH_AHEAD_SECONDS = 600.0
