@@ -99,12 +99,17 @@ def _percentiles(values: list[float]) -> dict[int, float]:
     return {50: cuts[49], 90: cuts[89], 99: cuts[98]}
 
 
+ROUND = 5  # calls n = 1..5 of a client make every kind once (add_turn, search_memory, get_working_memory)
+
+
 async def _client(server: NetworkServer, who: Credential, deadline: float, report: LoadReport) -> None:
+    """Calls until the deadline, and at least one round of every kind however slow the machine is (a
+    loaded machine may give a client fewer than five calls in the time: the mix is then still whole)."""
     async with bearer_client(server, who.token) as client:
         n = 0
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline or n < ROUND:
             n += 1
-            if n % 5 == 0:
+            if n % ROUND == 0:
                 name, arguments = "get_working_memory", {"thread_id": "load", "recent": 10}
             elif n % 3 == 0:
                 name, arguments = "search_memory", {"query": f"rope length {n % 7}", "limit": 5}

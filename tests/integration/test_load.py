@@ -30,5 +30,8 @@ async def test_32_clients_for_10_seconds_over_http_without_an_error(
     report = await run_load(server, principals, SECONDS)
     print("\n" + report.summary())
     assert report.errors == [], report.summary()
-    assert set(report.latencies) == {"add_turn", "search_memory", "get_working_memory"}
-    assert len(report.latencies["add_turn"]) >= CLIENTS
+    # Behaviour, not speed: every client made every kind of call at least once, however slow the machine
+    # (run_load gives each client a whole round past the deadline when it needs one).
+    calls = {name: len(latencies) for name, latencies in report.latencies.items()}
+    assert calls.keys() == {"add_turn", "search_memory", "get_working_memory"}, calls
+    assert calls["add_turn"] >= 3 * CLIENTS and min(calls.values()) >= CLIENTS, calls
