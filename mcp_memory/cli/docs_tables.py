@@ -17,6 +17,7 @@ import argparse
 import inspect
 import json
 import logging
+import re
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -155,14 +156,21 @@ def render(listing: Listing) -> str:
 
 
 def _title(tool: Mapping[str, Any]) -> str:
-    title = tool.get("title") or tool.get("annotations", {}).get("title") or tool["name"]
-    return str(title)
+    """The tool's title, else its description's first clause (the listed tools carry no title: a model
+    never reads one, and each costs tokens in every conversation)."""
+    title = tool.get("title") or tool.get("annotations", {}).get("title")
+    if title:
+        return str(title)
+    clause = re.split(r"[;(]|\. ", str(tool.get("description") or tool["name"]), maxsplit=1)[0]
+    return clause.strip().rstrip(".,")
 
 
 def _tool(tool: Mapping[str, Any]) -> Iterator[str]:
     yield f"#### `{tool['name']}`"
     yield ""
-    yield f"**{_title(tool)}** ({_hints(tool.get('annotations', {}))})"
+    title = tool.get("title") or tool.get("annotations", {}).get("title")
+    hints = _hints(tool.get("annotations", {}))
+    yield f"**{title}** ({hints})" if title else f"*{hints[0].upper()}{hints[1:]}.*"
     yield ""
     yield _text(tool.get("description", ""))
     schema = tool.get("inputSchema", {})

@@ -3,9 +3,9 @@
 A client sends its model every listed tool's definition in every conversation, so each word costs tokens
 whether the tool is called or not (bench/tool_tokens.py counts them). Pydantic's schemas carry a title for
 every argument ("Thread Id" beside `thread_id`), an optional argument is spelled `anyOf: [X, null]` with
-`default: null`, and docstrings keep their indentation. Listed, an input schema loses the titles, and an
-optional argument is just X (the server still accepts an explicit null: the arguments are validated
-against the function's own signature); an output schema loses only its titles (a client validating
+`default: null`, and docstrings keep their indentation. Listed, an input schema loses the titles and
+`additionalProperties: true` (JSON Schema's default), and an optional argument is just X (the server still
+accepts an explicit null: the arguments are validated against the function's own signature); an output schema loses only its titles (a client validating
 `structuredContent` against it still accepts every null we send); descriptions are one line.
 """
 
@@ -45,6 +45,8 @@ def _slim(schema: Any, *, optional_null: bool = False, in_properties: bool = Fal
     slim: dict[str, Any] = {}
     for key, value in schema.items():
         if key == "title" and isinstance(value, str):
+            continue
+        if key == "additionalProperties" and value is True and optional_null:  # the default, in inputs
             continue
         if key == "description" and isinstance(value, str):
             slim[key] = one_line(value)

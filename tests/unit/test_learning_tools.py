@@ -30,7 +30,8 @@ async def test_learning_tools_are_listed_with_annotations(client: Client) -> Non
     assert set(tools) >= LEARNING_TOOLS
     assert tools["memory_history"].annotations.read_only_hint is True
     assert tools["rollback_memory"].annotations.destructive_hint is True
-    assert tools["remember"].annotations.read_only_hint is False
+    assert not tools["remember"].annotations.read_only_hint  # false, the protocol's default, left out
+    assert tools["remember"].annotations.destructive_hint is False
     # The sampled answer is filled by the server, never by the model calling the tool.
     assert set(tools["extract_memories"].input_schema["properties"]) == {"thread_id", "space"}
     assert set(tools["reconcile_memories"].input_schema.get("properties", {})) == {"space"}

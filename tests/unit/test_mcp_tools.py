@@ -18,7 +18,9 @@ async def test_tools_are_listed_with_annotations_and_output_schemas(client: Clie
     assert tools["search_memory"].annotations.read_only_hint is True
     assert tools["get_working_memory"].annotations.read_only_hint is True
     assert tools["forget"].annotations.destructive_hint is True
-    assert tools["add_turn"].annotations.read_only_hint is False
+    # readOnlyHint false is the protocol's default, left out of the listing (tokens): not read-only.
+    assert not tools["add_turn"].annotations.read_only_hint
+    assert tools["add_turn"].annotations.destructive_hint is False
     for name in CONTRACT_TOOLS:
         assert tools[name].output_schema is not None, name
         assert tools[name].description

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from mcp_memory.cli.tool_profiles import cost_of
-from mcp_memory.config import Settings
+from mcp_memory.cli.tool_profiles import cost_of, tool_costs
+from mcp_memory.config import EmbeddingSettings, Settings
 from mcp_memory.mcp.server import build_server
 from mcp_memory.mcp.tools import (
     ALL_TOOLS,
@@ -26,6 +26,7 @@ from mcp_memory.mcp.tools import (
 
 pytestmark = pytest.mark.anyio
 NAMED_IN_THE_DESIGN = {"add_turn", "search_memory", "get_working_memory", "summarize_thread", "forget"}
+DEFINITIONS_BUDGET = 3_000  # issue 58, item 10: the default profile's tools/list, timeline included
 
 
 def test_the_default_profile_is_standard(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -52,6 +53,34 @@ async def test_each_profile_lists_its_tools_and_costs_fewer_tokens_than_the_next
     assert 0 < core.definition_tokens < standard.definition_tokens < everything.definition_tokens
     # The whole surface costs a client thousands of tokens in every conversation; core far fewer.
     assert everything.definition_tokens > 2 * core.definition_tokens
+
+
+async def test_the_default_profile_definitions_fit_the_budget_timeline_included(tmp_path: Path) -> None:
+    """What a client sends its model in every conversation, within budget counted every way (o200k_base):
+    compact JSON of every field but the output schema (the README's table), the same as json.dumps writes
+    it by default, and {name, description, input_schema}; the public contract kept through the cuts."""
+    assert Settings(data_dir=tmp_path).tools == "standard" and "timeline" in PROFILES["standard"]
+    costs = await tool_costs("standard", tmp_path / "standard")
+    assert {cost.name for cost in costs} == PROFILES["standard"]
+    compact, spaced, sent = (sum(getattr(c, f) for c in costs) for f in ("compact", "spaced", "anthropic"))
+    assert compact == (await cost_of("standard", tmp_path / "table")).definition_tokens
+    assert 0 < compact < spaced <= DEFINITIONS_BUDGET and sent <= DEFINITIONS_BUDGET, (compact, spaced, sent)
+    settings = Settings(
+        user_id="contract", data_dir=tmp_path / "data", embedding=EmbeddingSettings(provider="hash")
+    )
+    async with Client(build_server(settings)) as client:
+        tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+    search = tools["search_memory"].input_schema["properties"]
+    assert {name: (p["type"], p.get("default")) for name, p in search.items() if "default" in p} == {
+        "limit": ("integer", 10),
+        "mode": ("string", "hybrid"),
+        "full_content": ("boolean", False),
+    }
+    assert tools["timeline"].input_schema["properties"]["max_tokens"] == {
+        "default": 4000,
+        "description": "Whole answer, 200-32000.",
+        "type": "integer",
+    }
 
 
 async def test_a_tool_outside_the_profile_is_unknown(settings: Settings) -> None:

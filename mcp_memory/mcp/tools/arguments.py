@@ -7,19 +7,22 @@ from typing import Annotated
 from pydantic import Field
 
 ThreadId = Annotated[str, Field(description="Conversation id (letters, digits, . _ : -; up to 128).")]
+ThreadRef = Annotated[
+    str, Field(description="Conversation id.")
+]  # a thread that exists: its alphabet is known
 WriteSpace = Annotated[
     str | None,
-    Field(description="A shared space to write in (writer role); omit for your own memory."),
+    Field(description="Shared space (writer role); omit for yours."),
 ]
 ReadSpace = Annotated[
     str | None,
-    Field(description="Only this shared space; omit for yours plus every space you are in."),
+    Field(description="Only this shared space; omit: yours and all your spaces."),
 ]
 ThreadSpace = Annotated[
     str | None,
-    Field(description="The shared space the thread is in; omit for your own."),
+    Field(description="The thread's shared space; omit for yours."),
 ]
 MemoryTypes = Annotated[
     list[str] | None,
-    Field(description="Only these types: turn, summary, fact, user_summary, observation."),
+    Field(description="Only these: turn, summary, fact, user_summary, observation."),
 ]

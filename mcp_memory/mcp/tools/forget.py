@@ -18,36 +18,28 @@ from mcp_memory.views import ForgetResult
 family = Family("forget")
 
 
-@family.tool(
-    ToolAnnotations(title="Forget", read_only_hint=False, destructive_hint=True, idempotent_hint=True)
-)
+@family.tool(ToolAnnotations(destructive_hint=True, idempotent_hint=True))
 async def forget(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("forget")],
     memory_id: Annotated[str | None, Field(description="This one memory.")] = None,
     thread_id: Annotated[str | None, Field(description="This whole thread.")] = None,
-    everything: Annotated[
-        bool, Field(description="All your memories (with space: the whole space).")
-    ] = False,
+    everything: Annotated[bool, Field(description="All yours (with space: the whole space).")] = False,
     dry_run: Annotated[bool, Field(description="Only count what would be deleted.")] = False,
     space: Annotated[
         str | None,
         Field(
-            description="In this shared space: a writer forgets their own part (the rest is counted in "
-            "left_by_others), an owner anything. Omit for your own memory."
+            description="In this shared space: a writer forgets their own part (the rest counted in "
+            "left_by_others), an owner all; omit for your own."
         ),
     ] = None,
 ) -> ForgetResult:
-    """Delete one memory, one thread or everything, from working and long-term memory: give exactly one
+    """Delete one memory, a thread or everything from working and long-term memory: give exactly one
     scope. Returns what was deleted."""
     return await service_of(ctx).forget(owner, memory_id, thread_id, everything, dry_run)
 
 
-@family.tool(
-    ToolAnnotations(
-        title="Forget a user (admin)", read_only_hint=False, destructive_hint=True, idempotent_hint=True
-    )
-)
+@family.tool(ToolAnnotations(destructive_hint=True, idempotent_hint=True))
 async def forget_user(
     user_id: Annotated[str, Field(description="The user whose memories are all deleted.")],
     ctx: Context[Any, Any],

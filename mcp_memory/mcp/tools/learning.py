@@ -42,8 +42,8 @@ NO_MODEL = (
     "offer MCP sampling, so there is no model to read the conversation. Explicit memories (remember) "
     "and everything else still work."
 )
-MemoryId = Annotated[str, Field(description="A memory id, e.g. fact_... from remember or search.")]
-Space = Annotated[str | None, Field(description="A shared space (changing: writer role); omit for your own.")]
+MemoryId = Annotated[str, Field(description="Memory id (fact_...) from remember or search.")]
+Space = Annotated[str | None, Field(description="Shared space (writer role to change); omit for yours.")]
 
 
 def learning_of(ctx: Context[Any, Any]) -> Learning:
@@ -114,7 +114,7 @@ async def reconcile_sample(ctx: Context[Any, Any], space: str | None = None) -> 
 # ---- explicit memories and revisions -------------------------------------------------------------
 
 
-@family.tool(ToolAnnotations(title="Remember", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(destructive_hint=False))
 async def remember(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("remember")],
@@ -123,7 +123,7 @@ async def remember(
     ],
     type: Annotated[
         str,
-        Field(description="semantic (fact), preference, procedural (how-to) or episodic (event)."),
+        Field(description="semantic (fact), preference, procedural (how-to), episodic (event)."),
     ] = "semantic",
     thread_id: Annotated[str | None, Field(description="The conversation it came from.")] = None,
     space: Space = None,
@@ -135,7 +135,7 @@ async def remember(
     return written.model_copy(update={"content": None})  # the text you sent
 
 
-@family.tool(ToolAnnotations(title="Update a memory", read_only_hint=False, destructive_hint=True))
+@family.tool(ToolAnnotations(destructive_hint=True))
 async def update_memory(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("update_memory")],
@@ -149,14 +149,14 @@ async def update_memory(
     return updated.model_copy(update={"content": None})  # the text you sent
 
 
-@family.tool(ToolAnnotations(title="Memory history", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(read_only_hint=True))
 async def memory_history(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, reader("memory_history")],
     memory_id: MemoryId,
     space: Space = None,
 ) -> HistoryResult:
-    """Every revision of a memory, oldest first: its content after each change and what caused it."""
+    """A memory's revisions, oldest first: its content after each change and what caused it."""
     history = await learning_of(ctx).editor.history(owner, memory_id)
     await service_of(ctx).audit.read(owner, [memory_id])  # a space's memory read, in its trail
     if history.revisions and history.revisions[-1].content == history.memory.content:
@@ -164,12 +164,12 @@ async def memory_history(
     return history
 
 
-@family.tool(ToolAnnotations(title="Roll a memory back", read_only_hint=False, destructive_hint=True))
+@family.tool(ToolAnnotations(destructive_hint=True))
 async def rollback_memory(
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("rollback_memory")],
     memory_id: MemoryId,
-    revision_id: Annotated[str, Field(description="A revision id from memory_history.")],
+    revision_id: Annotated[str, Field(description="A revision id (memory_history).")],
     space: Space = None,
 ) -> MemoryView:
     """Restore a memory as of an earlier revision (itself a new revision)."""
@@ -180,7 +180,7 @@ async def rollback_memory(
 # ---- on demand: extraction and reconciliation ----------------------------------------------------
 
 
-@family.tool(ToolAnnotations(title="Extract memories", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(destructive_hint=False))
 async def extract_memories(
     thread_id: Annotated[str, Field(description="The conversation to learn from.")],
     sampled: Annotated[types.CreateMessageResult | None, Resolve(extraction_sample)],
@@ -188,11 +188,11 @@ async def extract_memories(
     owner: Annotated[Owner, writer("extract_memories")],
     space: Annotated[
         str | None,
-        Field(description="The thread's shared space (writer role); omit for your own."),
+        Field(description="The thread's shared space (writer role); omit for yours."),
     ] = None,
 ) -> ExtractionReport:
     """Learn facts from the thread's new turns now (also automatic every few turns), with the
-    configured LLM or your model through sampling."""
+    configured LLM or your model via sampling."""
     found = learning_of(ctx)
     batch = await found.prepare_extraction(owner, check.thread_id(thread_id))
     if batch is None:
@@ -204,18 +204,18 @@ async def extract_memories(
         return await found.finish_extraction(batch, text, model)
 
 
-@family.tool(ToolAnnotations(title="Reconcile memories", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(destructive_hint=False))
 async def reconcile_memories(
     sampled: Annotated[types.CreateMessageResult | None, Resolve(reconcile_sample)],
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("reconcile_memories")],
     space: Annotated[
         str | None,
-        Field(description="This shared space's facts (writer role); omit for your own."),
+        Field(description="This shared space's facts (writer role); omit for yours."),
     ] = None,
 ) -> ReconcileReport:
-    """Merge duplicate facts and resolve contradictions (the newer wins; the loser is superseded, not
-    deleted), and refresh the profile."""
+    """Merge duplicate facts, resolve contradictions (the newer wins; the loser is superseded, not
+    deleted) and refresh the profile."""
     found = learning_of(ctx)
     batch = await found.prepare_reconcile(owner)
     if batch is None:

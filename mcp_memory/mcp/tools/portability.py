@@ -17,29 +17,26 @@ from mcp_memory.views import ExportResult, ImportResult
 family = Family("portability")
 
 
-@family.tool(ToolAnnotations(title="Export memories", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(read_only_hint=True))
 async def export_memories(
     ctx: Context[Any, Any],
     owner: Member,
-    space: Annotated[
-        str | None, Field(description="Export this shared space instead of your own memory.")
-    ] = None,
+    space: Annotated[str | None, Field(description="This shared space instead of yours.")] = None,
 ) -> ExportResult:
-    """Everything stored for you (memories with history and provenance) as JSON Lines, for
-    import_memories."""
+    """Export all stored for you (memories, history, provenance) as JSON Lines, for import_memories."""
     exported = await service_of(ctx).export_memories(owner)
     await service_of(ctx).audit.read(owner, [], counts=exported.counts)  # a space's whole export
     return exported
 
 
-@family.tool(ToolAnnotations(title="Import memories", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(destructive_hint=False))
 async def import_memories(
     jsonl: Annotated[str, Field(description="The JSON Lines text export_memories produced.")],
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("import_memories")],
-    dry_run: Annotated[bool, Field(description="Only check the file and count what it holds.")] = False,
+    dry_run: Annotated[bool, Field(description="Only check the file and count its contents.")] = False,
     space: WriteSpace = None,
 ) -> ImportResult:
-    """Add an export's memories to yours (ids are kept: importing twice stores once); all is checked
-    before anything is written."""
+    """Add an export's memories to yours (ids kept: importing twice stores once); all is checked before
+    anything is written."""
     return await service_of(ctx).import_memories(owner, jsonl, dry_run)

@@ -21,7 +21,7 @@ from mcp_memory.views import MemoryPage, SearchResultView
 family = Family("search")
 
 
-@family.tool(ToolAnnotations(title="Search memory", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(read_only_hint=True))
 async def search_memory(
     query: Annotated[str, Field(description='What to look for; "quoted phrases" must match exactly.')],
     ctx: Context[Any, Any],
@@ -30,11 +30,11 @@ async def search_memory(
     types: MemoryTypes = None,
     limit: Annotated[int, Field(description="1-100.")] = 10,
     mode: Annotated[str, Field(description="hybrid (keywords + meaning), vector or text.")] = "hybrid",
-    since: Annotated[str | None, Field(description="ISO 8601: only memories from then on.")] = None,
-    until: Annotated[str | None, Field(description="ISO 8601: only memories until then.")] = None,
+    since: Annotated[str | None, Field(description="ISO 8601: from then on.")] = None,
+    until: Annotated[str | None, Field(description="ISO 8601: until then.")] = None,
     min_score: Annotated[
         float | None,
-        Field(description="0-1: only hits at least this likely to be relevant (their score)."),
+        Field(description="0-1: only hits at least this likely relevant (score)."),
     ] = None,
     max_tokens: Annotated[
         int | None,
@@ -46,16 +46,15 @@ async def search_memory(
     ] = None,
     space: ReadSpace = None,
     full_content: Annotated[
-        bool, Field(description="Return long memories whole, not just the passage that matched.")
+        bool, Field(description="Long memories whole, not just the passage matched.")
     ] = False,
     unit: Annotated[
         str | None,
-        Field(description="memory, or exchange (a user's turn with its reply); omitted: by the question."),
+        Field(description="memory, or exchange (user's turn + reply); default: by the question."),
     ] = None,
 ) -> SearchResultView:
-    """Search past turns, summaries and facts (yours and your shared spaces') by keywords and meaning,
-    best first. A long memory's hit holds the passage that matched: read it whole at
-    memory://memories/{id}."""
+    """Search turns, summaries and facts (yours and your spaces') by keywords and meaning, best first.
+    A long memory's hit is the passage matched: read it whole at memory://memories/{id}."""
     service = service_of(ctx)
     asked = SearchQuery.of(
         owners,
@@ -78,18 +77,18 @@ async def search_memory(
     return await anyio.to_thread.run_sync(shown)
 
 
-@family.tool(ToolAnnotations(title="List memories", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(read_only_hint=True))
 async def list_memories(
     ctx: Context[Any, Any],
     owners: Readable,
     types: MemoryTypes = None,
-    thread_id: Annotated[str | None, Field(description="Only this thread's memories.")] = None,
+    thread_id: Annotated[str | None, Field(description="Only this thread.")] = None,
     kind: Annotated[
         str | None,
-        Field(description="Facts of this kind: semantic, preference, procedural, episodic."),
+        Field(description="Facts: semantic, preference, procedural or episodic."),
     ] = None,
-    since: Annotated[str | None, Field(description="ISO 8601: only memories made from then on.")] = None,
-    until: Annotated[str | None, Field(description="ISO 8601: only memories made until then.")] = None,
+    since: Annotated[str | None, Field(description="ISO 8601: made from then on.")] = None,
+    until: Annotated[str | None, Field(description="ISO 8601: made until then.")] = None,
     include_superseded: Annotated[bool, Field(description="Also memories a newer one replaced.")] = False,
     order: Annotated[str, Field(description="newest or oldest first.")] = "newest",
     limit: Annotated[int, Field(description=f"Per page, 1-{browse.MAX_LIMIT}.")] = 20,
@@ -99,12 +98,10 @@ async def list_memories(
         Field(description="ISO 8601: memory as it stood then."),
     ] = None,
     space: ReadSpace = None,
-    full_content: Annotated[
-        bool, Field(description="Return long memories whole, not just their opening.")
-    ] = False,
+    full_content: Annotated[bool, Field(description="Long memories whole, not just their opening.")] = False,
 ) -> MemoryPage:
-    """Browse long-term memories without a query, a page at a time (a long one as its opening); pass
-    next_cursor back as cursor."""
+    """Browse memories without a query, a page at a time (a long one as its opening); pass next_cursor
+    back as cursor."""
     page = await service_of(ctx).list_memories(
         owners,
         types=types,

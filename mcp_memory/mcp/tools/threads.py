@@ -9,7 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import ToolAnnotations
 from pydantic import Field
 
-from mcp_memory.mcp.tools.arguments import ThreadId, ThreadSpace, WriteSpace
+from mcp_memory.mcp.tools.arguments import ThreadId, ThreadRef, ThreadSpace, WriteSpace
 from mcp_memory.mcp.tools.dependencies import Member, audit_thread_read, progress_of, service_of, writer
 from mcp_memory.mcp.tools.registry import Family
 from mcp_memory.models import Owner
@@ -18,27 +18,26 @@ from mcp_memory.views import SummarizeResult, ThreadDataView, TurnAdded, Working
 family = Family("threads")
 
 
-@family.tool(ToolAnnotations(title="Add a turn", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(destructive_hint=False))
 async def add_turn(
     thread_id: ThreadId,
     role: Annotated[str, Field(description="user, assistant, tool or system.")],
-    content: Annotated[str, Field(description="The message text, verbatim.")],
+    content: Annotated[str, Field(description="The message, verbatim.")],
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("add_turn")],
     metadata: Annotated[
         dict[str, Any] | None,
-        Field(description="Optional JSON, e.g. {tool_name} for a tool turn."),
+        Field(description="JSON, e.g. {tool_name} for a tool turn."),
     ] = None,
     context_window: Annotated[int | None, Field(description="Your model's context window in tokens.")] = None,
     created_at: Annotated[
         str | None,
-        Field(description="ISO 8601 time it was said, to import a past conversation; omit for now."),
+        Field(description="ISO 8601 time said, for a past conversation; omit for now."),
     ] = None,
     space: WriteSpace = None,
 ) -> TurnAdded:
-    """Record one message of the conversation in working and long-term memory; older messages are
-    folded into the thread's summary when it passes its token threshold. Returns the turn's id and the
-    thread's counts."""
+    """Record one message in working and long-term memory; older messages fold into the thread's
+    summary past its token threshold. Returns the turn's id and the thread's counts."""
     added = await service_of(ctx).add_turn(
         owner,
         thread_id,
@@ -52,12 +51,12 @@ async def add_turn(
     return TurnAdded.of(added)
 
 
-@family.tool(ToolAnnotations(title="Get working memory", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(read_only_hint=True))
 async def get_working_memory(
-    thread_id: ThreadId,
+    thread_id: ThreadRef,
     ctx: Context[Any, Any],
     owner: Member,
-    recent: Annotated[int | None, Field(description="Return only the newest N messages.")] = None,
+    recent: Annotated[int | None, Field(description="Only the newest N messages.")] = None,
     space: ThreadSpace = None,
 ) -> WorkingMemoryView:
     """The thread's running summary and recent messages, with its token usage."""
@@ -66,11 +65,7 @@ async def get_working_memory(
     )
 
 
-@family.tool(
-    ToolAnnotations(
-        title="Set thread data", read_only_hint=False, destructive_hint=False, idempotent_hint=True
-    )
-)
+@family.tool(ToolAnnotations(destructive_hint=False, idempotent_hint=True))
 async def set_thread_data(
     thread_id: ThreadId,
     data: Annotated[dict[str, Any], Field(description="JSON to keep (replaces the old).")],
@@ -83,14 +78,14 @@ async def set_thread_data(
     return ThreadDataView(keys=list(data))
 
 
-@family.tool(ToolAnnotations(title="Summarize a thread", read_only_hint=False, destructive_hint=False))
+@family.tool(ToolAnnotations(destructive_hint=False))
 async def summarize_thread(
-    thread_id: ThreadId,
+    thread_id: ThreadRef,
     ctx: Context[Any, Any],
     owner: Annotated[Owner, writer("summarize_thread")],
     keep_recent: Annotated[
         int | None,
-        Field(description="Newest messages to keep verbatim (default: by token budget)."),
+        Field(description="Newest messages kept verbatim (default: by token budget)."),
     ] = None,
     space: ThreadSpace = None,
 ) -> SummarizeResult:

@@ -19,29 +19,29 @@ from mcp_memory.views import TimelineView
 family = Family("timeline")
 
 
-@family.tool(ToolAnnotations(title="Timeline", read_only_hint=True, idempotent_hint=True))
+@family.tool(ToolAnnotations(read_only_hint=True))
 async def timeline(
     ctx: Context[Any, Any],
     owners: Readable,
     query: Annotated[
         str | None,
-        Field(description="A topic: the exchanges about it, and around them."),
+        Field(description="A topic: the exchanges about it and around them."),
     ] = None,
     thread_id: Annotated[str | None, Field(description="Only this thread.")] = None,
     project: Annotated[
-        str | None, Field(description="Only this project's sessions (its key: api-1a2b3c4d).")
+        str | None, Field(description="Only this project's sessions (key like api-1a2b3c4d).")
     ] = None,
     since: Annotated[str | None, Field(description="ISO 8601.")] = None,
     until: Annotated[str | None, Field(description="ISO 8601.")] = None,
     max_tokens: Annotated[
-        int, Field(description=f"For the whole answer, {outline.MIN_TOKENS}-{outline.MAX_TOKENS}.")
+        int, Field(description=f"Whole answer, {outline.MIN_TOKENS}-{outline.MAX_TOKENS}.")
     ] = outline.DEFAULT_TOKENS,
     cursor: Annotated[str | None, Field(description="The previous page's next_cursor.")] = None,
     space: ReadSpace = None,
 ) -> TimelineView:
-    """What happened, in order: a line per exchange (user's words, reply's gist, ids), oldest first.
-    For "summarize how X went" or "in what order did we ...": call this with the topic as query, then
-    open milestones at memory://memories/{id}."""
+    """What happened, oldest first: a line per exchange (user's words, reply's gist, ids). For "how did
+    X go" or "in what order did we ...": the topic as query, then open milestones at
+    memory://memories/{id}."""
     view, read = await outline.timeline(
         service_of(ctx),
         owners,
