@@ -39,6 +39,7 @@ from mcp_memory.search.terms import STOPWORDS, date_words
 from mcp_memory.search.when import time_range
 from mcp_memory.service.facts import COMMITMENTS, MONTHS, WEEKDAYS, FactKind, fact_kinds, names
 from mcp_memory.service.notes import LABEL, is_fragment, last_question, leads, readings, speaker_of
+from mcp_memory.service.verbatim import sentence_case
 
 _SPEAKER = re.compile(r"^(user|assistant|tool|system):\s+(.*)$", re.DOTALL)
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)?")
@@ -420,7 +421,7 @@ def _compress(sentence: str, opened: str) -> str:
     text = _FILLER.sub("", opened).strip()
     if not text:
         return sentence
-    return text[0].upper() + text[1:]
+    return sentence_case(text, was_capital=sentence[:1].isupper())
 
 
 # A thread is summarized again and again, and each time its messages' sentences are read again: the

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import re
 
+from mcp_memory.service.verbatim import sentence_case
+
 # "Caroline: ..." at the start of a message: the conversation's own speaker label (imports, transcripts).
 LABEL = re.compile(r"^([A-Z][\w'’.-]*(?: [A-Z][\w'’.-]*){0,2}):\s+(?=\S)")
 _ROLES = {"assistant": "Assistant", "tool": "Tool", "system": "System"}
@@ -70,7 +72,7 @@ def _as_note(sentence: str) -> str:
         text = text[:-1] + "."
     if not any(ch.isalnum() for ch in text):
         return sentence
-    return text[0].upper() + text[1:]
+    return sentence_case(text, was_capital=sentence[:1].isupper())
 
 
 def is_fragment(sentence: str) -> bool:

@@ -48,6 +48,7 @@ from collections.abc import Iterable
 
 from mcp_memory.redaction.patterns import MARKER
 from mcp_memory.search.terms import STOPWORDS, terms
+from mcp_memory.service.verbatim import sentence_case
 
 MIN_WORDS = 4
 COMMON_REPLIES = 4  # fewer replies than this say nothing about which words are everywhere
@@ -228,7 +229,7 @@ def clauses(sentence: str) -> list[str]:
             continue
         if part.count('"') % 2:  # cut inside a quotation
             continue
-        part = part[0].upper() + part[1:]
+        part = sentence_case(part)
         out.append(part if _END.search(part) else part.rstrip(" ,;") + ".")
     return out
 

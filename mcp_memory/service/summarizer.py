@@ -19,6 +19,7 @@ from mcp_memory.llm.prompts import PromptTemplate, load_prompt
 from mcp_memory.llm.tokens import CountTokens, fit_tokens
 from mcp_memory.models import Message
 from mcp_memory.service.extractive import ExtractiveSummarizer
+from mcp_memory.service.verbatim import repair
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +74,8 @@ class LLMSummarizer:
             # Headroom over the budget: the model's tokenizer is not ours, and an answer cut off
             # by the provider loses its last sentence anyway.
             answer = await self._chat.complete(prompt.system, prompt.user, max_tokens=max_tokens * 2 + 32)
-            return self._accept(answer, max_tokens)
+            source = "\n".join([prev_summary, *(m.content for m in messages)])
+            return self._accept(answer, max_tokens, source)
         except MemoryServerError as e:  # MalformedAnswerError among them
             log.warning("LLM summary failed (%s); using the extractive summary instead", e)
         except Exception:
@@ -97,10 +99,21 @@ class LLMSummarizer:
             shown.append(message)
         return shown
 
-    def _accept(self, answer: str, max_tokens: int) -> str:
+    def _accept(self, answer: str, max_tokens: int, source: str) -> str:
+        """The model's answer as a summary: the terms it quotes spelled as `source` spells them
+        (verbatim.py), within `max_tokens`."""
         text = clean_answer(answer)
         if not any(ch.isalnum() for ch in text):
             raise MalformedAnswerError(f"{self.name} answered with no usable text")
+        text, unknown = repair(text, source)
+        if unknown:
+            shown = ", ".join(term[:40] for term in unknown[:5])
+            log.info(
+                "LLM summary by %s has %d term(s) the messages do not spell so: %s",
+                self.name,
+                len(unknown),
+                shown,
+            )
         tokens = self._count(text)
         if tokens > max_tokens * self.OVERLONG_FACTOR:
             raise MalformedAnswerError(

@@ -25,6 +25,7 @@ from mcp_memory.models import Memory, Message, Scope, ThreadTotals, WorkingMemor
 from mcp_memory.observability.metrics import Metrics
 from mcp_memory.service.extractive import ExtractiveSummarizer
 from mcp_memory.service.summarizer import Summarizer
+from mcp_memory.service.summary_words import Folded, NothingFolded, said
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage import Stores
 from mcp_memory.views import ContextUsage, SummarizeResult
@@ -216,7 +217,13 @@ class ThreadKeeper:
         if not older:
             # Nothing old enough to fold in: when forced, report the thread as it is and write nothing
             # (an empty summary must never be stored).
-            return _as_it_is(memory) if force else None
+            if not force:
+                return None
+            budget = int(threshold * self.settings.summary.keep_recent_fraction)
+            return _as_it_is(
+                memory,
+                NothingFolded(len(memory.messages), memory.token_count, keep_recent, budget, threshold),
+            )
         # A summary is never longer than what it replaces.
         max_summary = min(max_summary, memory.summary_token_count + sum(m.token_count for m in older))
         if progress:
@@ -242,6 +249,10 @@ class ThreadKeeper:
         if progress:
             await progress(2, 2, "summarized")
         tokens_after = summary_tokens + sum(m.token_count for m in memory.messages[len(older) :])
+        by_model = not isinstance(summarizer, ExtractiveSummarizer)
+        folded = Folded(
+            len(older), sum(m.token_count for m in older), keep, memory.token_count, tokens_after, by_model
+        )
         return SummarizeResult(
             thread_id=thread_id,
             summary=summary,
@@ -249,6 +260,7 @@ class ThreadKeeper:
             kept_count=keep,
             tokens_before=memory.token_count,
             tokens_after=tokens_after,
+            message=said(folded),
         )
 
     async def _fold(
@@ -367,8 +379,8 @@ def kept_whole_note(message: Message, *, opening: bool = True) -> str:
     return f"{note}; it begins: {begins}"
 
 
-def _as_it_is(memory: WorkingMemory) -> SummarizeResult:
-    """A forced summary with nothing to fold in: the thread as it is."""
+def _as_it_is(memory: WorkingMemory, why: NothingFolded) -> SummarizeResult:
+    """A forced summary with nothing to fold in: the thread as it is, and why."""
     return SummarizeResult(
         thread_id=memory.thread_id,
         summary=memory.summary,
@@ -376,4 +388,5 @@ def _as_it_is(memory: WorkingMemory) -> SummarizeResult:
         kept_count=len(memory.messages),
         tokens_before=memory.token_count,
         tokens_after=memory.token_count,
+        message=said(why),
     )

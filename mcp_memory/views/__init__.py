@@ -343,6 +343,7 @@ class SummarizeResult(BaseModel):
     kept_count: int
     tokens_before: int
     tokens_after: int
+    message: str = Field(default="", description="What was done, or why nothing was, in plain words.")
 
 
 class WorkingForgetView(BaseModel):
