@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 
@@ -55,7 +54,7 @@ def test_every_nav_item_is_visible_clickable_and_navigates_at_360_px(
         place = browser.execute_script(_PLACE, link)
         assert place["viewport"] == WIDTH
         assert place["width"] > 0 and place["height"] > 0, (label, place)
-        assert 0 <= place["left"] and place["right"] <= WIDTH, (label, place)  # wholly on screen
+        assert place["left"] >= 0 and place["right"] <= WIDTH, (label, place)  # wholly on screen
         assert place["navOverflow"] <= 0, (label, place)  # the navigation cuts nothing off
         assert place["reached"], (label, place)
         submit(browser, link)  # a real click, then the next page loaded
