@@ -2,7 +2,7 @@
 the hook command run as Claude Code runs it, the transcripts it writes, the replay of a conversation's
 sessions, the check of what was stored, and the rule that tells whether a message was injected.
 
-The data (BEAM's or LoCoMo's) comes in as bench._beam_data's Messages: a role, the text, the time it was
+The data (BEAM's or LoCoMo's) comes in as bench.harness.data.beam's Messages: a role, the text, the time it was
 said; one project per conversation, one Claude Code session per session of the data.
 """
 
@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench._beam_data import Message
+from bench.harness.data.beam import Message
 from mcp_memory.hooks import daemon
 from mcp_memory.hooks.projects import project_of
 from mcp_memory.search.passages import passages

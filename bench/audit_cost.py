@@ -24,10 +24,9 @@ from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import turns
-from latency import percentiles
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness.data.corpus import turns
+from bench.harness.timing import percentiles
 from mcp_memory.config import AuditSettings, SecuritySettings, Settings, SpaceSettings
 from mcp_memory.models import Owner
 from mcp_memory.search.query import SearchQuery

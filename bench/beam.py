@@ -16,7 +16,7 @@ refuses is reported and left out, as a client would go on. Then each probing que
 thread, types ["turn"], limit 20; with `--modes`, once in each mode) and the returned memory ids are
 mapped back to BEAM message ids: Recall@k = the mean share of a question's evidence messages in the top
 k, overall and per ability; for knowledge updates, how often an updated_info message ranks above every
-original_info one (bench/_beam_data.py).
+original_info one (bench/harness/data/beam.py).
 
 Latency, client side: each call's round trip. Server side: the server's own line for each request
 (`mcp_memory.requests`, `ms=`, logged at INFO to its stderr), exact per call; the Prometheus histogram
@@ -64,7 +64,7 @@ from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._beam_data import (
+from bench.harness.data.beam import (
     KS,
     Conversation,
     Question,
@@ -75,6 +75,7 @@ from bench._beam_data import (
     score,
     summarize,
 )
+from bench.harness.timing import percentile
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import short_id
 from mcp_memory.search.passages import passages
@@ -415,11 +416,6 @@ def attach_server_times(calls: list[Call], stderr: str) -> None:
     answered = [ms for tool, ms in logged if tool in TIMED]
     for made, ms in zip(calls, answered, strict=True):
         made.server_ms = float(ms)
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def latency_rows(calls: list[Call], modes: list[str]) -> list[dict[str, Any]]:

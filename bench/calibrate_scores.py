@@ -24,9 +24,8 @@ from typing import Any
 import anyio
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from locomo import index_conversation
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness.data.locomo import index_conversation
 from mcp_memory.config import Settings
 from mcp_memory.models import Hit
 from mcp_memory.search import ranking, relevance

@@ -85,9 +85,9 @@ async def _child(endpoint: str, key: str, audited: bool, users: int, turns: int)
     from mcp_memory.search.query import SearchQuery
     from mcp_memory.service.assembly import open_service
 
-    sys.path.insert(0, str(HERE))
-    from _corpus import queries
-    from _corpus import turns as corpus_turns
+    sys.path.append(str(REPO))  # after the tree's mcp_memory (imported above): the corpus only
+    from bench.harness.data.corpus import queries
+    from bench.harness.data.corpus import turns as corpus_turns
 
     counts: collections.Counter[str] = collections.Counter()
     _count_requests(counts)

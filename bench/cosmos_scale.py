@@ -7,7 +7,7 @@ costs a team's turns, and whether a second replica adds throughput.
     .venv/bin/python bench/cosmos_scale.py --keep-alive      # connections kept open, as on Azure
 
 For each replica count and audit setting: fresh processes (`mcp-memory serve --transport http`, behind
-nginx round-robin, Redis working memory: bench/_fleet.py) on a fresh database of one local
+nginx round-robin, Redis working memory: bench/harness/fleet.py) on a fresh database of one local
 @vercel/cosmosdb-server, reached through a loopback proxy that delays every chunk --latency-ms each
 way (tests/services/latency_proxy.py; a server and its database in one region are a few ms apart).
 Every user has their own token and calls add_turn one at a time, flat out; even-numbered users write
@@ -42,12 +42,12 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import turns
-from _fleet import Fleet, cpu_seconds, fleet, scrape, shared_redis
-from _scaleout import UserClient
-from load import LOAD_ENV, Row, _percentiles, _timed
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._scaleout import UserClient
+from bench._team import LOAD_ENV, Row, timed
+from bench.harness.data.corpus import turns
+from bench.harness.fleet import Fleet, cpu_seconds, fleet, scrape, shared_redis
+from bench.harness.timing import quantiles
 from tests.security.bearer import Credential, credential, tokens_env
 from tests.services.cosmos_server import local_cosmos_server
 from tests.services.latency_proxy import ProxyProcess, latency_proxy_process
@@ -84,7 +84,7 @@ class Result:
     backend_cores: float = float("nan")  # the local Cosmos server and the proxy, CPU s per s
 
     def line(self) -> str:
-        p = _percentiles(self.row.latencies) if self.row.latencies else {50: float("nan"), 99: float("nan")}
+        p = quantiles(self.row.latencies) if self.row.latencies else {50: float("nan"), 99: float("nan")}
         retries = self.chain_retries if isinstance(self.chain_retries, str) else f"{self.chain_retries:g}"
         return (
             f"| {self.replicas} | {'on' if self.audit else 'off'} | {self.row.users} | {len(self.row.latencies)} "
@@ -133,7 +133,7 @@ async def writers(
                 "content": texts[(user * 7919 + n) % len(texts)],
                 **({"space": space} if space else {}),
             }
-            ok = await _timed(client, row if now >= row.started else warming, "add_turn", arguments)
+            ok = await timed(client, row if now >= row.started else warming, "add_turn", arguments)
             completed += (
                 ok  # not `+= await`: that reads the count before the call and loses the others' updates
             )

@@ -23,10 +23,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, stored_turns, turns
-from latency import cpu, percentiles
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness.data.corpus import locomo, stored_turns, turns
+from bench.harness.timing import cpu, percentiles
 from mcp_memory.models import EmbeddingSpec, Memory
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite import db as sqlite_db

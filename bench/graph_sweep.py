@@ -25,10 +25,9 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _near_duplicates import NearDuplicates
-from scale import Synthetic
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness.data.near_duplicates import NearDuplicates
+from bench.scale import Synthetic
 from mcp_memory.search.ann import CONNECTIVITY, EXPANSION_ADD, _usearch_index
 
 ASKED = 104  # what vector_index.py asks the graph for, for a pool of 10 with no filter

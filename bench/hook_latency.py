@@ -32,7 +32,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench._corpus import locomo
+from bench.harness.data.corpus import locomo
 from mcp_memory.config import Settings
 from mcp_memory.hooks.projects import project_of
 from mcp_memory.models import Memory, utcnow

@@ -27,7 +27,7 @@ resident server (its time is reported alone).
 BEAM (`--dataset beam`, the default; the 100K folder): its sessions as chat.json holds them, each
 message dated by its time anchor plus a minute per message; the questions: every probing question that
 names its evidence (every ability but abstention). LoCoMo (`--dataset locomo`; locomo_dev.json, five
-conversations): bench/_locomo_data.py. Speaker A is the user and speaker B the assistant; each turn one
+conversations): bench/harness/data/locomo.py. Speaker A is the user and speaker B the assistant; each turn one
 message "Name: text" (the questions name the people), dated by its session's time plus a minute per turn.
 No session has two turns of one speaker in a row, so each of A's turns is a prompt and B's next turn its
 reply; a session B opens starts with B's turn as a reply with no prompt (its Stop fires without a
@@ -87,7 +87,6 @@ import tempfile
 import time
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,7 +98,6 @@ from mcp.client.stdio import stdio_client
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench import _hook_replay as replaying
-from bench._beam_data import Message, Question, conversation_folders, load_conversation
 from bench._hook_replay import (
     EVENTS,
     NAMESPACE,
@@ -117,7 +115,9 @@ from bench._hook_replay import (
     replay,
     small_talk,
 )
-from bench._locomo_data import sample_of
+from bench.harness.data.beam import Message, Question, conversation_folders, load_conversation
+from bench.harness.data.locomo import sample_of
+from bench.harness.timing import percentile
 from mcp_memory.llm.tokens import TokenCounter
 
 BEFORE_EXCHANGES = 40
@@ -234,11 +234,6 @@ async def add_turn_cost(messages: list[Message], tokens: TokenCounter, work: Pat
 
 
 # ---- the report ----------------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
 
 
 def found_table(rows: list[dict[str, Any]]) -> dict[str, Any]:

@@ -33,8 +33,7 @@ from mcp import Client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
-from _corpus import queries, turns  # noqa: E402
-
+from bench.harness.data.corpus import queries, turns  # noqa: E402
 from tests.services.redis_server import RedisServer, find_redis_binary  # noqa: E402
 from tests.services.server_process import NetworkServer, server_env  # noqa: E402
 

@@ -19,68 +19,25 @@ import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 from pydantic import SecretStr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, queries, turns
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness.data.corpus import locomo, queries, turns
+from bench.harness.timing import cpu, percentiles, rss_mb
 from mcp_memory.config import Settings, WorkingSettings
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 
 USER = "bench"
 THREAD_SIZE = 100  # turns per thread while ingesting
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def cpu() -> str:
-    """The CPU's model and its widest vector instructions: the local embedder's speed depends on both."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or platform.machine()
-    name = next(
-        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), ""
-    )
-    flags = set(
-        next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    )
-    widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    return f"{name or platform.machine()} ({widest})"
-
-
-def percentiles(samples: Sequence[float]) -> dict[str, float]:
-    """p50/p95/p99/max/mean in ms of samples in seconds (nan when there are none)."""
-    if not samples:
-        return {k: float("nan") for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")}
-    ordered = sorted(samples)
-
-    def pick(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    return {
-        "p50_ms": pick(0.50),
-        "p95_ms": pick(0.95),
-        "p99_ms": pick(0.99),
-        "max_ms": ordered[-1] * 1000,
-        "mean_ms": statistics.mean(ordered) * 1000,
-    }
 
 
 async def run(

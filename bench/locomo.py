@@ -29,36 +29,13 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._locomo_data import CATEGORIES, session_time
+from bench.harness.data.locomo import CATEGORIES, index_conversation
 from mcp_memory.config import GraphSettings, SearchSettings, Settings
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 
 KS = (1, 5, 10, 20)
-
-
-async def index_conversation(service: MemoryService, sample: dict[str, Any]) -> dict[str, str]:
-    """Add every turn; return our memory id -> LoCoMo dia_id."""
-    conversation = sample["conversation"]
-    roles = {conversation["speaker_a"]: "user", conversation["speaker_b"]: "assistant"}
-    ids: dict[str, str] = {}
-    session = 1
-    while f"session_{session}" in conversation:
-        when = session_time(conversation[f"session_{session}_date_time"])
-        for turn in conversation[f"session_{session}"]:
-            out = await service.add_turn(
-                sample["sample_id"],
-                f"session_{session}",
-                roles.get(turn["speaker"], "user"),
-                f"{turn['speaker']}: {turn['text']}",
-                None,
-                10_000_000,  # the benchmark measures retrieval, not summarization
-                created_at=when,
-            )
-            ids[out.turn.id] = turn["dia_id"]
-        session += 1
-    return ids
 
 
 def score(ranked: list[str], evidence: list[str]) -> dict[str, float]:

@@ -22,8 +22,8 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibrate_scores import collect, fit_logistic
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.calibrate_scores import collect, fit_logistic
 
 BAND = 0.05
 

@@ -12,7 +12,7 @@ the store's own write path (`SqliteLongTermStore.put`), not through add_turn and
 are clustered (2,000 centres of Zipf-like sizes plus noise, 384 dimensions, unit length), as in
 ../shared/research/vector-indexes.md: uniform random vectors have no near neighbours to find. Queries are
 LoCoMo questions with vectors drawn the same way (not stored ones). `--corpus near-duplicates` fills it
-instead with near-duplicates of real turns (bench/_near_duplicates.py: LoCoMo turns and BEAM messages
+instead with near-duplicates of real turns (bench/harness/data/near_duplicates.py: LoCoMo turns and BEAM messages
 embedded with the local model, each memory its base vector moved by as much as real edits move it; the
 calibration is printed), searched with held-out real questions embedded with the same model. Recall@10
 compares the store's vector search with an exact search (numpy, float32) over the same vectors; the
@@ -40,11 +40,10 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo
-from _near_duplicates import NearDuplicates
-from latency import percentiles, rss_mb
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness.data.corpus import locomo
+from bench.harness.data.near_duplicates import NearDuplicates
+from bench.harness.timing import percentiles, rss_mb
 from mcp_memory.config import LongTermSettings, SecuritySettings, Settings
 from mcp_memory.llm.onnx_minilm import MODEL_NAME
 from mcp_memory.models import EmbeddingSpec, Memory

@@ -30,10 +30,9 @@ from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, queries, stored_turns, turns
-from latency import percentiles
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness.data.corpus import locomo, queries, stored_turns, turns
+from bench.harness.timing import percentiles
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings
 from mcp_memory.models import Owner, space_key
 from mcp_memory.search.query import SearchQuery

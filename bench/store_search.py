@@ -23,11 +23,10 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, stored_turns
-from latency import percentiles
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import mcp_memory
+from bench.harness.data.corpus import locomo, stored_turns
+from bench.harness.timing import percentiles
 from mcp_memory.models import EmbeddingSpec
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite.db import SqliteDatabase
