@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench.harness import server
 from bench.harness.data.beam import Message
 from mcp_memory.hooks import daemon
 from mcp_memory.hooks.projects import project_of
@@ -152,9 +153,9 @@ def hook_command() -> str:
 
 
 def clean_env(data_dir: Path, settings: dict[str, str]) -> dict[str, str]:
-    """This process's environment without the developer's MCP_MEMORY_* settings, plus the bench's."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
-    return env | {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER_ID": "bench", **settings}
+    """This process's environment without the developer's MCP_MEMORY_* settings, plus the bench's data
+    dir and user (the server's own embedder and log level: the hooks' defaults)."""
+    return server.clean_env(data_dir, settings, embedder=None, log_level=None)
 
 
 def stored(data_dir: Path) -> list[tuple[str, str, str, str]]:

@@ -27,7 +27,6 @@ import numpy as np
 
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
-from mcp_memory.search.fusion import minmax
 from mcp_memory.search.rows import RowFilter
 from mcp_memory.search.terms import date_words, keywords, query_terms, terms
 from mcp_memory.search.text_index import Document, TextIndex
@@ -36,6 +35,13 @@ SPLIT_A = {"conv-26", "conv-41", "conv-43"}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 POOL = 80  # bench/locomo.py asks for 20: the store's candidate pool is max(4 * limit, 50)
 CONTEXT_WEIGHT = 0.4
+
+
+def minmax(values: np.ndarray) -> np.ndarray:
+    """Scaled to 0..1 (all zeros when flat): search/fusion.py's score fusion did this to cosines until
+    search/ranking.py took over the ranking (f98604f); kept here so the lab's rows still compute as before."""
+    low, high = float(values.min()), float(values.max())
+    return (values - low) / (high - low) if high > low else np.zeros_like(values)
 
 
 @dataclass

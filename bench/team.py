@@ -51,8 +51,9 @@ from bench._hook_replay import (
     stored,
     unembedded,
 )
+from bench._hooks_report import wall_times
+from bench._hooks_subjects import Subject, ask, beam_subjects
 from bench.harness.timing import percentile
-from bench.hooks import Subject, ask, beam_subjects, wall_times
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.remote import places
 from mcp_memory.security.static_tokens import hash_token, new_token
