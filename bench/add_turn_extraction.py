@@ -10,7 +10,6 @@ and how many facts they stored once the lane drained.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -23,7 +22,7 @@ import anyio
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.harness import cli
 from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
 from mcp_memory.learning import Learning
 from mcp_memory.service.assembly import open_service
@@ -71,9 +70,7 @@ async def run(settings: Settings, turns: int) -> dict[str, float]:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--every", type=int, default=2, help="extract_every_turns when on")
     parser.add_argument("--llm-ms", type=float, default=150.0, help="simulated model latency per call")

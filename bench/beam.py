@@ -43,9 +43,7 @@ Tokens: Benchmarking and Enhancing Long-Term Memory in LLMs", arXiv 2510.27246.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import json
 import sys
 import tempfile
 import time
@@ -54,7 +52,6 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench._beam_calls import (
     READ_TIMEOUT_SECONDS,
     TIMELINE_BUDGETS,
@@ -66,7 +63,7 @@ from bench._beam_calls import (
     settle,
 )
 from bench._beam_report import attach_server_times, report
-from bench.harness import server
+from bench.harness import cli, server, table
 from bench.harness.data.beam import (
     Conversation,
     conversation_folders,
@@ -130,9 +127,7 @@ async def run_all(conversations: list[Conversation], options: Options, per_conve
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("data", type=Path, help="BEAM's 100K folder (../shared/data/beam/100K)")
     parser.add_argument("--conversations", help="a comma-separated subset, e.g. 1,2 (default: all)")
     parser.add_argument(
@@ -175,7 +170,7 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="also write the results (and every ranking) here")
     args = parser.parse_args()
-    settings = dict(item.split("=", 1) for item in args.setting)
+    settings = cli.settings(args.setting)
     if bad := [name for name in settings if not name.startswith("MCP_MEMORY_")]:
         parser.error(f"--setting takes MCP_MEMORY_* names; got {', '.join(bad)}")
     names = args.conversations.split(",") if args.conversations else None
@@ -187,9 +182,7 @@ def main() -> None:
     )
     run = anyio.run(run_all, conversations, options, args.per_conversation)
     results = report(run, args)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+    table.save(args.json, results)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 OPERATIONS = ("add_turn", "search_memory", "remember")
@@ -174,9 +177,7 @@ def _median(runs: list[dict[str, Any]], operation: str, figure: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--against", type=Path, help="another tree (e.g. a worktree of main) to run beside")
     parser.add_argument("--turns", type=int, default=200, help="add_turn calls per run (half as many others)")
     parser.add_argument("--users", type=int, default=16)

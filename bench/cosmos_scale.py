@@ -45,6 +45,7 @@ import anyio.to_thread
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._scaleout import UserClient
 from bench._team import LOAD_ENV, Row, timed
+from bench.harness import cli
 from bench.harness.data.corpus import turns
 from bench.harness.fleet import Fleet, cpu_seconds, fleet, scrape, shared_redis
 from bench.harness.timing import quantiles
@@ -193,7 +194,7 @@ def run(args: argparse.Namespace) -> list[Result]:
                     MCP_MEMORY_LOG_LEVEL="WARNING",
                     MCP_MEMORY_AUDIT__ENABLED=str(audit).lower(),
                     MCP_MEMORY_SECURITY__SPACES=spaces_setting(principals),
-                    **dict(item.split("=", 1) for item in args.setting),
+                    **cli.settings(args.setting),
                 )
                 result = Result(replicas, audit, Row("writes", args.users))
                 where = work / f"r{replicas}-audit-{audit}"
@@ -235,9 +236,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=15.0, help="each phase's counted length")

@@ -16,7 +16,6 @@ texts would buy throughput, and what it would do to the vectors (issue 37).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -28,6 +27,7 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
 from bench.harness.data.corpus import locomo
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
@@ -116,9 +116,7 @@ def batches(turns: list[str], sizes: list[int]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--locomo", required=True, help="path to locomo_dev.json (read, never copied)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
     parser.add_argument("--json", type=Path, default=None)

@@ -30,6 +30,9 @@ from mcp_memory.config import Settings
 from mcp_memory.learning.entities import mentions
 from mcp_memory.service.assembly import open_service
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+
 
 def turns_of(samples: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     """(sample id, session, "speaker: text") for every turn, in order."""
@@ -100,9 +103,7 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument("--sample", type=int, default=40, help="mentions to print for judging (default 40)")
     anyio.run(run, parser.parse_args())

@@ -15,7 +15,6 @@ the machine alike. The first event, which starts the resident server, is timed a
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -31,7 +30,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from bench.harness import cli
 from bench.harness.data.corpus import locomo
 from mcp_memory.config import Settings
 from mcp_memory.hooks.projects import project_of
@@ -105,9 +104,7 @@ def percentiles(values: list[float]) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("locomo", help="path to locomo_dev.json (read where it is, never copied)")
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=40)

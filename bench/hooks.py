@@ -75,7 +75,6 @@ Agents", ACL 2024, arXiv 2402.17753. The data is read from the path given, never
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -91,7 +90,6 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench import _hook_replay as replaying
 from bench._hook_replay import (
     Hooks,
@@ -110,6 +108,7 @@ from bench._hooks_subjects import (
     ask,
     subjects_of,
 )
+from bench.harness import cli
 from bench.harness.timing import percentile
 from mcp_memory.llm.tokens import TokenCounter
 
@@ -248,9 +247,7 @@ DATASETS = {  # --dataset: what the setup line calls it, and what its questions 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument(
         "data", type=Path, help="BEAM's 100K folder (../shared/data/beam/100K) or LoCoMo's locomo_dev.json"
     )

@@ -32,7 +32,7 @@ from mcp import Client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+from bench.harness import cli  # noqa: E402
 from bench.harness.data.corpus import queries, turns  # noqa: E402
 from tests.services.redis_server import RedisServer, find_redis_binary  # noqa: E402
 from tests.services.server_process import NetworkServer, server_env  # noqa: E402
@@ -172,9 +172,7 @@ async def bench(args: argparse.Namespace, url: str) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=20.0, help="duration of each timed phase")
     where = parser.add_mutually_exclusive_group()
@@ -194,7 +192,7 @@ def main() -> None:
         help="a server setting, e.g. MCP_MEMORY_EMBEDDING__PARALLEL=1 (repeatable)",
     )
     args = parser.parse_args()
-    settings = dict(item.split("=", 1) for item in args.setting)
+    settings = cli.settings(args.setting)
     if bad := [name for name in settings if not name.startswith("MCP_MEMORY_")]:
         parser.error(f"--setting takes MCP_MEMORY_* names; got {', '.join(bad)}")
 

@@ -16,7 +16,6 @@ Prints a table and writes JSON (--json). Numbers are wall-clock on this machine;
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import subprocess
@@ -30,6 +29,7 @@ import anyio
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli, table
 from bench.harness.data.corpus import locomo, queries, turns
 from bench.harness.timing import cpu, percentiles, rss_mb
 from mcp_memory.config import Settings, WorkingSettings
@@ -165,9 +165,7 @@ HEADER = (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--samples", type=int, default=200, help="timed calls per operation and size")
     parser.add_argument(
@@ -204,9 +202,7 @@ def main() -> None:
                 print(
                     f"| {row['memories']:>7,} | {mode} | {p['p50_ms']:6.2f} | {p['p95_ms']:6.2f} | {p['p99_ms']:6.2f} |"
                 )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"backend": backend, "modes": args.modes, "rows": rows}, indent=2))
+    table.save(args.json, {"backend": backend, "modes": args.modes, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -59,6 +59,7 @@ from bench._team import (
     one_user,
     server_overrides,
 )
+from bench.harness import cli
 from bench.harness.timing import quantiles
 from tests.security.bearer import Credential, bearer_client, tokens_env
 from tests.services.server_process import NetworkServer, server_env
@@ -231,9 +232,7 @@ def mixed(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--users", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=10.0, help="each phase's length")
     parser.add_argument(

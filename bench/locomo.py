@@ -28,7 +28,7 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.harness import cli, table
 from bench.harness.data.locomo import CATEGORIES, index_conversation
 from mcp_memory.config import GraphSettings, SearchSettings, Settings
 from mcp_memory.search.query import SearchQuery
@@ -146,9 +146,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument(
         "--compare", action="store_true", help="also BM25 only, vector only and the other fusion"
@@ -176,9 +174,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     results = anyio.run(run, args)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+    table.save(args.json, results)
 
 
 if __name__ == "__main__":

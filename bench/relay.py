@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from bench.harness import cli
 from tests.services.resident import resident_pids, stop_resident
 
 INITIALIZE = {
@@ -140,9 +140,7 @@ def open_sessions(count: int, env: dict[str, str], workdir: Path, *args: str) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--in-process-rounds", type=int, default=3)
     parser.add_argument("--embedder", default="local", choices=["local", "hash"])

@@ -14,7 +14,6 @@ Nothing is asserted; the data is read from the path given, never copied.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Callable
@@ -30,6 +29,9 @@ from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
 from mcp_memory.search.rows import RowFilter
 from mcp_memory.search.terms import date_words, keywords, query_terms, terms
 from mcp_memory.search.text_index import Document, TextIndex
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
 
 SPLIT_A = {"conv-26", "conv-41", "conv-43"}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -265,9 +267,7 @@ def mean(rows: list[Row], keep: Callable[[Row], bool], n: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     args = parser.parse_args()
     conversations = load(args.data, LocalMiniLMEmbedder.load(EmbeddingSettings()))

@@ -41,6 +41,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
 from bench.harness.data.corpus import locomo
 from bench.harness.data.near_duplicates import NearDuplicates
 from bench.harness.timing import percentiles, rss_mb
@@ -354,9 +355,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--locomo", help="path to locomo_dev.json (its turn texts and questions)")
     parser.add_argument("--corpus", choices=["synthetic", "near-duplicates"], default="synthetic")
     parser.add_argument("--beam", help="near-duplicates: the BEAM 100K folder (its messages and questions)")

@@ -56,6 +56,7 @@ from bench._shared_file_http import HttpServer, http_bench
 from bench._shared_file_phases import child_first_search, child_rss, first_searches, foreign_writes
 from bench._shared_file_procs import INDEX_MEMORY_ENV, USER, code_under_test, load, run_child, server_code
 from bench._shared_file_seed import Corpus, seed_dir
+from bench.harness import cli, table
 from bench.harness.timing import cpu, percentiles
 
 PHASES = ("seed", "foreign", "first", "rss", "http")
@@ -253,9 +254,7 @@ def report(out: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--locomo", default="../shared/data/locomo/locomo_dev.json", help="locomo_dev.json")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000], help="memories per data dir")
     parser.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES))
@@ -294,9 +293,7 @@ def main() -> None:
         os.environ[INDEX_MEMORY_ENV] = str(args.index_memory_mb)
     out = wanted(args)
     report(out)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(out, indent=2, default=str))
+    table.save(args.json, out)
 
 
 if __name__ == "__main__":

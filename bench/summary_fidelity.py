@@ -52,7 +52,7 @@ import anyio
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakes, for --llm-stub
-
+from bench.harness import cli, table
 from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
 from mcp_memory.search.terms import keywords, query_terms
 from mcp_memory.service.assembly import open_service
@@ -309,9 +309,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument(
         "--llm-stub",
@@ -326,9 +324,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     results = anyio.run(run, args)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+    table.save(args.json, results)
 
 
 if __name__ == "__main__":

@@ -61,8 +61,6 @@ Tavakoli et al., "Beyond a Million Tokens: Benchmarking and Enhancing Long-Term 
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import platform
 import sys
@@ -76,12 +74,11 @@ import anyio
 
 # This checkout (a copy of bench/ elsewhere, e.g. /tmp/tt/bench, finds mcp_memory on PYTHONPATH instead).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench._tool_tokens_calls import run_definitions, run_results
 from bench._tool_tokens_count import Tally
 from bench._tool_tokens_report import call_rows, hit_rows, long_rows, print_report, recall_rows
 from bench._tool_tokens_threads import Thread, beam_threads, locomo_threads
-from bench.harness import server
+from bench.harness import cli, server, table
 from mcp_memory.llm.tokens import TokenCounter
 
 # ---- the run and the command line ---------------------------------------------------------------------
@@ -120,9 +117,7 @@ async def run(threads: list[Thread], settings: dict[str, str]) -> dict[str, Any]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--beam", type=Path, help="BEAM's 100K folder (../shared/data/beam/100K)")
     parser.add_argument("--locomo", type=Path, help="locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument("--conversations", help="BEAM: a comma-separated subset, e.g. 1,2 (default: all)")
@@ -147,7 +142,7 @@ def main() -> None:
     )
     parser.add_argument("--json", type=Path, help="also write the results (every call and question) here")
     args = parser.parse_args()
-    settings = dict(item.split("=", 1) for item in args.setting)
+    settings = cli.settings(args.setting)
     if bad := [name for name in settings if not name.startswith("MCP_MEMORY_")]:
         parser.error(f"--setting takes MCP_MEMORY_* names; got {', '.join(bad)}")
     threads: list[Thread] = []
@@ -158,9 +153,7 @@ def main() -> None:
         threads += locomo_threads(args.locomo, args.locomo_samples, args.limit_messages)
     results = anyio.run(run, threads, settings)
     print_report(results)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2, default=str))
+    table.save(args.json, results)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ Prints a table; nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -24,7 +23,7 @@ from mcp import Client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
+from bench.harness import cli  # noqa: E402
 from tests.services.server_process import NetworkServer, StdioServer, server_env  # noqa: E402
 
 WARMUP = 20
@@ -52,9 +51,7 @@ def percentile(ordered: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
     overrides = {"MCP_MEMORY_EMBEDDING__PROVIDER": "hash", "MCP_MEMORY_LOG_LEVEL": "WARNING"}

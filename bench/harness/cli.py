@@ -1,29 +1,37 @@
 """The bench's command line: a parser whose --help is the script's docstring (what it answers, how to
-run it), with `--save PATH` for the results (bench.harness.table.save), and MCP_MEMORY_* settings for
-the server under test (`--setting NAME=VALUE`, repeatable)."""
+run it, what it prints), optionally with `--json PATH` (write the results there: bench.harness.table.save),
+and MCP_MEMORY_* settings for the server under test (`--setting NAME=VALUE`, repeatable)."""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 
-def parser(doc: str | None, *, save: bool = True) -> argparse.ArgumentParser:
-    """An ArgumentParser described by `doc` (pass the script's __doc__), its layout kept; `--save PATH`
-    unless save=False (for a bench that already writes its own file, e.g. with --json)."""
+def parser(doc: str | None, *, json: bool = False, setting: bool = False) -> argparse.ArgumentParser:
+    """An ArgumentParser described by `doc` (pass the script's __doc__, its layout kept); with json=True
+    a `--json PATH` option, with setting=True a repeatable `--setting MCP_MEMORY_NAME=VALUE`
+    (read them with `settings(args.setting)`)."""
     made = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-    if save:
+    if json:
+        made.add_argument("--json", type=Path, metavar="PATH", help="also write the results here (JSON)")
+    if setting:
         made.add_argument(
-            "--save", metavar="PATH", help="also write the results: JSON if PATH ends in .json, else markdown"
+            "--setting",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="an MCP_MEMORY_* setting for the server under test (repeatable)",
         )
     return made
 
 
 def settings(values: list[str] | None) -> dict[str, str]:
-    """`NAME=VALUE` strings (from a repeatable --setting) as a dict; exits naming a malformed one."""
+    """`MCP_MEMORY_NAME=VALUE` strings (from --setting) as a dict; exits naming a malformed one."""
     out: dict[str, str] = {}
     for value in values or []:
         name, sep, given = value.partition("=")
         if not sep or not name.startswith("MCP_MEMORY_"):
-            raise SystemExit(f"--setting wants MCP_MEMORY_NAME=VALUE, got {value[:60]!r}")
+            raise SystemExit(f"--setting takes MCP_MEMORY_NAME=VALUE; got {value[:60]!r}")
         out[name] = given
     return out

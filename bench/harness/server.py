@@ -8,7 +8,7 @@
 - `stdio(command, env, workdir)`: the server as a child over stdio, the MCP SDK's `Client` connected to
   it, its stderr appended to workdir/server.stderr.
 - `http(workdir, env)`: `mcp-memory serve --transport http|sse` as a process on a free port
-  (tests/services/server_process.py's NetworkServer, which the tests use too); `server.client()`.
+  (tests/services/server_process.py's NetworkServer, which the tests use too); `server.connect()`.
 - `server_code(env, cwd)`: where a server started like that imports mcp_memory from (say it in reports
   that compare two checkouts).
 - In process: `open_service(settings)` (mcp_memory.service.assembly), re-exported here.
@@ -117,7 +117,7 @@ def http(
     workdir: Path, env: Mapping[str, str], transport: Literal["http", "sse"] = "http"
 ) -> Iterator[NetworkServer]:
     """`mcp-memory serve --transport http|sse` on a free port until the block ends (stopped then);
-    `server.url`, `server.client()`, `server.stderr()`, `server.pid`."""
+    `server.url`, `server.connect()`, `server.stderr()`, `server.pid`."""
     workdir.mkdir(parents=True, exist_ok=True)
     server = NetworkServer(transport, workdir, dict(env))
     server.start()

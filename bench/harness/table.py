@@ -30,11 +30,16 @@ def markdown(
     title: str | None = None,
     digits: int = 3,
 ) -> str:
-    """rows (dicts) as a markdown table; columns default to the first row's keys, in order."""
+    """rows (dicts) as a markdown table; columns default to the first row's keys, in order; columns whose
+    first value is a number are right-aligned."""
     names = list(columns or (rows[0].keys() if rows else []))
     lines = [f"\n{title}\n"] if title else []
     lines.append("| " + " | ".join(names) + " |")
-    lines.append("|" + "|".join("---" for _ in names) + "|")
+    first = rows[0] if rows else {}
+    numeric = [
+        isinstance(first.get(name), int | float) and not isinstance(first.get(name), bool) for name in names
+    ]
+    lines.append("|" + "|".join("---:" if right else "---" for right in numeric) + "|")
     lines += ["| " + " | ".join(cell(row.get(name), digits) for name in names) + " |" for row in rows]
     return "\n".join(lines)
 

@@ -1,6 +1,6 @@
 """bench/ stays a house a newcomer can find their way in (bench/README.md): no file over 500 lines, no
-import cycle between its modules, and every benchmark script answers --help (its command line parses
-and its imports resolve)."""
+import cycle between its modules, every benchmark script answers --help (its command line parses and its
+imports resolve), and bench/README.md names every benchmark with links that resolve."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+from tests.unit.test_readme import _anchors, _links
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 MAX_LINES = 500
@@ -108,6 +110,20 @@ def test_the_cycle_finder_finds_one() -> None:
 def test_there_are_bench_scripts() -> None:
     names = {path.name for path in scripts()}
     assert {"locomo.py", "beam.py", "load.py", "tool_tokens.py", "shared_file.py"} <= names
+
+
+def test_the_readme_names_every_benchmark_and_its_links_resolve() -> None:
+    readme = BENCH / "README.md"
+    text = readme.read_text()
+    missing = [path.name for path in scripts() if f"`{path.name}`" not in text]
+    assert not missing, f"benchmarks bench/README.md does not name (add a row): {missing}"
+    broken = []
+    for target in _links(readme):
+        path, _, fragment = target.partition("#")
+        resolved = (readme.parent / path).resolve() if path else readme
+        if not resolved.exists() or (fragment and fragment not in _anchors(resolved)):
+            broken.append(target)
+    assert not broken, f"bench/README.md links to no such file or heading: {broken}"
 
 
 def _help(script: Path) -> tuple[Path, subprocess.CompletedProcess[str]]:
