@@ -25,7 +25,7 @@ import anyio
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.harness import cli
+from bench.harness import cli, table
 from bench.harness.data.locomo import index_conversation
 from mcp_memory.config import Settings
 from mcp_memory.models import Hit
@@ -161,16 +161,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = cli.parser(__doc__)
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument(
         "data", help="LoCoMo JSON (e.g. ../shared/data/locomo/locomo_dev.json); read, never copied"
     )
     parser.add_argument("--fit", type=int, default=3, help="conversations to fit on; the rest check the fit")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
     result = anyio.run(run, args)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+    table.save(args.json, result)
 
 
 if __name__ == "__main__":

@@ -165,7 +165,7 @@ HEADER = (
 
 
 def main() -> None:
-    parser = cli.parser(__doc__)
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--samples", type=int, default=200, help="timed calls per operation and size")
     parser.add_argument(
@@ -176,7 +176,6 @@ def main() -> None:
         help="search modes to time; the table's search columns show the first, a second table all",
     )
     parser.add_argument("--redis", default=None, help="Redis URL: working memory on Redis instead of SQLite")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument(
         "--locomo", default=None, help="path to locomo_dev.json: real conversation turns and questions"
     )

@@ -146,7 +146,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = cli.parser(__doc__)
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument(
         "--compare", action="store_true", help="also BM25 only, vector only and the other fusion"
@@ -171,7 +171,6 @@ def main() -> None:
         nargs="+",
         help="also evaluate search with links followed at each of these weights (graph.link_weight)",
     )
-    parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     results = anyio.run(run, args)
     table.save(args.json, results)

@@ -41,7 +41,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.harness import cli
+from bench.harness import cli, table
 from bench.harness.data.corpus import locomo
 from bench.harness.data.near_duplicates import NearDuplicates
 from bench.harness.timing import percentiles, rss_mb
@@ -355,7 +355,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main() -> None:
-    parser = cli.parser(__doc__)
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("--locomo", help="path to locomo_dev.json (its turn texts and questions)")
     parser.add_argument("--corpus", choices=["synthetic", "near-duplicates"], default="synthetic")
     parser.add_argument("--beam", help="near-duplicates: the BEAM 100K folder (its messages and questions)")
@@ -376,7 +376,6 @@ def main() -> None:
         default=LongTermSettings.model_fields["ann_expansion"].default,
     )
     parser.add_argument("--scratch", default=None, help="where the temporary data dir goes")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--first-search", nargs=4, help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args()
     threadpool_limits(1)
@@ -386,8 +385,7 @@ def main() -> None:
         return
     rows = asyncio.run(run(args))
     print_table(rows)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    table.save(args.json, rows)
 
 
 if __name__ == "__main__":

@@ -254,7 +254,7 @@ def report(out: dict[str, Any]) -> None:
 
 
 def main() -> None:
-    parser = cli.parser(__doc__)
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("--locomo", default="../shared/data/locomo/locomo_dev.json", help="locomo_dev.json")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10000, 100000], help="memories per data dir")
     parser.add_argument("--phases", nargs="+", choices=PHASES, default=list(PHASES))
@@ -276,7 +276,6 @@ def main() -> None:
         help=f"sets {INDEX_MEMORY_ENV} here and in every child (stores that lack the setting ignore it)",
     )
     parser.add_argument("--workdir", default=None, help="keep the data dirs here instead of a temp dir")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)  # a measuring child process
     parser.add_argument("--child-query", default="", help=argparse.SUPPRESS)
     parser.add_argument("--child-users", nargs="*", default=[], help=argparse.SUPPRESS)

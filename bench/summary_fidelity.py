@@ -49,10 +49,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakes, for --llm-stub
-from bench.harness import cli, table
+from bench.harness import cli, llm, table
 from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
 from mcp_memory.search.terms import keywords, query_terms
 from mcp_memory.service.assembly import open_service
@@ -201,13 +200,7 @@ def stub_llm() -> Iterator[tuple[LLMSettings, Callable[[], int]]]:
     from tests.fakes.openai_stub import OpenAIStub  # a test fake: only --llm-stub needs it
 
     with OpenAIStub.running() as stub:
-        settings = LLMSettings(
-            provider="openai",
-            model="stub-chat",
-            base_url=stub.base_url,
-            api_key=SecretStr("sk-bench"),
-            max_retries=0,
-        )
+        settings = llm.stub_settings(stub.base_url)
         yield settings, lambda: len(stub.chat_requests())
 
 
@@ -309,7 +302,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = cli.parser(__doc__)
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument(
         "--llm-stub",
@@ -321,7 +314,6 @@ def main() -> None:
     )
     parser.add_argument("--variants", action="store_true", help="also the other readings of the spec")
     parser.add_argument("--examples", type=int, default=0, help="list this many eligible answers not kept")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     results = anyio.run(run, args)
     table.save(args.json, results)

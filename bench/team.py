@@ -51,7 +51,7 @@ from bench._hook_replay import (
 )
 from bench._hooks_report import wall_times
 from bench._hooks_subjects import Subject, ask, beam_subjects
-from bench.harness import cli
+from bench.harness import cli, table
 from bench.harness.timing import percentile
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.remote import places
@@ -139,10 +139,9 @@ def times(hooks: Hooks, since: int) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    parser = cli.parser(__doc__)
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("data", type=Path, help="BEAM's 100K folder")
     parser.add_argument("--latency-ms", type=float, default=20.0, help="added each way (default 20)")
-    parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     online, offline = beam_subjects(args.data, 2)
     token = new_token()
@@ -174,8 +173,7 @@ def main() -> None:
             server.stop()
     results |= {"server_start_s": started, "latency_ms_each_way": args.latency_ms}
     report(results)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    table.save(args.json, results)
 
 
 def run(

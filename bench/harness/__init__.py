@@ -9,6 +9,7 @@
 - `bench.harness.table`: print a markdown table and save results as JSON or markdown.
 - `bench.harness.cli`: an argument parser whose help is the script's docstring, with `--save`.
 - `bench.harness.fleet`: N server processes behind nginx round-robin, with shared Redis.
+- `bench.harness.llm`: the local OpenAI-compatible stub (the tests' fake) as the service's LLM settings.
 
 A bench script puts the repository's root on sys.path before importing it (the first lines of every
 bench script; see bench/README.md, "Adding a benchmark"):
