@@ -34,8 +34,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.harness import cli  # noqa: E402
 from bench.harness.data.corpus import queries, turns  # noqa: E402
+from bench.harness.server import http as serve_over_network  # noqa: E402
+from bench.harness.timing import percentile  # noqa: E402
 from tests.services.redis_server import RedisServer, find_redis_binary  # noqa: E402
-from tests.services.server_process import NetworkServer, server_env  # noqa: E402
+from tests.services.server_process import server_env  # noqa: E402
 
 CONNECT_SECONDS = 60.0
 
@@ -60,10 +62,7 @@ class Phase:
         return len(self.latencies) / span if span > 0 else 0.0
 
     def percentile_ms(self, q: float) -> float:
-        if not self.latencies:
-            return float("nan")
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+        return percentile(self.latencies, q) * 1000
 
 
 async def call_until(client: Client, deadline: float, phase: Phase, next_call: Any) -> None:
@@ -219,12 +218,10 @@ def main() -> None:
             overrides["MCP_MEMORY_WORKING__REDIS_URL"] = redis_url
             overrides["MCP_MEMORY_WORKING__KEY_PREFIX"] = f"bench{time.time_ns()}"
         overrides |= settings
-        server = NetworkServer("http", workdir / "server", server_env(workdir / "data", overrides))
-        server.start()
         try:
-            lines = anyio.run(bench, args, server.url)
+            with serve_over_network(workdir / "server", server_env(workdir / "data", overrides)) as server:
+                lines = anyio.run(bench, args, server.url)
         finally:
-            server.stop()
             if redis is not None:
                 redis.stop()
     backend = "redis" if redis_url else "sqlite (embedded)"

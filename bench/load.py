@@ -60,6 +60,7 @@ from bench._team import (
     server_overrides,
 )
 from bench.harness import cli
+from bench.harness.server import http as serve_over_network
 from bench.harness.timing import quantiles
 from tests.security.bearer import Credential, bearer_client, tokens_env
 from tests.services.server_process import NetworkServer, server_env
@@ -179,12 +180,8 @@ def serving(principals: list[Credential], args: argparse.Namespace) -> Iterator[
     with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
         work = Path(tmp)
         env = server_env(work / "data", tokens_env(principals, **server_overrides(args)))
-        server = NetworkServer("http", work, env)
-        server.start()
-        try:
+        with serve_over_network(work, env) as server:
             yield server
-        finally:
-            server.stop()
 
 
 def four_rows(args: argparse.Namespace) -> None:

@@ -24,7 +24,9 @@ from mcp import Client
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from bench.harness import cli  # noqa: E402
-from tests.services.server_process import NetworkServer, StdioServer, server_env  # noqa: E402
+from bench.harness.server import http as serve_over_network  # noqa: E402
+from bench.harness.timing import percentile  # noqa: E402
+from tests.services.server_process import StdioServer, server_env  # noqa: E402
 
 WARMUP = 20
 CALL = ("search_memory", {"query": "budget for the trip", "limit": 1, "mode": "text"})
@@ -46,10 +48,6 @@ async def timed_calls(client: Client, calls: int) -> list[float]:
     return sorted(latencies)
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main() -> None:
     parser = cli.parser(__doc__)
     parser.add_argument("--calls", type=int, default=300)
@@ -67,12 +65,8 @@ def main() -> None:
                 finally:
                     stdio.close()
             else:
-                server = NetworkServer(transport, workdir / transport, env)
-                server.start()
-                try:
+                with serve_over_network(workdir / transport, env, transport) as server:
                     latencies = anyio.run(_over, server.connect(), args.calls)
-                finally:
-                    server.stop()
             rows.append((transport, latencies))
             print(f"{transport}: p50 {percentile(latencies, 0.5):.2f} ms", file=sys.stderr)
     stdio_p50 = percentile(rows[0][1], 0.5)
