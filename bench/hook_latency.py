@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.harness import cli
 from bench.harness.data.corpus import locomo
+from bench.harness.timing import median_p95_max
 from mcp_memory.config import Settings
 from mcp_memory.hooks.projects import project_of
 from mcp_memory.models import Memory, utcnow
@@ -98,9 +98,8 @@ def fire(env: dict[str, str], event: str, payload: Mapping[str, object]) -> floa
 
 
 def percentiles(values: list[float]) -> str:
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return f"{statistics.median(ordered):.0f} | {p95:.0f} | {ordered[-1]:.0f}"
+    p50, p95, most = median_p95_max(values)
+    return f"{p50:.0f} | {p95:.0f} | {most:.0f}"
 
 
 def main() -> None:

@@ -42,6 +42,17 @@ def quantiles(values: Sequence[float]) -> dict[int, float]:
     return {50: cuts[49], 90: cuts[89], 99: cuts[98]}
 
 
+def median_p95_max(values: Sequence[float]) -> tuple[float, float, float]:
+    """The median (interpolated), p95 (the nearest of round(0.95 * (n - 1))) and max of values: the
+    convention of the hook and relay benches (bench/hook_latency.py, bench/relay.py)."""
+    ordered = sorted(values)
+    return (
+        statistics.median(ordered),
+        ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        ordered[-1],
+    )
+
+
 def spread(values: Sequence[float]) -> dict[str, float]:
     """mean, p50 and p95 (nearest rank) of values; {} when there are none."""
     if not values:
