@@ -38,7 +38,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Appended, not first: a run on another tree (PYTHONPATH, --against) imports that tree's mcp_memory.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 from bench.harness import cli
 
 HERE = Path(__file__).resolve().parent
@@ -84,13 +85,11 @@ def _count_requests(counts: collections.Counter[str]) -> None:
 async def _child(endpoint: str, key: str, audited: bool, users: int, turns: int) -> dict[str, Any]:
     from pydantic import SecretStr
 
+    from bench.harness.data.corpus import queries
+    from bench.harness.data.corpus import turns as corpus_turns
     from mcp_memory.config import AuditSettings, CosmosSettings, LongTermSettings, Settings
     from mcp_memory.search.query import SearchQuery
     from mcp_memory.service.assembly import open_service
-
-    sys.path.append(str(REPO))  # after the tree's mcp_memory (imported above): the corpus only
-    from bench.harness.data.corpus import queries
-    from bench.harness.data.corpus import turns as corpus_turns
 
     counts: collections.Counter[str] = collections.Counter()
     _count_requests(counts)
