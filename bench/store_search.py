@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Appended, not first: with PYTHONPATH naming another checkout, its mcp_memory is the one measured.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 import mcp_memory
 from bench.harness import cli
 from bench.harness.data.corpus import locomo, stored_turns
