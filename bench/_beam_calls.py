@@ -27,18 +27,12 @@ from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import short_id
 
 TOP = 20
-
-
 TIMELINE_BUDGETS = (2000, 4000, 8000)
-
-
 READ_TIMEOUT_SECONDS = 600.0  # the first search waits for a whole conversation to be embedded
 
 
 # The server's line for each request (mcp/middleware/request_log.py, RequestLog).
 REQUEST_LINE = re.compile(r"method=tools/call target=(\S+) .*? outcome=ok ms=([0-9.]+)")
-
-
 TIMED = ("add_turn", "search_memory", "timeline")
 
 
@@ -218,8 +212,6 @@ async def ask_timeline(
 
 
 LATER_LINE = re.compile(r"later passages embedded: (\d+) long memories in all, none waiting")
-
-
 SETTLE_SECONDS = 600
 
 

@@ -24,8 +24,6 @@ from bench.harness.data.locomo import sample_of
 from mcp_memory.llm.tokens import TokenCounter
 
 BEFORE_EXCHANGES = 40
-
-
 SIDES = ("both", "start", "prompt")  # SessionStart + UserPromptSubmit, and each alone
 
 

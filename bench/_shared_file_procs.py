@@ -17,35 +17,15 @@ import anyio
 from mcp import Client
 
 SCRIPT = Path(__file__).resolve().with_name("shared_file.py")  # children run the script again
-
-
 USER = "bench"
-
-
 THREAD_SIZE = 100  # seeded turns per thread
-
-
 LIVE_THREADS = 3  # threads added through the real add_turn (working memory exists for them)
-
-
 LIVE_TURNS = 10  # turns in each
-
-
 BATCH = 500  # memories per long_term.put while seeding
-
-
 START_SECONDS = 120.0  # a server process answering (stdio initialize, GET /health)
-
-
 CALL_SECONDS = 300.0  # one call, at most (a search may rebuild a 100k index on a busy machine)
-
-
 CHILD_SECONDS = 900.0  # one measuring child process, at most
-
-
 STOP_SECONDS = 10.0
-
-
 INDEX_MEMORY_ENV = "MCP_MEMORY_LONG_TERM__INDEX_MEMORY_MB"
 
 

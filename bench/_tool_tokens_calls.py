@@ -33,8 +33,6 @@ from bench._tool_tokens_count import (
     words_all,
 )
 from bench._tool_tokens_threads import Thread, Turn, fact_visible
-
-# This checkout (a copy of bench/ elsewhere, e.g. /tmp/tt/bench, finds mcp_memory on PYTHONPATH instead).
 from bench.harness import server
 from bench.harness.data.beam import recall
 from mcp_memory.llm.tokens import TokenCounter

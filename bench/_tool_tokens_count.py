@@ -14,47 +14,24 @@ from typing import Any
 
 from mcp import Client
 
-# This checkout (a copy of bench/ elsewhere, e.g. /tmp/tt/bench, finds mcp_memory on PYTHONPATH instead).
 from mcp_memory.llm.tokens import TokenCounter
 
 _ROOT = Path(__file__).resolve().parents[1]
-
-
 TOP = 10
-
-
 SEARCH_TYPES = ["turn"]
-
-
 READ_TIMEOUT_SECONDS = 600.0  # the first search waits for a whole conversation to be embedded
-
-
 LATER_LINE = re.compile(r"later passages embedded: (\d+) long memories in all, none waiting")
-
-
 SETTLE_SECONDS = 900
-
-
 WORD = re.compile(r"[a-z0-9_]+")
-
-
 ESCAPE = re.compile(r"\\(?:u[0-9a-fA-F]{4}|.)")  # a JSON string escape (\n, \", \u00e9) in a result's text
-
-
 MOSTLY_LONG = (5, 8)  # of 10 hits: searches where at least this many hits are long
-
-
 PROFILES: tuple[str | None, ...] = (None, "core", "standard", "all")  # None: MCP_MEMORY_TOOLS unset
-
-
 FACTS = (
     ("semantic", "The user's project stores its data in PostgreSQL 15 with the pgvector extension."),
     ("preference", "The user prefers short answers with a code example in Python."),
     ("procedural", "To release, the user runs `make release` and then tags the commit vMAJOR.MINOR.PATCH."),
     ("episodic", "On 2024-03-15 the user fixed the login timeout by raising the session TTL to 30 minutes."),
 )
-
-
 REFERENCE_PACKAGE = "@modelcontextprotocol/server-memory"
 
 

@@ -6,8 +6,6 @@ import statistics
 from typing import Any
 
 from bench._tool_tokens_count import MOSTLY_LONG, REFERENCE_PACKAGE, TOP, Measured, Tally
-
-# This checkout (a copy of bench/ elsewhere, e.g. /tmp/tt/bench, finds mcp_memory on PYTHONPATH instead).
 from bench.harness.timing import spread
 
 

@@ -11,8 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from bench._tool_tokens_count import WORD
-
-# This checkout (a copy of bench/ elsewhere, e.g. /tmp/tt/bench, finds mcp_memory on PYTHONPATH instead).
 from bench.harness.data.beam import Conversation, conversation_folders, first_messages, load_conversation
 from mcp_memory.search.passages import passages
 
