@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from bench._tool_tokens_count import WORD
 from bench.harness.data.beam import Conversation, conversation_folders, first_messages, load_conversation
+from bench.harness.data.locomo import session_time
 from mcp_memory.search.passages import passages
 
 RUBRIC_FACT = re.compile(r"should (?:state|mention)\s*:\s*(.+)", re.IGNORECASE)
@@ -92,11 +93,6 @@ def beam_threads(
             )
         )
     return threads
-
-
-def session_time(text: str) -> datetime:
-    """LoCoMo writes '1:56 pm on 8 May, 2023'."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def locomo_threads(path: Path, samples: int | None, limit: int | None) -> list[Thread]:

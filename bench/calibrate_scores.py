@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -27,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import cli, table
 from bench.harness.data.locomo import index_conversation
+from bench.harness.data.locomo import samples as locomo_samples
 from mcp_memory.config import Settings
 from mcp_memory.models import Hit
 from mcp_memory.search import ranking, relevance
@@ -55,7 +55,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 50
 
 async def collect(data: Path, mode: str) -> list[tuple[int, list[list[HitSignals]], list[list[bool]]]]:
     """Per conversation: each question's hits' signals and relevance labels."""
-    samples = json.loads(data.read_text())  # noqa: ASYNC240 - once, before anything runs
+    samples = locomo_samples(data)
     out = []
     with tempfile.TemporaryDirectory(prefix="mcp-memory-calibrate-") as scratch:
         settings = Settings(user_id="bench", data_dir=Path(scratch))

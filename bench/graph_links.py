@@ -14,7 +14,6 @@ What following the links does to retrieval is bench/locomo.py --link-weights.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
@@ -32,6 +31,7 @@ from mcp_memory.service.assembly import open_service
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import cli
+from bench.harness.data.locomo import samples as locomo_samples
 
 
 def turns_of(samples: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
@@ -91,7 +91,7 @@ async def add_turn_timings(turns: list[tuple[str, str, str]], link: bool) -> lis
 
 
 async def run(args: argparse.Namespace) -> None:
-    samples = json.loads(Path(args.data).read_text())  # noqa: ASYNC240 - once, before anything runs
+    samples = locomo_samples(args.data)
     turns = turns_of(samples)
     extractor_report(turns, args.sample)
     print("\n| add_turn | p50 ms | p95 ms |\n|---|---:|---:|")

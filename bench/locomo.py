@@ -15,7 +15,6 @@ share of a question's evidence turns in the top k; NDCG@10 with binary relevance
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -30,6 +29,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import cli, table
 from bench.harness.data.locomo import CATEGORIES, index_conversation
+from bench.harness.data.locomo import samples as locomo_samples
 from mcp_memory.config import GraphSettings, SearchSettings, Settings
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
@@ -89,7 +89,7 @@ def print_table(label: str, result: dict[str, Any]) -> None:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    samples = json.loads(Path(args.data).read_text())  # noqa: ASYNC240 - once, before anything runs
+    samples = locomo_samples(args.data)
     with tempfile.TemporaryDirectory(prefix="mcp-memory-locomo-") as scratch:
         settings = Settings(user_id="bench", data_dir=Path(scratch))
         search = settings.search.model_copy(

@@ -14,11 +14,9 @@ Nothing is asserted; the data is read from the path given, never copied.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +30,8 @@ from mcp_memory.search.text_index import Document, TextIndex
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.harness import cli
+from bench.harness.data.locomo import samples as locomo_samples
+from bench.harness.data.locomo import session_time
 
 SPLIT_A = {"conv-26", "conv-41", "conv-43"}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
@@ -59,10 +59,6 @@ class Conversation:
     text: dict[int, TextIndex]  # context turns after (0 or 2) -> the BM25 index
 
 
-def session_time(text: str) -> datetime:
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
 def window(turns: list[dict[str, Any]], i: int, before: int, after: int) -> list[str]:
     same = [t for t in turns[max(0, i - before) : i + 1 + after] if t["session"] == turns[i]["session"]]
     return [t["text"] for t in same if t is not turns[i]]
@@ -70,7 +66,7 @@ def window(turns: list[dict[str, Any]], i: int, before: int, after: int) -> list
 
 def load(path: str, embedder: LocalMiniLMEmbedder) -> list[Conversation]:
     out = []
-    for sample in json.loads(Path(path).read_text()):
+    for sample in locomo_samples(path):
         c = sample["conversation"]
         turns: list[dict[str, Any]] = []
         n = 1

@@ -37,14 +37,12 @@ model's summaries flow through the same path. Its figure is plumbing only, never
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +50,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakes, for --llm-stub
 from bench.harness import cli, llm, table
+from bench.harness.data.locomo import samples as locomo_samples
+from bench.harness.data.locomo import session_time
 from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
 from mcp_memory.search.terms import keywords, query_terms
 from mcp_memory.service.assembly import open_service
@@ -59,11 +59,6 @@ from mcp_memory.service.memory_service import MemoryService
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 4: "single-hop"}
 THREAD = "conversation"
-
-
-def session_time(text: str) -> datetime:
-    """LoCoMo writes '1:56 pm on 8 May, 2023'."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def content_words(text: str) -> set[str]:
@@ -280,7 +275,7 @@ def report(
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    samples = json.loads(Path(args.data).read_text())  # noqa: ASYNC240 - once, before anything runs
+    samples = locomo_samples(args.data)
     began = time.perf_counter()
     results: dict[str, Any] = {"data": str(args.data), "embedder": args.embedder or "default"}
     threads = await replay_all(samples, args.embedder, None)

@@ -10,9 +10,11 @@ is read from the path given, never copied.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from bench.harness.data.beam import Message, Question
@@ -31,6 +33,12 @@ class Sample:
     questions: list[Question]  # categories 1-4, evidence as message ids
     texts: dict[int, str]  # message id -> the turn's text alone (what the found rule looks for)
     dia_ids: dict[int, str]  # message id -> LoCoMo's dia_id
+
+
+def samples(path: str | Path) -> list[dict[str, Any]]:
+    """The file's samples as LoCoMo writes them (each a conversation, its sessions and its questions)."""
+    loaded: list[dict[str, Any]] = json.loads(Path(path).read_text())
+    return loaded
 
 
 def session_time(text: str) -> datetime:
