@@ -27,11 +27,14 @@ def parser(doc: str | None, *, json: bool = False, setting: bool = False) -> arg
 
 
 def settings(values: list[str] | None) -> dict[str, str]:
-    """`MCP_MEMORY_NAME=VALUE` strings (from --setting) as a dict; exits naming a malformed one."""
+    """`NAME=VALUE` strings (from --setting: MCP_MEMORY_* settings, or any variable for the server's
+    environment, as the benches always took) as a dict; exits naming one without `=`."""
     out: dict[str, str] = {}
     for value in values or []:
         name, sep, given = value.partition("=")
-        if not sep or not name.startswith("MCP_MEMORY_"):
-            raise SystemExit(f"--setting takes MCP_MEMORY_NAME=VALUE; got {value[:60]!r}")
+        if not sep or not name:
+            raise SystemExit(
+                f"--setting takes NAME=VALUE (e.g. MCP_MEMORY_SEARCH__FUSION=rrf); got {value[:60]!r}"
+            )
         out[name] = given
     return out
