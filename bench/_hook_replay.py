@@ -2,7 +2,7 @@
 the hook command run as Claude Code runs it, the transcripts it writes, the replay of a conversation's
 sessions, the check of what was stored, and the rule that tells whether a message was injected.
 
-The data (BEAM's or LoCoMo's) comes in as bench._beam_data's Messages: a role, the text, the time it was
+The data (BEAM's or LoCoMo's) comes in as bench.harness.data.beam's Messages: a role, the text, the time it was
 said; one project per conversation, one Claude Code session per session of the data.
 """
 
@@ -24,7 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench._beam_data import Message
+from bench.harness import server
+from bench.harness.data.beam import Message
 from mcp_memory.hooks import daemon
 from mcp_memory.hooks.projects import project_of
 from mcp_memory.search.passages import passages
@@ -152,9 +153,9 @@ def hook_command() -> str:
 
 
 def clean_env(data_dir: Path, settings: dict[str, str]) -> dict[str, str]:
-    """This process's environment without the developer's MCP_MEMORY_* settings, plus the bench's."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MCP_MEMORY_")}
-    return env | {"MCP_MEMORY_DATA_DIR": str(data_dir), "MCP_MEMORY_USER_ID": "bench", **settings}
+    """This process's environment without the developer's MCP_MEMORY_* settings, plus the bench's data
+    dir and user (the server's own embedder and log level: the hooks' defaults)."""
+    return server.clean_env(data_dir, settings, embedder=None, log_level=None)
 
 
 def stored(data_dir: Path) -> list[tuple[str, str, str, str]]:

@@ -1,5 +1,5 @@
 """bench/load.py --processes: the writes and searches rows of "A team on one server" again, with the
-server scaled out to N processes behind nginx round-robin (bench/_fleet.py), for each N and user count.
+server scaled out to N processes behind nginx round-robin (bench/harness/fleet.py), for each N and user count.
 
 Every user has their own token and one MCP SDK client through nginx, speaking --protocol 2026 (the
 SDK's default: stateless requests, any process answers any call) or 2025 (mode legacy: an initialize
@@ -28,9 +28,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from _fleet import Fleet, cpu_seconds, fleet, fleet_client, shared_redis
-from load import Row, Team, _percentiles, corpus, count_turns, load_principals, server_overrides
 
+from bench._team import Row, Team, corpus, count_turns, load_principals, server_overrides
+from bench.harness.fleet import Fleet, cpu_seconds, fleet, fleet_client, shared_redis
+from bench.harness.timing import quantiles
 from tests.security.bearer import Credential, tokens_env
 from tests.services.latency_proxy import ProxyProcess, latency_proxy_process
 
@@ -169,7 +170,7 @@ HEADER = (
 
 def _line(processes: int, phase: Phase) -> str:
     row = phase.row
-    p = _percentiles(row.latencies) if row.latencies else {50: float("nan"), 99: float("nan")}
+    p = quantiles(row.latencies) if row.latencies else {50: float("nan"), 99: float("nan")}
     p50, p99 = f"{p[50]:.1f}", f"{p[99]:.1f}"
     lost = "" if row.lost is None else str(row.lost)
     cores = [

@@ -10,7 +10,6 @@ and how many facts they stored once the lane drained.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
@@ -20,11 +19,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
+from bench.harness import cli, llm
+from mcp_memory.config import EmbeddingSettings, LearningSettings, SecuritySettings, Settings
 from mcp_memory.learning import Learning
 from mcp_memory.service.assembly import open_service
 from tests.fakes.openai_stub import OpenAIStub
@@ -71,9 +69,7 @@ async def run(settings: Settings, turns: int) -> dict[str, float]:
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--turns", type=int, default=200)
     parser.add_argument("--every", type=int, default=2, help="extract_every_turns when on")
     parser.add_argument("--llm-ms", type=float, default=150.0, help="simulated model latency per call")
@@ -83,19 +79,13 @@ async def main() -> None:
     rows = []
     with OpenAIStub.running() as stub, tempfile.TemporaryDirectory() as tmp:
         stub.reply_with(answer_after(args.llm_ms))
-        llm = LLMSettings(
-            provider="openai",
-            model="stub-chat",
-            base_url=stub.base_url,
-            api_key=SecretStr("sk-bench"),
-            max_retries=0,
-        )
+        model = llm.stub_settings(stub.base_url)
         for name, every in (("extraction off", 0), ("extraction on", args.every)):
             settings = Settings(
                 user_id="bench",
                 data_dir=Path(tmp) / name.replace(" ", "-"),
                 embedding=EmbeddingSettings(provider=args.embedder),
-                llm=llm,
+                llm=model,
                 learning=LearningSettings(
                     extract_every_turns=every, extract_on_summary=False, max_llm_calls_per_hour=100_000
                 ),

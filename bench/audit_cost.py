@@ -15,7 +15,6 @@ Prints p50 / p95 / mean of each and the differences. Wall-clock on this machine;
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -24,10 +23,10 @@ from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import turns
-from latency import percentiles
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+from bench.harness.data.corpus import turns
+from bench.harness.timing import percentiles
 from mcp_memory.config import AuditSettings, SecuritySettings, Settings, SpaceSettings
 from mcp_memory.models import Owner
 from mcp_memory.search.query import SearchQuery
@@ -114,9 +113,7 @@ async def run(count: int, personal: bool, searches: int, control: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--turns", type=int, default=2000)
     parser.add_argument("--searches", type=int, default=300)
     parser.add_argument("--personal", action="store_true", help="also time turns into a personal memory")

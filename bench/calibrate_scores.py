@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import tempfile
 from pathlib import Path
@@ -24,9 +23,10 @@ from typing import Any
 import anyio
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from locomo import index_conversation
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli, table
+from bench.harness.data.locomo import index_conversation
+from bench.harness.data.locomo import samples as locomo_samples
 from mcp_memory.config import Settings
 from mcp_memory.models import Hit
 from mcp_memory.search import ranking, relevance
@@ -55,7 +55,7 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-3, steps: int = 50
 
 async def collect(data: Path, mode: str) -> list[tuple[int, list[list[HitSignals]], list[list[bool]]]]:
     """Per conversation: each question's hits' signals and relevance labels."""
-    samples = json.loads(data.read_text())  # noqa: ASYNC240 - once, before anything runs
+    samples = locomo_samples(data)
     out = []
     with tempfile.TemporaryDirectory(prefix="mcp-memory-calibrate-") as scratch:
         settings = Settings(user_id="bench", data_dir=Path(scratch))
@@ -161,18 +161,14 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument(
         "data", help="LoCoMo JSON (e.g. ../shared/data/locomo/locomo_dev.json); read, never copied"
     )
     parser.add_argument("--fit", type=int, default=3, help="conversations to fit on; the rest check the fit")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
     result = anyio.run(run, args)
-    if args.json:
-        args.json.write_text(json.dumps(result, indent=2))
+    table.save(args.json, result)
 
 
 if __name__ == "__main__":

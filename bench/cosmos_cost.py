@@ -38,6 +38,10 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+# Appended, not first: a run on another tree (PYTHONPATH, --against) imports that tree's mcp_memory.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 OPERATIONS = ("add_turn", "search_memory", "remember")
@@ -81,13 +85,11 @@ def _count_requests(counts: collections.Counter[str]) -> None:
 async def _child(endpoint: str, key: str, audited: bool, users: int, turns: int) -> dict[str, Any]:
     from pydantic import SecretStr
 
+    from bench.harness.data.corpus import queries
+    from bench.harness.data.corpus import turns as corpus_turns
     from mcp_memory.config import AuditSettings, CosmosSettings, LongTermSettings, Settings
     from mcp_memory.search.query import SearchQuery
     from mcp_memory.service.assembly import open_service
-
-    sys.path.insert(0, str(HERE))
-    from _corpus import queries
-    from _corpus import turns as corpus_turns
 
     counts: collections.Counter[str] = collections.Counter()
     _count_requests(counts)
@@ -174,9 +176,7 @@ def _median(runs: list[dict[str, Any]], operation: str, figure: str) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--against", type=Path, help="another tree (e.g. a worktree of main) to run beside")
     parser.add_argument("--turns", type=int, default=200, help="add_turn calls per run (half as many others)")
     parser.add_argument("--users", type=int, default=16)

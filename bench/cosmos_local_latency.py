@@ -9,7 +9,6 @@ trips per operation, not service latency or RU cost.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -21,7 +20,7 @@ import anyio
 from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.harness import cli
 from mcp_memory.config import CosmosSettings
 from mcp_memory.llm.hash_embedder import HashingEmbedder
 from mcp_memory.models import Memory, Scope
@@ -78,7 +77,7 @@ async def run(server: CosmosServer, n: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.parser(__doc__)
     parser.add_argument("--n", type=int, default=200, help="operations per kind")
     args = parser.parse_args()
     with local_cosmos_server() as server:

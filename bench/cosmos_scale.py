@@ -7,7 +7,7 @@ costs a team's turns, and whether a second replica adds throughput.
     .venv/bin/python bench/cosmos_scale.py --keep-alive      # connections kept open, as on Azure
 
 For each replica count and audit setting: fresh processes (`mcp-memory serve --transport http`, behind
-nginx round-robin, Redis working memory: bench/_fleet.py) on a fresh database of one local
+nginx round-robin, Redis working memory: bench/harness/fleet.py) on a fresh database of one local
 @vercel/cosmosdb-server, reached through a loopback proxy that delays every chunk --latency-ms each
 way (tests/services/latency_proxy.py; a server and its database in one region are a few ms apart).
 Every user has their own token and calls add_turn one at a time, flat out; even-numbered users write
@@ -42,12 +42,13 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import turns
-from _fleet import Fleet, cpu_seconds, fleet, scrape, shared_redis
-from _scaleout import UserClient
-from load import LOAD_ENV, Row, _percentiles, _timed
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._scaleout import UserClient
+from bench._team import LOAD_ENV, Row, timed
+from bench.harness import cli
+from bench.harness.data.corpus import turns
+from bench.harness.fleet import Fleet, cpu_seconds, fleet, scrape, shared_redis
+from bench.harness.timing import quantiles
 from tests.security.bearer import Credential, credential, tokens_env
 from tests.services.cosmos_server import local_cosmos_server
 from tests.services.latency_proxy import ProxyProcess, latency_proxy_process
@@ -84,7 +85,7 @@ class Result:
     backend_cores: float = float("nan")  # the local Cosmos server and the proxy, CPU s per s
 
     def line(self) -> str:
-        p = _percentiles(self.row.latencies) if self.row.latencies else {50: float("nan"), 99: float("nan")}
+        p = quantiles(self.row.latencies) if self.row.latencies else {50: float("nan"), 99: float("nan")}
         retries = self.chain_retries if isinstance(self.chain_retries, str) else f"{self.chain_retries:g}"
         return (
             f"| {self.replicas} | {'on' if self.audit else 'off'} | {self.row.users} | {len(self.row.latencies)} "
@@ -133,7 +134,7 @@ async def writers(
                 "content": texts[(user * 7919 + n) % len(texts)],
                 **({"space": space} if space else {}),
             }
-            ok = await _timed(client, row if now >= row.started else warming, "add_turn", arguments)
+            ok = await timed(client, row if now >= row.started else warming, "add_turn", arguments)
             completed += (
                 ok  # not `+= await`: that reads the count before the call and loses the others' updates
             )
@@ -193,7 +194,7 @@ def run(args: argparse.Namespace) -> list[Result]:
                     MCP_MEMORY_LOG_LEVEL="WARNING",
                     MCP_MEMORY_AUDIT__ENABLED=str(audit).lower(),
                     MCP_MEMORY_SECURITY__SPACES=spaces_setting(principals),
-                    **dict(item.split("=", 1) for item in args.setting),
+                    **cli.settings(args.setting),
                 )
                 result = Result(replicas, audit, Row("writes", args.users))
                 where = work / f"r{replicas}-audit-{audit}"
@@ -235,9 +236,7 @@ def report(results: list[Result], args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--replicas", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--users", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=15.0, help="each phase's counted length")

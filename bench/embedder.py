@@ -16,8 +16,6 @@ texts would buy throughput, and what it would do to the vectors (issue 37).
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import statistics
 import sys
@@ -27,9 +25,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli, table
+from bench.harness.data.corpus import locomo
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
 
@@ -117,12 +115,9 @@ def batches(turns: list[str], sizes: list[int]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("--locomo", required=True, help="path to locomo_dev.json (read, never copied)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1])
-    parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
         "--batches", type=int, nargs="+", help="measure padded batches of these sizes instead"
     )
@@ -143,8 +138,7 @@ def main() -> None:
         print(
             f"threads {r['threads']}: cosine int8 vs float, min {r['cosine_min']:.4f}, mean {r['cosine_mean']:.4f}"
         )
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=2))
+    table.save(args.json, results)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,6 @@ Numbers are wall-clock on this machine; nothing here is asserted.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import tempfile
@@ -23,10 +22,10 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, stored_turns, turns
-from latency import cpu, percentiles
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+from bench.harness.data.corpus import locomo, stored_turns, turns
+from bench.harness.timing import cpu, percentiles
 from mcp_memory.models import EmbeddingSpec, Memory
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite import db as sqlite_db
@@ -101,9 +100,7 @@ async def phrase_searches(path: Path, phrases: list[str]) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--probes", type=int, default=300)
     parser.add_argument("--locomo", help="path to locomo_dev.json (real text); default: a generated corpus")

@@ -14,7 +14,6 @@ What following the links does to retrieval is bench/locomo.py --link-weights.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 import sys
@@ -29,6 +28,10 @@ import anyio
 from mcp_memory.config import Settings
 from mcp_memory.learning.entities import mentions
 from mcp_memory.service.assembly import open_service
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+from bench.harness.data.locomo import samples as locomo_samples
 
 
 def turns_of(samples: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
@@ -88,7 +91,7 @@ async def add_turn_timings(turns: list[tuple[str, str, str]], link: bool) -> lis
 
 
 async def run(args: argparse.Namespace) -> None:
-    samples = json.loads(Path(args.data).read_text())  # noqa: ASYNC240 - once, before anything runs
+    samples = locomo_samples(args.data)
     turns = turns_of(samples)
     extractor_report(turns, args.sample)
     print("\n| add_turn | p50 ms | p95 ms |\n|---|---:|---:|")
@@ -100,9 +103,7 @@ async def run(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument("--sample", type=int, default=40, help="mentions to print for judging (default 40)")
     anyio.run(run, parser.parse_args())

@@ -15,7 +15,6 @@ query at a time; nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from collections.abc import Callable
@@ -25,10 +24,10 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _near_duplicates import NearDuplicates
-from scale import Synthetic
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+from bench.harness.data.near_duplicates import NearDuplicates
+from bench.scale import Synthetic
 from mcp_memory.search.ann import CONNECTIVITY, EXPANSION_ADD, _usearch_index
 
 ASKED = 104  # what vector_index.py asks the graph for, for a pool of 10 with no filter
@@ -36,9 +35,7 @@ BLOCK = 65_536
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--corpus", choices=["synthetic", "near-duplicates"], default="synthetic")
     parser.add_argument("--locomo", required=True)
     parser.add_argument("--beam")

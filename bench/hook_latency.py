@@ -15,11 +15,9 @@ the machine alike. The first event, which starts the resident server, is timed a
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,8 +29,9 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench._corpus import locomo
+from bench.harness import cli
+from bench.harness.data.corpus import locomo
+from bench.harness.timing import median_p95_max
 from mcp_memory.config import Settings
 from mcp_memory.hooks.projects import project_of
 from mcp_memory.models import Memory, utcnow
@@ -99,15 +98,12 @@ def fire(env: dict[str, str], event: str, payload: Mapping[str, object]) -> floa
 
 
 def percentiles(values: list[float]) -> str:
-    ordered = sorted(values)
-    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
-    return f"{statistics.median(ordered):.0f} | {p95:.0f} | {ordered[-1]:.0f}"
+    p50, p95, most = median_p95_max(values)
+    return f"{p50:.0f} | {p95:.0f} | {most:.0f}"
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("locomo", help="path to locomo_dev.json (read where it is, never copied)")
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=40)

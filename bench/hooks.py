@@ -27,7 +27,7 @@ resident server (its time is reported alone).
 BEAM (`--dataset beam`, the default; the 100K folder): its sessions as chat.json holds them, each
 message dated by its time anchor plus a minute per message; the questions: every probing question that
 names its evidence (every ability but abstention). LoCoMo (`--dataset locomo`; locomo_dev.json, five
-conversations): bench/_locomo_data.py. Speaker A is the user and speaker B the assistant; each turn one
+conversations): bench/harness/data/locomo.py. Speaker A is the user and speaker B the assistant; each turn one
 message "Name: text" (the questions name the people), dated by its session's time plus a minute per turn.
 No session has two turns of one speaker in a row, so each of A's turns is a prompt and B's next turn its
 reply; a session B opens starts with B's turn as a reply with no prompt (its Stop fires without a
@@ -75,7 +75,6 @@ Agents", ACL 2024, arXiv 2402.17753. The data is read from the path given, never
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -85,266 +84,35 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
-from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import anyio
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench import _hook_replay as replaying
-from bench._beam_data import Message, Question, conversation_folders, load_conversation
 from bench._hook_replay import (
-    EVENTS,
-    NAMESPACE,
-    RUNS,
-    SMALL_TALK,
-    Fired,
     Hooks,
     capture_check,
     clean_env,
     exchanges,
-    found,
-    hook_command,
-    normalized,
     project_repo,
     replay,
     small_talk,
 )
-from bench._locomo_data import sample_of
+from bench._hooks_report import found_table, report, tokens_row, wall_times
+from bench._hooks_subjects import (
+    BEFORE_EXCHANGES,
+    Subject,
+    add_turn_cost,
+    ask,
+    subjects_of,
+)
+from bench.harness import cli
+from bench.harness.timing import percentile
 from mcp_memory.llm.tokens import TokenCounter
 
-BEFORE_EXCHANGES = 40
-SIDES = ("both", "start", "prompt")  # SessionStart + UserPromptSubmit, and each alone
-
-
-@dataclass
-class Subject:
-    """One conversation to replay and question: one project."""
-
-    name: str  # the project is conv-<name>
-    sessions: list[list[Message]]
-    questions: list[Question]
-    texts: dict[int, str]  # message id -> the text the found rule looks for
-    labels: dict[int, Any]  # message id -> the evidence as the data names it
-    repo: Path = Path()
-    replayed: dict[str, Any] = field(default_factory=dict)
-
-
-def beam_subjects(root: Path, count: int | None) -> list[Subject]:
-    """BEAM's conversations: chat.json's batches -> sessions -> messages."""
-    subjects = []
-    for folder in conversation_folders(root)[:count]:
-        conversation = load_conversation(folder)
-        by_id = {m.id: m for m in conversation.messages}
-        chat = json.loads((folder / "chat.json").read_text())
-        sessions = [
-            [by_id[int(m["id"])] for m in session] for batch in chat for session in batch["turns"] if session
-        ]
-        texts = {m.id: m.content for m in conversation.messages}
-        subjects.append(
-            Subject(conversation.name, sessions, conversation.questions, texts, {i: i for i in texts})
-        )
-    return subjects
-
-
-def locomo_subjects(path: Path, count: int | None) -> list[Subject]:
-    samples = [sample_of(raw) for raw in json.loads(path.read_text())[:count]]
-    return [Subject(s.name, s.sessions, s.questions, s.texts, s.dia_ids) for s in samples]
-
-
-def subjects_of(dataset: str, data: Path, count: int | None) -> list[Subject]:
-    if dataset == "beam":
-        if not (data.is_dir() and conversation_folders(data)):
-            raise SystemExit(f"{data}: not BEAM's 100K folder (folders holding chat.json)")
-        return beam_subjects(data, count)
-    if not data.is_file():
-        raise SystemExit(f"{data}: not LoCoMo's locomo_dev.json")
-    try:
-        return locomo_subjects(data, count)
-    except (ValueError, KeyError, TypeError) as error:
-        raise SystemExit(f"{data}: not LoCoMo's format ({error!r})") from error
-
-
-# ---- the questions -------------------------------------------------------------------------------------
-
-
-def ask(hooks: Hooks, subject: Subject, tokens: TokenCounter, budget: str) -> list[dict[str, Any]]:
-    """Each question as a new session's first prompt; its evidence found in what was injected, by each
-    rule, from SessionStart and UserPromptSubmit together and each alone."""
-    rows = []
-    for number, question in enumerate(subject.questions):
-        session_id = str(uuid.uuid5(NAMESPACE, f"conv-{subject.name}/question-{number}/{budget}"))
-        base = {
-            "session_id": session_id,
-            "transcript_path": str(subject.repo.parent / f"{session_id}.jsonl"),
-            "cwd": str(subject.repo),
-            "permission_mode": "default",
-        }
-        start = hooks.fire("SessionStart", base | {"source": "startup"}, "question")
-        prompt = hooks.fire("UserPromptSubmit", base | {"prompt": question.text}, "question")
-        texts = {"start": normalized(start), "prompt": normalized(prompt)}
-        texts["both"] = texts["start"] + "\n" + texts["prompt"]
-        row: dict[str, Any] = {
-            "conversation": subject.name,
-            "ability": question.ability,
-            "question": question.text,
-            "evidence": [subject.labels[i] for i in question.evidence],
-        }
-        for run in RUNS:
-            for side in SIDES:
-                hits = [i for i in question.evidence if found(subject.texts[i], texts[side], run)]
-                row[f"found{run}_{side}"] = len(hits) / len(question.evidence)
-        row |= {"tokens_start": tokens.count(start), "tokens_prompt": tokens.count(prompt)}
-        row["tokens_both"] = row["tokens_start"] + row["tokens_prompt"]
-        rows.append(row)
-    return rows
-
-
-# ---- the model's tokens before the hooks ----------------------------------------------------------------
-
-
-async def add_turn_cost(messages: list[Message], tokens: TokenCounter, work: Path) -> list[dict[str, Any]]:
-    """Each message added with add_turn on the real server over stdio, as an instructed model would."""
-    params = StdioServerParameters(
-        command=hook_command(), args=["serve", "--in-process"], env=clean_env(work / "data", {}), cwd=work
-    )
-    calls = []
-    with (work / "serve.stderr").open("w") as errlog:
-        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=120) as client:
-            for m in messages:
-                arguments = {"thread_id": "conversation", "role": m.role, "content": m.content}
-                result = await client.call_tool("add_turn", arguments)
-                read_back = "".join(getattr(part, "text", "") for part in result.content)
-                calls.append(
-                    {
-                        "role": m.role,
-                        "message": tokens.count(m.content),
-                        "output": tokens.count(json.dumps(arguments)),
-                        "input": tokens.count(read_back),
-                    }
-                )
-    return calls
-
-
 # ---- the report ----------------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] if ordered else float("nan")
-
-
-def found_table(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The mean share of evidence found, by each rule and side (found30_both, found8_start, ...), overall
-    and per ability."""
-    by_ability: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        by_ability[row["ability"]].append(row)
-
-    def means(group: list[dict[str, Any]]) -> dict[str, float]:
-        keys = [f"found{run}_{side}" for run in RUNS for side in SIDES]
-        return {key: statistics.fmean(r[key] for r in group) for key in keys} | {"n": len(group)}
-
-    return {"overall": means(rows), "by_ability": {a: means(g) for a, g in sorted(by_ability.items())}}
-
-
-def tokens_row(rows: list[dict[str, Any]]) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for side in SIDES:
-        values = [r[f"tokens_{side}"] for r in rows]
-        out |= {f"{side}_p50": percentile(values, 0.5), f"{side}_p95": percentile(values, 0.95)}
-    return out
-
-
-def rules(row: dict[str, Any], side: str) -> str:
-    """'0.316 / 0.540': the 30-word rule's share, then the 8-word rule's."""
-    return " / ".join(f"{row[f'found{run}_{side}']:.3f}" for run in RUNS)
-
-
-def report(results: dict[str, Any]) -> None:
-    words = " / ".join(str(run) for run in RUNS)
-    print(f"\n{results['setup']}\n\nEvidence found: runs of {words} words.\n")
-    print(
-        "| budget | found, SessionStart + prompt | SessionStart alone | UserPromptSubmit alone "
-        "| injected tokens p50 / p95 | SessionStart p50 / p95 | UserPromptSubmit p50 / p95 |"
-    )
-    print("|---:|---:|---:|---:|---|---|---|")
-    for budget, run in results["budgets"].items():
-        o, t = run["found"]["overall"], run["tokens"]
-        print(
-            f"| {budget} | {rules(o, 'both')} | {rules(o, 'start')} | {rules(o, 'prompt')} | {t['both_p50']:.0f} / "
-            f"{t['both_p95']:.0f} | {t['start_p50']:.0f} / {t['start_p95']:.0f} | {t['prompt_p50']:.0f} / "
-            f"{t['prompt_p95']:.0f} |"
-        )
-    for budget, run in results["budgets"].items():
-        print(
-            f"\nBy {results['ability']} (budget {budget}; runs of {words} words):\n\n| {results['ability']} | n "
-            "| SessionStart + prompt | SessionStart | UserPromptSubmit |\n|---|---:|---:|---:|---:|"
-        )
-        table = run["found"]
-        for ability, row in [*table["by_ability"].items(), ("**overall**", table["overall"])]:
-            print(
-                f"| {ability} | {row['n']} | {rules(row, 'both')} | {rules(row, 'start')} | "
-                f"{rules(row, 'prompt')} |"
-            )
-    print("\n| event | n | p50 ms | p95 ms | max ms |\n|---|---:|---:|---:|---:|")
-    for event, row in results["wall_time"].items():
-        print(f"| {event} | {row['n']} | {row['p50_ms']:.0f} | {row['p95_ms']:.0f} | {row['max_ms']:.0f} |")
-    events = ", ".join(f"{ms / 1000:.2f} s" for ms in results["start_events_ms"])
-    listening = ", ".join(f"{s:.1f} s" for s in results["server_starts_s"])
-    print(
-        f"\nResident server (re)starts: the SessionStart that starts it took {events} (hook process); "
-        f"the server listened after {listening}"
-    )
-    print(
-        f"Small talk ({', '.join(SMALL_TALK)}): at most {results['small_talk_max_chars']} characters injected"
-    )
-    print(f"Replay: {results['capture']}; settled {results['settle_s']:.0f} s after the replay")
-    c = results["cost"]
-    print(
-        f"\nModel tokens on memory per exchange (conversation {c['conversation']}, first {c['exchanges']} "
-        f"exchanges):\n\n| | output tokens | input tokens |\n|---|---:|---:|"
-    )
-    print(
-        f"| before: add_turn for the prompt and the reply | {c['before_output']:.0f} | {c['before_input']:.0f} |"
-    )
-    print(f"| after: the hooks (UserPromptSubmit injection) | 0 | {c['after_input']:.0f} |")
-    print(
-        f"\n(add_turn's result: {c['result_per_call']:.0f} tokens per call for a {c['message_per_call']:.0f}-token "
-        f"message on average; SessionStart injected {c['session_start_per_session']:.0f} tokens per session)"
-    )
-
-
-def wall_times(fired: list[Fired]) -> dict[str, dict[str, float]]:
-    """Per event, every run but the (re)starts; and per event and phase (the replay: while the server
-    stores and embeds what came before; questions and small talk: once it has)."""
-    groups: dict[str, list[float]] = defaultdict(list)
-    for f in fired:
-        if f.phase != "start":
-            groups[f.event].append(f.seconds * 1000)
-            groups[f"{f.event}, {f.phase}"].append(f.seconds * 1000)
-    order = [
-        key
-        for event in EVENTS
-        for key in sorted(groups)
-        if key.split(",")[0] == event and (key == event or len(groups[key]) < len(groups[event]))
-    ]
-    return {
-        key: {
-            "n": len(groups[key]),
-            "p50_ms": percentile(groups[key], 0.5),
-            "p95_ms": percentile(groups[key], 0.95),
-            "max_ms": max(groups[key]),
-        }
-        for key in order
-    }
 
 
 def restore(work: Path, subjects: list[Subject], dataset: str) -> dict[str, Any]:
@@ -479,9 +247,7 @@ DATASETS = {  # --dataset: what the setup line calls it, and what its questions 
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument(
         "data", type=Path, help="BEAM's 100K folder (../shared/data/beam/100K) or LoCoMo's locomo_dev.json"
     )

@@ -32,11 +32,12 @@ from mcp import Client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-from _corpus import queries, turns  # noqa: E402
-
+from bench.harness import cli  # noqa: E402
+from bench.harness.data.corpus import queries, turns  # noqa: E402
+from bench.harness.server import http as serve_over_network  # noqa: E402
+from bench.harness.timing import percentile  # noqa: E402
 from tests.services.redis_server import RedisServer, find_redis_binary  # noqa: E402
-from tests.services.server_process import NetworkServer, server_env  # noqa: E402
+from tests.services.server_process import server_env  # noqa: E402
 
 CONNECT_SECONDS = 60.0
 
@@ -61,10 +62,7 @@ class Phase:
         return len(self.latencies) / span if span > 0 else 0.0
 
     def percentile_ms(self, q: float) -> float:
-        if not self.latencies:
-            return float("nan")
-        ordered = sorted(self.latencies)
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+        return percentile(self.latencies, q) * 1000
 
 
 async def call_until(client: Client, deadline: float, phase: Phase, next_call: Any) -> None:
@@ -173,9 +171,7 @@ async def bench(args: argparse.Namespace, url: str) -> list[str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=20.0, help="duration of each timed phase")
     where = parser.add_mutually_exclusive_group()
@@ -195,7 +191,7 @@ def main() -> None:
         help="a server setting, e.g. MCP_MEMORY_EMBEDDING__PARALLEL=1 (repeatable)",
     )
     args = parser.parse_args()
-    settings = dict(item.split("=", 1) for item in args.setting)
+    settings = cli.settings(args.setting)
     if bad := [name for name in settings if not name.startswith("MCP_MEMORY_")]:
         parser.error(f"--setting takes MCP_MEMORY_* names; got {', '.join(bad)}")
 
@@ -222,12 +218,10 @@ def main() -> None:
             overrides["MCP_MEMORY_WORKING__REDIS_URL"] = redis_url
             overrides["MCP_MEMORY_WORKING__KEY_PREFIX"] = f"bench{time.time_ns()}"
         overrides |= settings
-        server = NetworkServer("http", workdir / "server", server_env(workdir / "data", overrides))
-        server.start()
         try:
-            lines = anyio.run(bench, args, server.url)
+            with serve_over_network(workdir / "server", server_env(workdir / "data", overrides)) as server:
+                lines = anyio.run(bench, args, server.url)
         finally:
-            server.stop()
             if redis is not None:
                 redis.stop()
     backend = "redis" if redis_url else "sqlite (embedded)"

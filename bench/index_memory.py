@@ -30,6 +30,9 @@ from mcp_memory.errors import MemoryServerError
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+
 MARKER = re.compile(r"\s*->->\s*\d+\s*,\s*\d+\s*$")
 
 
@@ -99,9 +102,7 @@ async def main(args: argparse.Namespace) -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--locomo", type=Path, help="locomo_dev.json")
     parser.add_argument("--beam", type=Path, help="BEAM's 100K folder")
     arguments = parser.parse_args()

@@ -16,71 +16,28 @@ Prints a table and writes JSON (--json). Numbers are wall-clock on this machine;
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import anyio
 from pydantic import SecretStr
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, queries, turns
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli, table
+from bench.harness.data.corpus import locomo, queries, turns
+from bench.harness.timing import cpu, percentiles, rss_mb
 from mcp_memory.config import Settings, WorkingSettings
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 
 USER = "bench"
 THREAD_SIZE = 100  # turns per thread while ingesting
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
-
-
-def cpu() -> str:
-    """The CPU's model and its widest vector instructions: the local embedder's speed depends on both."""
-    try:
-        info = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.processor() or platform.machine()
-    name = next(
-        (line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")), ""
-    )
-    flags = set(
-        next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
-    )
-    widest = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "no AVX2"
-    return f"{name or platform.machine()} ({widest})"
-
-
-def percentiles(samples: Sequence[float]) -> dict[str, float]:
-    """p50/p95/p99/max/mean in ms of samples in seconds (nan when there are none)."""
-    if not samples:
-        return {k: float("nan") for k in ("p50_ms", "p95_ms", "p99_ms", "max_ms", "mean_ms")}
-    ordered = sorted(samples)
-
-    def pick(q: float) -> float:
-        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
-
-    return {
-        "p50_ms": pick(0.50),
-        "p95_ms": pick(0.95),
-        "p99_ms": pick(0.99),
-        "max_ms": ordered[-1] * 1000,
-        "mean_ms": statistics.mean(ordered) * 1000,
-    }
 
 
 async def run(
@@ -208,9 +165,7 @@ HEADER = (
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000])
     parser.add_argument("--samples", type=int, default=200, help="timed calls per operation and size")
     parser.add_argument(
@@ -221,7 +176,6 @@ def main() -> None:
         help="search modes to time; the table's search columns show the first, a second table all",
     )
     parser.add_argument("--redis", default=None, help="Redis URL: working memory on Redis instead of SQLite")
-    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     parser.add_argument(
         "--locomo", default=None, help="path to locomo_dev.json: real conversation turns and questions"
     )
@@ -247,9 +201,7 @@ def main() -> None:
                 print(
                     f"| {row['memories']:>7,} | {mode} | {p['p50_ms']:6.2f} | {p['p95_ms']:6.2f} | {p['p99_ms']:6.2f} |"
                 )
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"backend": backend, "modes": args.modes, "rows": rows}, indent=2))
+    table.save(args.json, {"backend": backend, "modes": args.modes, "rows": rows})
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ Each row also says how many of the machine's cores were at work: the server proc
 this process's (every user's client) over the row's wall time, read from /proc (Linux; blank elsewhere).
 
 Texts and questions are LoCoMo's when --corpus names its file (read where it is, never copied), else the
-synthetic corpus of bench/_corpus.py. Prints tables; nothing is asserted. The per-principal rate limit
+synthetic corpus of bench/harness/data/corpus.py. Prints tables; nothing is asserted. The per-principal rate limit
 is lifted (MCP_MEMORY_SECURITY__REQUESTS_PER_SECOND): the figures measure the server, not the limiter.
 `--mixed` runs the older mixed loop (add_turn, a search every third call, get_working_memory every
 fifth), whose CI form is tests/integration/test_load.py (run_load() below).
@@ -34,33 +34,38 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import resource
-import sqlite3
-import statistics
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import AsyncIterator, Iterator, Sequence
-from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
-from _corpus import locomo, queries, turns  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench._scaleout import add_arguments as scale_arguments
+from bench._scaleout import scale_out
+from bench._team import (
+    LOAD_ENV,
+    ROW_HEADER,
+    Row,
+    Team,
+    corpus,
+    count_turns,
+    load_principals,
+    one_user,
+    server_overrides,
+)
+from bench.harness import cli
+from bench.harness.server import http as serve_over_network
+from bench.harness.timing import quantiles
+from tests.security.bearer import Credential, bearer_client, tokens_env
+from tests.services.server_process import NetworkServer, server_env
 
-from tests.security.bearer import Credential, bearer_client, credential, tokens_env  # noqa: E402
-from tests.services.server_process import NetworkServer, server_env  # noqa: E402
-
-LOAD_ENV = {
-    "MCP_MEMORY_SECURITY__REQUESTS_PER_SECOND": "100000",
-    "MCP_MEMORY_SECURITY__REQUEST_BURST": "100000",
-}
+__all__ = ["LOAD_ENV", "load_principals", "run_load"]  # what tests/integration/test_load.py imports
 
 
 @dataclass
@@ -83,20 +88,13 @@ class LoadReport:
         everything = [x for v in self.latencies.values() for x in v]
         for name, values in [*sorted(self.latencies.items()), ("all", everything)]:
             if values:
-                p = _percentiles(values)
+                p = quantiles(values)
                 lines.append(
                     f"{name:<20}{len(values):>7}{p[50]:>9.1f}{p[90]:>9.1f}{p[99]:>9.1f}{max(values):>9.1f}"
                 )
         if self.errors:
             lines.append(f"first error: {self.errors[0]}")
         return "\n".join(lines)
-
-
-def _percentiles(values: list[float]) -> dict[int, float]:
-    if len(values) == 1:
-        return {50: values[0], 90: values[0], 99: values[0]}
-    cuts = statistics.quantiles(values, n=100, method="inclusive")
-    return {50: cuts[49], 90: cuts[89], 99: cuts[98]}
 
 
 ROUND = 5  # calls n = 1..5 of a client make every kind once (add_turn, search_memory, get_working_memory)
@@ -141,211 +139,6 @@ async def run_load(server: NetworkServer, principals: list[Credential], seconds:
     return report
 
 
-def load_principals(count: int) -> list[Credential]:
-    return [credential(f"load{i:02d}") for i in range(count)]
-
-
-@dataclass
-class Row:
-    """One phase: every call's latency (ms), the reads shed with 503, and any other failure."""
-
-    name: str
-    users: int
-    latencies: list[float] = field(default_factory=list)
-    shed: int = 0
-    errors: list[str] = field(default_factory=list)
-    started: float = 0.0
-    ended: float = 0.0
-    lost: int | None = None
-    server_cores: float | None = None
-    client_cores: float | None = None
-
-    def per_second(self) -> float:
-        span = self.ended - self.started
-        return len(self.latencies) / span if span > 0 else 0.0
-
-    def line(self) -> str:
-        p = _percentiles(self.latencies) if self.latencies else {50: float("nan"), 99: float("nan")}
-        lost = "" if self.lost is None else str(self.lost)
-        cores = " | ".join("" if c is None else f"{c:.2f}" for c in (self.server_cores, self.client_cores))
-        return (
-            f"| {self.name} | {self.users} | {len(self.latencies)} | {self.per_second():.1f} | {p[50]:.1f} "
-            f"| {p[99]:.1f} | {p[99] / p[50]:.1f}x | {self.shed} | {len(self.errors)} | {lost} | {cores} |"
-        )
-
-
-def process_cpu_seconds(pid: int) -> float | None:
-    """A process's CPU seconds (user + system, every thread), from /proc; None where there is none."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return None
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
-@asynccontextmanager
-async def cores_at_work(row: Row, server_pid: int | Sequence[int] | None) -> AsyncIterator[None]:
-    """Record in `row` the cores the server and the clients kept busy while the block ran."""
-    began, server_began, own_began = time.perf_counter(), _cpu(server_pid), own_cpu_seconds()
-    yield
-    wall = time.perf_counter() - began
-    server_ended = _cpu(server_pid)
-    if server_began is not None and server_ended is not None:
-        row.server_cores = (server_ended - server_began) / wall
-    row.client_cores = (own_cpu_seconds() - own_began) / wall
-
-
-def _cpu(pid: int | Sequence[int] | None) -> float | None:
-    """One process's CPU seconds, or the sum of several's (the processes of bench/_scaleout.py)."""
-    if pid is None or isinstance(pid, int):
-        return None if pid is None else process_cpu_seconds(pid)
-    return sum(process_cpu_seconds(one) or 0.0 for one in pid)
-
-
-ROW_HEADER = (
-    "| row | users | calls | calls/s | p50 ms | p99 ms | p99/p50 | shed (503) | errors | lost "
-    "| server cores | client cores |\n"
-    "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
-)
-
-
-async def _timed(client: Any, row: Row, tool: str, arguments: dict[str, Any]) -> bool:
-    """Call and record; True when the call succeeded."""
-    began = time.perf_counter()
-    try:
-        result = await client.call_tool(tool, arguments)
-    except Exception as e:  # benchmark boundary: every failure is counted, the run goes on
-        if "capacity" in str(e) or "503" in str(e):
-            row.shed += 1
-        else:
-            row.errors.append(f"{tool}: {type(e).__name__}: {e}")
-        return False
-    if result.is_error:
-        text = result.content[0].text if result.content else "error"
-        if "capacity" in text:
-            row.shed += 1
-        else:
-            row.errors.append(f"{tool}: {text[:300]}")
-        return False
-    row.latencies.append((time.perf_counter() - began) * 1000)
-    return True
-
-
-class Team:
-    """Every user's connected client, and what each has written (for counting what was lost)."""
-
-    def __init__(
-        self,
-        clients: list[Any],
-        texts: list[str],
-        questions: list[str],
-        tag: str,
-        server_pid: int | Sequence[int] | None,
-    ) -> None:
-        self.clients = clients
-        self.server_pid = server_pid
-        self.texts = texts
-        self.questions = questions
-        self.tag = tag
-        self.acknowledged = 0
-
-    def turn(self, user: int, n: int) -> dict[str, Any]:
-        text = self.texts[(user * 7919 + n) % len(self.texts)]
-        return {
-            "thread_id": f"{self.tag}-{user}",
-            "role": "user" if n % 2 == 0 else "assistant",
-            "content": text,
-        }
-
-    def search(self, user: int, n: int) -> dict[str, Any]:
-        return {"query": self.questions[(user * 104729 + n) % len(self.questions)], "limit": 10}
-
-    async def flat_out(self, name: str, seconds: float, warmup: float) -> Row:
-        """Every user calls flat out for `warmup` + `seconds`; the row counts the calls begun after the
-        warm-up (every user's first calls load what later ones reuse: a steady state is measured)."""
-        row, warming = Row(name, len(self.clients)), Row(name, len(self.clients))
-        row.started = time.perf_counter() + warmup
-        deadline = row.started + seconds
-
-        async def one(user: int, client: Any) -> None:
-            n = 0
-            while (now := time.perf_counter()) < deadline:
-                into = row if now >= row.started else warming
-                if name == "writes":
-                    ok = await _timed(client, into, "add_turn", self.turn(user, n))
-                    self.acknowledged += ok  # after the await: `+= await` read the count before the call
-                else:
-                    await _timed(client, into, "search_memory", self.search(user, n))
-                n += 1
-
-        async def measured() -> None:
-            await anyio.sleep(max(0.0, row.started - time.perf_counter()))
-            async with cores_at_work(row, self.server_pid):
-                await anyio.sleep(max(0.0, deadline - time.perf_counter()))
-
-        async with anyio.create_task_group() as group:
-            group.start_soon(measured)
-            for user, client in enumerate(self.clients):
-                group.start_soon(one, user, client)
-        row.ended = time.perf_counter()
-        row.shed += warming.shed
-        row.errors += warming.errors
-        return row
-
-    async def paced(self, seconds: float) -> Row:
-        """One call a second each, a turn then a search, users' first calls spread over the first second."""
-        row = Row("paced team", len(self.clients))
-        row.started = time.perf_counter()
-        users = len(self.clients)
-
-        async def one(user: int, client: Any) -> None:
-            n = 0
-            while True:
-                at = row.started + user / users + n
-                if at >= row.started + seconds:
-                    return
-                await anyio.sleep(max(0.0, at - time.perf_counter()))
-                if n % 2 == 0:
-                    ok = await _timed(client, row, "add_turn", self.turn(user, 10_000 + n))
-                    self.acknowledged += ok
-                else:
-                    await _timed(client, row, "search_memory", self.search(user, n))
-                n += 1
-
-        async with cores_at_work(row, self.server_pid), anyio.create_task_group() as group:
-            for user, client in enumerate(self.clients):
-                group.start_soon(one, user, client)
-        row.ended = row.started + seconds
-        return row
-
-
-async def one_user(client: Any, texts: list[str], questions: list[str], calls: int) -> tuple[Row, Row]:
-    """Sequential add_turn then search_memory, a short pause between (as a person's agent calls)."""
-    adding, searching = Row("one user: add_turn", 1), Row("one user: search_memory", 1)
-    for n in range(10):  # warm up: the first calls load what later ones reuse
-        await client.call_tool("add_turn", {"thread_id": "solo", "role": "user", "content": texts[n]})
-        await client.call_tool("search_memory", {"query": questions[n], "limit": 10})
-    adding.started = searching.started = time.perf_counter()
-    for n in range(calls):
-        arguments = {"thread_id": "solo", "role": "user", "content": texts[(n * 31 + 17) % len(texts)]}
-        await _timed(client, adding, "add_turn", arguments)
-        await anyio.sleep(0.05)
-        await _timed(
-            client,
-            searching,
-            "search_memory",
-            {"query": questions[(n * 17 + 5) % len(questions)], "limit": 10},
-        )
-        await anyio.sleep(0.05)
-    adding.ended = searching.ended = time.perf_counter()
-    return adding, searching
-
-
 async def in_process(
     data: Path, env: dict[str, str], texts: list[str], questions: list[str], calls: int
 ) -> tuple[Row, Row]:
@@ -364,22 +157,6 @@ async def in_process(
     return adding, searching
 
 
-def count_turns(data: Path, tag: str) -> int:
-    """Turns of this run's threads in the stopped server's SQLite file."""
-    with sqlite3.connect(data / "memory.db") as db:
-        (count,) = db.execute(
-            "SELECT COUNT(*) FROM memories WHERE type = 'turn' AND thread_id LIKE ?", (f"{tag}-%",)
-        ).fetchone()
-    return int(count)
-
-
-def corpus(path: str | None) -> tuple[list[str], list[str]]:
-    if path:
-        texts, questions = locomo(path)
-        return texts, questions
-    return turns(5000), queries(500)
-
-
 async def team_rows(
     server: NetworkServer, principals: list[Credential], args: argparse.Namespace, tag: str
 ) -> tuple[list[Row], Team]:
@@ -396,16 +173,6 @@ async def team_rows(
     return rows, team
 
 
-def server_overrides(args: argparse.Namespace) -> dict[str, str]:
-    settings = dict(item.split("=", 1) for item in args.setting)
-    return {
-        **LOAD_ENV,
-        "MCP_MEMORY_EMBEDDING__PROVIDER": args.embedder,
-        "MCP_MEMORY_LOG_LEVEL": "WARNING",
-        **settings,
-    }
-
-
 @contextmanager
 def serving(principals: list[Credential], args: argparse.Namespace) -> Iterator[NetworkServer]:
     """The real server over streamable HTTP on a scratch data dir (removed after the block), these users'
@@ -413,12 +180,8 @@ def serving(principals: list[Credential], args: argparse.Namespace) -> Iterator[
     with tempfile.TemporaryDirectory(prefix="mcp-memory-load-") as tmp:
         work = Path(tmp)
         env = server_env(work / "data", tokens_env(principals, **server_overrides(args)))
-        server = NetworkServer("http", work, env)
-        server.start()
-        try:
+        with serve_over_network(work, env) as server:
             yield server
-        finally:
-            server.stop()
 
 
 def four_rows(args: argparse.Namespace) -> None:
@@ -466,12 +229,7 @@ def mixed(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    from _scaleout import add_arguments as scale_arguments  # imports this module: not at the top
-    from _scaleout import scale_out
-
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--users", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--seconds", type=float, default=10.0, help="each phase's length")
     parser.add_argument(

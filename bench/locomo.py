@@ -15,7 +15,6 @@ share of a question's evidence turns in the top k; NDCG@10 with binary relevance
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import statistics
 import sys
@@ -28,37 +27,15 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench._locomo_data import CATEGORIES, session_time
+from bench.harness import cli, table
+from bench.harness.data.locomo import CATEGORIES, index_conversation
+from bench.harness.data.locomo import samples as locomo_samples
 from mcp_memory.config import GraphSettings, SearchSettings, Settings
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 
 KS = (1, 5, 10, 20)
-
-
-async def index_conversation(service: MemoryService, sample: dict[str, Any]) -> dict[str, str]:
-    """Add every turn; return our memory id -> LoCoMo dia_id."""
-    conversation = sample["conversation"]
-    roles = {conversation["speaker_a"]: "user", conversation["speaker_b"]: "assistant"}
-    ids: dict[str, str] = {}
-    session = 1
-    while f"session_{session}" in conversation:
-        when = session_time(conversation[f"session_{session}_date_time"])
-        for turn in conversation[f"session_{session}"]:
-            out = await service.add_turn(
-                sample["sample_id"],
-                f"session_{session}",
-                roles.get(turn["speaker"], "user"),
-                f"{turn['speaker']}: {turn['text']}",
-                None,
-                10_000_000,  # the benchmark measures retrieval, not summarization
-                created_at=when,
-            )
-            ids[out.turn.id] = turn["dia_id"]
-        session += 1
-    return ids
 
 
 def score(ranked: list[str], evidence: list[str]) -> dict[str, float]:
@@ -112,7 +89,7 @@ def print_table(label: str, result: dict[str, Any]) -> None:
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    samples = json.loads(Path(args.data).read_text())  # noqa: ASYNC240 - once, before anything runs
+    samples = locomo_samples(args.data)
     with tempfile.TemporaryDirectory(prefix="mcp-memory-locomo-") as scratch:
         settings = Settings(user_id="bench", data_dir=Path(scratch))
         search = settings.search.model_copy(
@@ -169,9 +146,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument(
         "--compare", action="store_true", help="also BM25 only, vector only and the other fusion"
@@ -196,12 +171,9 @@ def main() -> None:
         nargs="+",
         help="also evaluate search with links followed at each of these weights (graph.link_weight)",
     )
-    parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     results = anyio.run(run, args)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+    table.save(args.json, results)
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ memory's size afterwards; the turn is read back from long-term memory and compar
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
+from bench.harness import cli
 from mcp_memory.config import EmbeddingSettings, Settings
 from mcp_memory.service.assembly import open_service
 
@@ -69,7 +68,7 @@ async def measure(size: int, embedder: str, window: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.parser(__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[3000, 100_000, 1_000_000])
     parser.add_argument("--embedder", choices=["hash", "local"], default="local")
     parser.add_argument("--window", type=int, default=8000, help="the client's context window, tokens")

@@ -14,7 +14,6 @@ the evidence turns relevant, so most hits of every band are not).
 
 from __future__ import annotations
 
-import argparse
 import math
 import sys
 from pathlib import Path
@@ -22,16 +21,15 @@ from pathlib import Path
 import anyio
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibrate_scores import collect, fit_logistic
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.calibrate_scores import collect, fit_logistic
+from bench.harness import cli
 
 BAND = 0.05
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument(
         "data", help="LoCoMo JSON (e.g. ../shared/data/locomo/locomo_dev.json); read, never copied"
     )

@@ -23,7 +23,6 @@ import json
 import os
 import platform
 import select
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
+from bench.harness import cli
+from bench.harness.timing import median_p95_max
 from tests.services.resident import resident_pids, stop_resident
 
 INITIALIZE = {
@@ -123,9 +123,8 @@ def rss_mb(pid: int) -> float:
 
 
 def percentiles(seconds: list[float]) -> str:
-    ms = sorted(s * 1000 for s in seconds)
-    p95 = ms[min(len(ms) - 1, round(0.95 * (len(ms) - 1)))]
-    return f"p50 {statistics.median(ms):.0f} ms, p95 {p95:.0f} ms, max {ms[-1]:.0f} ms (n={len(ms)})"
+    p50, p95, most = median_p95_max([s * 1000 for s in seconds])
+    return f"p50 {p50:.0f} ms, p95 {p95:.0f} ms, max {most:.0f} ms (n={len(seconds)})"
 
 
 def open_sessions(count: int, env: dict[str, str], workdir: Path, *args: str) -> list[Session]:
@@ -140,9 +139,7 @@ def open_sessions(count: int, env: dict[str, str], workdir: Path, *args: str) ->
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--in-process-rounds", type=int, default=3)
     parser.add_argument("--embedder", default="local", choices=["local", "hash"])

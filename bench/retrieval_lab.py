@@ -14,12 +14,9 @@ Nothing is asserted; the data is read from the path given, never copied.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +24,26 @@ import numpy as np
 
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
-from mcp_memory.search.fusion import minmax
 from mcp_memory.search.rows import RowFilter
 from mcp_memory.search.terms import date_words, keywords, query_terms, terms
 from mcp_memory.search.text_index import Document, TextIndex
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+from bench.harness.data.locomo import samples as locomo_samples
+from bench.harness.data.locomo import session_time
 
 SPLIT_A = {"conv-26", "conv-41", "conv-43"}
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 POOL = 80  # bench/locomo.py asks for 20: the store's candidate pool is max(4 * limit, 50)
 CONTEXT_WEIGHT = 0.4
+
+
+def minmax(values: np.ndarray) -> np.ndarray:
+    """Scaled to 0..1 (all zeros when flat): search/fusion.py's score fusion did this to cosines until
+    search/ranking.py took over the ranking (f98604f); kept here so the lab's rows still compute as before."""
+    low, high = float(values.min()), float(values.max())
+    return (values - low) / (high - low) if high > low else np.zeros_like(values)
 
 
 @dataclass
@@ -51,10 +59,6 @@ class Conversation:
     text: dict[int, TextIndex]  # context turns after (0 or 2) -> the BM25 index
 
 
-def session_time(text: str) -> datetime:
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
-
-
 def window(turns: list[dict[str, Any]], i: int, before: int, after: int) -> list[str]:
     same = [t for t in turns[max(0, i - before) : i + 1 + after] if t["session"] == turns[i]["session"]]
     return [t["text"] for t in same if t is not turns[i]]
@@ -62,7 +66,7 @@ def window(turns: list[dict[str, Any]], i: int, before: int, after: int) -> list
 
 def load(path: str, embedder: LocalMiniLMEmbedder) -> list[Conversation]:
     out = []
-    for sample in json.loads(Path(path).read_text()):
+    for sample in locomo_samples(path):
         c = sample["conversation"]
         turns: list[dict[str, Any]] = []
         n = 1
@@ -259,9 +263,7 @@ def mean(rows: list[Row], keep: Callable[[Row], bool], n: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     args = parser.parse_args()
     conversations = load(args.data, LocalMiniLMEmbedder.load(EmbeddingSettings()))

@@ -12,7 +12,7 @@ the store's own write path (`SqliteLongTermStore.put`), not through add_turn and
 are clustered (2,000 centres of Zipf-like sizes plus noise, 384 dimensions, unit length), as in
 ../shared/research/vector-indexes.md: uniform random vectors have no near neighbours to find. Queries are
 LoCoMo questions with vectors drawn the same way (not stored ones). `--corpus near-duplicates` fills it
-instead with near-duplicates of real turns (bench/_near_duplicates.py: LoCoMo turns and BEAM messages
+instead with near-duplicates of real turns (bench/harness/data/near_duplicates.py: LoCoMo turns and BEAM messages
 embedded with the local model, each memory its base vector moved by as much as real edits move it; the
 calibration is printed), searched with held-out real questions embedded with the same model. Recall@10
 compares the store's vector search with an exact search (numpy, float32) over the same vectors; the
@@ -40,11 +40,11 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo
-from _near_duplicates import NearDuplicates
-from latency import percentiles, rss_mb
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli, table
+from bench.harness.data.corpus import locomo
+from bench.harness.data.near_duplicates import NearDuplicates
+from bench.harness.timing import percentiles, rss_mb
 from mcp_memory.config import LongTermSettings, SecuritySettings, Settings
 from mcp_memory.llm.onnx_minilm import MODEL_NAME
 from mcp_memory.models import EmbeddingSpec, Memory
@@ -355,9 +355,7 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("--locomo", help="path to locomo_dev.json (its turn texts and questions)")
     parser.add_argument("--corpus", choices=["synthetic", "near-duplicates"], default="synthetic")
     parser.add_argument("--beam", help="near-duplicates: the BEAM 100K folder (its messages and questions)")
@@ -378,7 +376,6 @@ def main() -> None:
         default=LongTermSettings.model_fields["ann_expansion"].default,
     )
     parser.add_argument("--scratch", default=None, help="where the temporary data dir goes")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument("--first-search", nargs=4, help=argparse.SUPPRESS)  # the child process
     args = parser.parse_args()
     threadpool_limits(1)
@@ -388,8 +385,7 @@ def main() -> None:
         return
     rows = asyncio.run(run(args))
     print_table(rows)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    table.save(args.json, rows)
 
 
 if __name__ == "__main__":

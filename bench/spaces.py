@@ -21,7 +21,6 @@ Prints p50 / p95 of each and the ratio. Numbers are wall-clock on this machine; 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 import time
@@ -30,10 +29,10 @@ from pathlib import Path
 
 import anyio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, queries, stored_turns, turns
-from latency import percentiles
-
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli
+from bench.harness.data.corpus import locomo, queries, stored_turns, turns
+from bench.harness.timing import percentiles
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings
 from mcp_memory.models import Owner, space_key
 from mcp_memory.search.query import SearchQuery
@@ -106,9 +105,7 @@ async def run(per_owner: int, searches: int, locomo_path: str | None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--per-owner", type=int, default=10_000)
     parser.add_argument("--searches", type=int, default=200)
     parser.add_argument("--locomo", help="path to locomo_dev.json (read in place, never copied)")

@@ -12,7 +12,6 @@ Prints which mcp_memory ran, then p50 / p95. Numbers are wall-clock on this mach
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 import tempfile
@@ -23,11 +22,12 @@ from pathlib import Path
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _corpus import locomo, stored_turns
-from latency import percentiles
-
+# Appended, not first: with PYTHONPATH naming another checkout, its mcp_memory is the one measured.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
 import mcp_memory
+from bench.harness import cli
+from bench.harness.data.corpus import locomo, stored_turns
+from bench.harness.timing import percentiles
 from mcp_memory.models import EmbeddingSpec
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.storage.sqlite.db import SqliteDatabase
@@ -67,9 +67,7 @@ async def run(size: int, mode: str, texts: list[str], questions: list[str]) -> d
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--locomo", required=True, help="path to locomo_dev.json")
     parser.add_argument("--size", type=int, default=10000)
     parser.add_argument("--mode", choices=["hybrid", "text", "vector"], default="hybrid")

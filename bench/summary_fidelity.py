@@ -37,22 +37,21 @@ model's summaries flow through the same path. Its figure is plumbing only, never
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
-from pydantic import SecretStr
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.fakes, for --llm-stub
-
+from bench.harness import cli, llm, table
+from bench.harness.data.locomo import samples as locomo_samples
+from bench.harness.data.locomo import session_time
 from mcp_memory.config import EmbeddingSettings, LearningSettings, LLMSettings, SecuritySettings, Settings
 from mcp_memory.search.terms import keywords, query_terms
 from mcp_memory.service.assembly import open_service
@@ -60,11 +59,6 @@ from mcp_memory.service.memory_service import MemoryService
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 4: "single-hop"}
 THREAD = "conversation"
-
-
-def session_time(text: str) -> datetime:
-    """LoCoMo writes '1:56 pm on 8 May, 2023'."""
-    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
 def content_words(text: str) -> set[str]:
@@ -201,13 +195,7 @@ def stub_llm() -> Iterator[tuple[LLMSettings, Callable[[], int]]]:
     from tests.fakes.openai_stub import OpenAIStub  # a test fake: only --llm-stub needs it
 
     with OpenAIStub.running() as stub:
-        settings = LLMSettings(
-            provider="openai",
-            model="stub-chat",
-            base_url=stub.base_url,
-            api_key=SecretStr("sk-bench"),
-            max_retries=0,
-        )
+        settings = llm.stub_settings(stub.base_url)
         yield settings, lambda: len(stub.chat_requests())
 
 
@@ -287,7 +275,7 @@ def report(
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
-    samples = json.loads(Path(args.data).read_text())  # noqa: ASYNC240 - once, before anything runs
+    samples = locomo_samples(args.data)
     began = time.perf_counter()
     results: dict[str, Any] = {"data": str(args.data), "embedder": args.embedder or "default"}
     threads = await replay_all(samples, args.embedder, None)
@@ -309,9 +297,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("data", help="path to locomo_dev.json (../shared/data/locomo/locomo_dev.json)")
     parser.add_argument(
         "--llm-stub",
@@ -323,12 +309,9 @@ def main() -> None:
     )
     parser.add_argument("--variants", action="store_true", help="also the other readings of the spec")
     parser.add_argument("--examples", type=int, default=0, help="list this many eligible answers not kept")
-    parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     results = anyio.run(run, args)
-    if args.json:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(results, indent=2))
+    table.save(args.json, results)
 
 
 if __name__ == "__main__":

@@ -27,7 +27,6 @@ Run time on 2 shared cores: about 6 minutes with the defaults (the model's start
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -40,7 +39,6 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # bench.* and tests.services, as hooks.py does
-
 from bench._hook_replay import (
     Hooks,
     capture_check,
@@ -51,7 +49,10 @@ from bench._hook_replay import (
     stored,
     unembedded,
 )
-from bench.hooks import Subject, ask, beam_subjects, percentile, wall_times
+from bench._hooks_report import wall_times
+from bench._hooks_subjects import Subject, ask, beam_subjects
+from bench.harness import cli, table
+from bench.harness.timing import percentile
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.remote import places
 from mcp_memory.security.static_tokens import hash_token, new_token
@@ -138,12 +139,9 @@ def times(hooks: Hooks, since: int) -> dict[str, dict[str, float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("data", type=Path, help="BEAM's 100K folder")
     parser.add_argument("--latency-ms", type=float, default=20.0, help="added each way (default 20)")
-    parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     online, offline = beam_subjects(args.data, 2)
     token = new_token()
@@ -175,8 +173,7 @@ def main() -> None:
             server.stop()
     results |= {"server_start_s": started, "latency_ms_each_way": args.latency_ms}
     report(results)
-    if args.json:
-        args.json.write_text(json.dumps(results, indent=1))
+    table.save(args.json, results)
 
 
 def run(

@@ -13,7 +13,6 @@ Prints p50/p95/p99 in milliseconds per kind; nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
 import platform
 import statistics
 import sys
@@ -25,7 +24,7 @@ import anyio
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
+from bench.harness import cli  # noqa: E402
 from mcp_memory.config import SecuritySettings, Settings, TokenEntry  # noqa: E402
 from mcp_memory.security.oauth.tokens import build_verifier  # noqa: E402
 from mcp_memory.security.static_tokens import hash_token  # noqa: E402
@@ -81,9 +80,7 @@ async def measure(issuer: LocalIssuer, count: int) -> dict[str, list[float]]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--tokens", type=int, default=5000, help="verifications per kind")
     args = parser.parse_args()
     with local_issuer() as issuer:

@@ -11,7 +11,6 @@ Prints a table; nothing is asserted.
 
 from __future__ import annotations
 
-import argparse
 import os
 import platform
 import sys
@@ -24,8 +23,10 @@ from mcp import Client
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-
-from tests.services.server_process import NetworkServer, StdioServer, server_env  # noqa: E402
+from bench.harness import cli  # noqa: E402
+from bench.harness.server import http as serve_over_network  # noqa: E402
+from bench.harness.timing import percentile  # noqa: E402
+from tests.services.server_process import StdioServer, server_env  # noqa: E402
 
 WARMUP = 20
 CALL = ("search_memory", {"query": "budget for the trip", "limit": 1, "mode": "text"})
@@ -47,14 +48,8 @@ async def timed_calls(client: Client, calls: int) -> list[float]:
     return sorted(latencies)
 
 
-def percentile(ordered: list[float], q: float) -> float:
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__)
     parser.add_argument("--calls", type=int, default=300)
     args = parser.parse_args()
     overrides = {"MCP_MEMORY_EMBEDDING__PROVIDER": "hash", "MCP_MEMORY_LOG_LEVEL": "WARNING"}
@@ -70,12 +65,8 @@ def main() -> None:
                 finally:
                     stdio.close()
             else:
-                server = NetworkServer(transport, workdir / transport, env)
-                server.start()
-                try:
+                with serve_over_network(workdir / transport, env, transport) as server:
                     latencies = anyio.run(_over, server.connect(), args.calls)
-                finally:
-                    server.stop()
             rows.append((transport, latencies))
             print(f"{transport}: p50 {percentile(latencies, 0.5):.2f} ms", file=sys.stderr)
     stdio_p50 = percentile(rows[0][1], 0.5)

@@ -1,4 +1,4 @@
-"""BEAM's reading and scoring (bench/_beam_data.py), on small hand-made conversations."""
+"""BEAM's reading and scoring (bench/harness/data/beam.py), on small hand-made conversations."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bench._beam_data import (
+from bench.harness.data.beam import (
     Question,
     evidence_of,
     first_messages,

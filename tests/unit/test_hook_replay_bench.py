@@ -1,5 +1,5 @@
 """bench/hooks.py's rule for an evidence message found in what the hooks injected (bench/_hook_replay.py),
-and LoCoMo read as conversations to replay (bench/_locomo_data.py), on small hand-made data."""
+and LoCoMo read as conversations to replay (bench/harness/data/locomo.py), on small hand-made data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from bench._hook_replay import exchanges, found, normalized
-from bench._locomo_data import evidence_ids, sample_of
+from bench.harness.data.locomo import evidence_ids, sample_of
 
 LONG = " ".join(f"w{i}" for i in range(40))  # 40 distinct words
 

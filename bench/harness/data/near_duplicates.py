@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from _beam_data import conversation_folders, load_conversation
-from _corpus import locomo
 
+from bench.harness.data.beam import conversation_folders, load_conversation
+from bench.harness.data.corpus import locomo
 from mcp_memory.config import EmbeddingSettings
 from mcp_memory.llm.onnx_minilm import LocalMiniLMEmbedder
 

@@ -1,5 +1,5 @@
 """LoCoMo (Maharana et al., ACL 2024, arXiv 2402.17753) read as conversations to replay: each sample's
-sessions as bench._beam_data's Messages, its questions of categories 1-4 with the turns that answer them.
+sessions as bench.harness.data.beam's Messages, its questions of categories 1-4 with the turns that answer them.
 
 LoCoMo is two named people chatting. Speaker A is the user and speaker B the assistant (as bench/locomo.py
 stores them); each turn is one message "Name: text" (the questions name the people, so who said what is
@@ -10,12 +10,15 @@ is read from the path given, never copied.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
-from bench._beam_data import Message, Question
+from bench.harness.data.beam import Message, Question
+from mcp_memory.service.memory_service import MemoryService
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 ASKED = (1, 2, 3, 4)  # adversarial questions (5) have no answer in the conversation
@@ -30,6 +33,12 @@ class Sample:
     questions: list[Question]  # categories 1-4, evidence as message ids
     texts: dict[int, str]  # message id -> the turn's text alone (what the found rule looks for)
     dia_ids: dict[int, str]  # message id -> LoCoMo's dia_id
+
+
+def samples(path: str | Path) -> list[dict[str, Any]]:
+    """The file's samples as LoCoMo writes them (each a conversation, its sessions and its questions)."""
+    loaded: list[dict[str, Any]] = json.loads(Path(path).read_text())
+    return loaded
 
 
 def session_time(text: str) -> datetime:
@@ -73,3 +82,26 @@ def sample_of(raw: dict[str, Any]) -> Sample:
             questions.append(Question(CATEGORIES[qa["category"]], str(qa["question"]), evidence))
     name = "locomo-" + str(raw["sample_id"]).removeprefix("conv-")
     return Sample(name, sessions, questions, texts, {i: d for d, i in by_dia.items()})
+
+
+async def index_conversation(service: MemoryService, sample: dict[str, Any]) -> dict[str, str]:
+    """Add every turn; return our memory id -> LoCoMo dia_id."""
+    conversation = sample["conversation"]
+    roles = {conversation["speaker_a"]: "user", conversation["speaker_b"]: "assistant"}
+    ids: dict[str, str] = {}
+    session = 1
+    while f"session_{session}" in conversation:
+        when = session_time(conversation[f"session_{session}_date_time"])
+        for turn in conversation[f"session_{session}"]:
+            out = await service.add_turn(
+                sample["sample_id"],
+                f"session_{session}",
+                roles.get(turn["speaker"], "user"),
+                f"{turn['speaker']}: {turn['text']}",
+                None,
+                10_000_000,  # the benchmark measures retrieval, not summarization
+                created_at=when,
+            )
+            ids[out.turn.id] = turn["dia_id"]
+        session += 1
+    return ids
