@@ -247,6 +247,7 @@ async def serve_resident(app: ASGIApp, resident: Resident) -> None:
     one started meanwhile finds the lock held and leaves at once."""
     path = resident.socket
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    path.with_suffix(".lock").touch(mode=0o600)  # empty, and private as every file of the data dir
     with path.with_suffix(".lock").open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

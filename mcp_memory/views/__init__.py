@@ -369,6 +369,17 @@ class ForgetResult(BaseModel):
         "what others (or the server) wrote there stays, counted here by memory type.",
     )
     forgotten_at: datetime
+    pending: bool = Field(
+        default=False,
+        description="True when what was deleted is still in the data file because another process is "
+        "reading it: it is erased in the background as soon as that stops, and logged.",
+    )
+    note: str = Field(default="", description="In words: what was deleted, or that nothing matched.")
+
+    @property
+    def nothing_matched(self) -> bool:
+        """Nothing was (or, in a dry run, would be) deleted from any store."""
+        return not (self.working_memory.messages or self.long_term.memories or any(self.stores.values()))
 
 
 # ------------------------------------------------------------------ export and import

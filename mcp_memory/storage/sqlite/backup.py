@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp_memory.errors import ConfigError
+from mcp_memory.private_files import DIR_MODE, create_private, private_dir
 from mcp_memory.storage.sqlite.migrations import MIGRATIONS
 
 HEADER = b"SQLite format 3\x00"
@@ -90,6 +91,7 @@ def _copy_live(data_file: Path, partial: Path) -> None:
     except sqlite3.Error as e:
         raise BackupError(f"cannot open the memory database {data_file}: {e}") from e
     try:
+        create_private(partial)  # 0600: the backup is as private as the store (its journal follows)
         copy = sqlite3.connect(partial, isolation_level=None)
         try:
             source.backup(copy)
@@ -98,6 +100,8 @@ def _copy_live(data_file: Path, partial: Path) -> None:
             copy.close()
     except sqlite3.Error as e:
         raise BackupError(f"cannot back up {data_file}: {e}") from e
+    except OSError as e:
+        raise BackupError(f"cannot write {partial}: {e.strerror}") from e
     finally:
         source.close()
     _flush(partial)
@@ -174,7 +178,7 @@ def restore(source: Path, data_file: Path, *, force: bool, now: datetime | None 
     if data_file.exists():
         _refuse_if_in_use(data_file)
     try:
-        data_file.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(data_file.parent)
     except OSError as e:
         raise BackupError(f"cannot create the data directory {data_file.parent}: {e.strerror}") from e
     incoming = data_file.with_name(f".{data_file.name}.restoring-{uuid.uuid4().hex[:8]}")
@@ -220,6 +224,7 @@ def _copy_backup(source: Path, incoming: Path) -> None:
     try:
         backup_file = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
         try:
+            create_private(incoming)
             copy = sqlite3.connect(incoming, isolation_level=None)
             try:
                 backup_file.backup(copy)
@@ -242,7 +247,7 @@ def _move_aside(present: list[Path], data_file: Path, now: datetime) -> Path:
     folder = data_file.with_name(f"{data_file.name}.before-restore-{now.strftime('%Y%m%dT%H%M%SZ')}")
     moved: list[Path] = []
     try:
-        folder.mkdir()
+        folder.mkdir(mode=DIR_MODE)
         for path in present:
             path.rename(folder / path.name)
             moved.append(path)
