@@ -371,10 +371,9 @@ class ForgetResult(BaseModel):
     forgotten_at: datetime
     pending: bool = Field(
         default=False,
-        description="True when what was deleted is still in the data file because another process is "
-        "reading it: it is erased in the background as soon as that stops, and logged.",
+        description="Still on disk while another process reads the file; erased in the background.",
     )
-    note: str = Field(default="", description="In words: what was deleted, or that nothing matched.")
+    note: str = Field(default="", description="What was deleted, or that nothing matched.")
 
     @property
     def nothing_matched(self) -> bool:
