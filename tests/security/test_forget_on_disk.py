@@ -23,6 +23,7 @@ import pytest
 
 from tests.services.mcp_client import call
 from tests.services.server_process import (
+    E2E_USER,
     NetworkServer,
     ServerStarter,
     mcp_memory_command,
@@ -245,3 +246,9 @@ async def test_every_file_the_server_writes_is_private_and_a_start_repairs_what_
     wrong = {p: m for p, m in modes(data_dir).items() if m not in ("0o600", "0o700")}
     assert wrong == {}, wrong
     assert again.stderr().count("private to this user") == 1, again.stderr()
+    exported = tmp_path / "export.jsonl"
+    done = await anyio.to_thread.run_sync(
+        cli, ["export", "--user", E2E_USER, "-o", str(exported)], data_dir, tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    assert b"private words" in exported.read_bytes() and stat.S_IMODE(exported.stat().st_mode) == 0o600

@@ -43,7 +43,13 @@ def make_reclaimable(conn: sqlite3.Connection, path: object) -> None:
     size = conn.execute("PRAGMA page_count").fetchone()[0] * conn.execute("PRAGMA page_size").fetchone()[0]
     log.warning("converting %s (%.1f MB) to reclaim free space after a forget: one time", path, size / 1e6)
     conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
-    conn.execute("VACUUM")
+    try:
+        conn.execute("VACUUM")
+    except sqlite3.OperationalError as e:  # another process writing: the next start converts it
+        if "locked" not in str(e) and "busy" not in str(e):
+            raise
+        log.warning("%s not converted now (%s): tried again at the next start", path, e)
+        return
     conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     log.warning("converted %s in %.1f s", path, time.perf_counter() - started)
 
