@@ -5,16 +5,19 @@ from __future__ import annotations
 import contextlib
 import getpass
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
+import anyio.to_thread
 
 from mcp_memory import validation as check
 from mcp_memory.audit import Actor, acting
 from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError
+from mcp_memory.private_files import FILE_MODE, open_private
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.chat_exports import CHAT_FORMATS
 from mcp_memory.service.graph import KnowledgeGraph
@@ -37,7 +40,7 @@ async def export_command(
         sys.stdout.write(text)
         sys.stdout.flush()
     else:
-        await anyio.Path(output).write_text(text)
+        await anyio.to_thread.run_sync(_write_private, output, text)
     print(f"mcp-memory: exported {what} of user {user_id}", file=sys.stderr)
 
 
@@ -77,3 +80,10 @@ async def forget_user_command(settings: Settings, user_id: str, dry_run: bool) -
     async with open_service(settings) as service, acting_as_operator():
         receipt = await service.forget_user(check.thread_id(user_id, "user"), dry_run=dry_run)
     print(receipt.model_dump_json(indent=2))
+
+
+def _write_private(path: Path, text: str) -> None:
+    """An export holds the memories themselves: written 0600 (an existing file is made so too)."""
+    with open(open_private(path), "w", encoding="utf-8") as out:
+        os.fchmod(out.fileno(), FILE_MODE)
+        out.write(text)

@@ -1,7 +1,8 @@
 """`mcp-memory doctor`: what is installed where, whether it points at a program that exists, when each
 client's hooks last fired, whether the resident server answers, how many events wait in the spool, and
 whether the store opens; for each memory server an entry points at (team mode), who is signed in, when
-the token expires, the last delivery, what waits in the outbox and why, and whether the courier runs. Read-only, always exits 0; `--json` for machines.
+the token expires, the last delivery, what waits in the outbox and why, and whether the courier runs;
+which files under the data directory another user could read. Read-only, always exits 0; `--json` for machines.
 
 Standard library (and platformdirs) only: it must run even when the rest is broken, and the CLI imports
 this module to build its parser, so what only the checks need is imported when they run. It reads the
@@ -30,6 +31,7 @@ from mcp_memory.cli.install_clients import (
     is_our_server,
     server_of,
 )
+from mcp_memory.private_files import exposed
 
 Report = dict[str, Any]
 
@@ -68,6 +70,7 @@ def examine(project: Path) -> Report:
         "resident_server": _resident_server(data_dir),
         "spool": _spool(spool_dir(data_dir)),
         "store": _store(data_dir),
+        "exposed": [f"{path} ({mode:o})" for path, mode in exposed(data_dir)],
     }
 
 
@@ -339,6 +342,12 @@ def _text(report: Report) -> list[str]:
     if "sqlite_file" in store:
         health = {True: "healthy", False: "NOT healthy", None: "not created yet"}[store["healthy"]]
         lines.append(f"  {store['sqlite_file']}: {health} ({store['detail']})")
+    lines.append(
+        "files: private to this user (0600, folders 0700)"
+        if not report["exposed"]
+        else f"files: {len(report['exposed'])} readable by other users (the next start makes them private): "
+        + ", ".join(report["exposed"][:5])
+    )
     return lines
 
 

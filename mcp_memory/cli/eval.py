@@ -17,6 +17,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcp_memory.private_files import open_private
+
 if TYPE_CHECKING:
     from mcp_memory.config import Settings
     from mcp_memory.service.self_eval.history import RecordedSession
@@ -91,7 +93,8 @@ def eval_command(settings: Settings, args: argparse.Namespace) -> int:
     seconds = time.monotonic() - began
     print(report(sessions, scored, chosen, seconds))
     if args.json:
-        args.json.write_text(json.dumps(details(sessions, scored, chosen, seconds), indent=1) + "\n")
+        with open(open_private(args.json), "w", encoding="utf-8") as out:  # 0600: it quotes sessions
+            out.write(json.dumps(details(sessions, scored, chosen, seconds), indent=1) + "\n")
         print(f"details: {args.json}")
     return 0
 

@@ -220,7 +220,8 @@ def _fired(root: Path, client: str, event_name: str, error: str | None) -> None:
     try:
         directory = spool.private_dir(spool.hooks_dir(root) / "fired")
         temporary = directory / f".{client}.{os.getpid()}.tmp"
-        temporary.write_text(json.dumps(record), encoding="utf-8")
+        with open(os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as out:
+            out.write(json.dumps(record))
         os.replace(temporary, directory / f"{client}.json")
     except OSError:
         pass

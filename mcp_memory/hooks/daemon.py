@@ -150,7 +150,7 @@ def start(data_dir: Path, log_file: Path) -> bool:
     whether this call started it. The hook does not wait for it."""
     private_dir(hooks_dir(data_dir))
     lock_path = hooks_dir(data_dir) / "start.lock"
-    with lock_path.open("a") as lock:
+    with open(os.open(lock_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -158,7 +158,7 @@ def start(data_dir: Path, log_file: Path) -> bool:
         if running(data_dir) or _started_lately(data_dir):
             return False
         path = socket_path(data_dir)
-        starting_file(data_dir).touch()  # removed by the server once it listens
+        starting_file(data_dir).touch(mode=0o600)  # removed by the server once it listens
         _rotate(log_file)
         private_dir(path.parent)
         command = [sys.executable, "-m", "mcp_memory", "serve", "--socket", os.fspath(path)]

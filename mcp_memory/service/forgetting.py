@@ -34,6 +34,19 @@ class Forgetting:
         everything: bool = False,
         dry_run: bool = False,
     ) -> ForgetResult:
+        """The forget tool's: the scope deleted, erased from the disk before it answers (or said to be
+        pending), and said in words (`note`), nothing matched included."""
+        result = await self._forget(user_id, memory_id, thread_id, everything, dry_run)
+        return await self._finished(result, thread_id)
+
+    async def _forget(
+        self,
+        user_id: str,
+        memory_id: str | None = None,
+        thread_id: str | None = None,
+        everything: bool = False,
+        dry_run: bool = False,
+    ) -> ForgetResult:
         named = [n for n, v in (("memory_id", memory_id), ("thread_id", thread_id)) if v is not None]
         if everything:
             named.append("everything")
@@ -121,7 +134,7 @@ class Forgetting:
         One receipt for all of it. The spaces are the ones every request sees (the cached reader of
         security/spaces.py: a broken edit of the spaces file keeps the last good one)."""
         async with self._audited(user_id, "forget_user", dry_run) as record:
-            result = await self.forget(user_id, everything=True, dry_run=dry_run)
+            result = await self._forget(user_id, everything=True, dry_run=dry_run)
             record.note(counts=result.long_term.by_type)
         for space in SPACES_FILE.spaces(self.parts.settings.security):
             written = await self._written_by(space_key(space.name), user_id)
@@ -131,9 +144,18 @@ class Forgetting:
                 record.seal((m.id for m in written), dict(Counter(m.type for m in written)))
                 for memory in written:
                     with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary
-                        _merge(result, await self.forget(space_key(space.name), memory.id, dry_run=dry_run))
+                        _merge(result, await self._forget(space_key(space.name), memory.id, dry_run=dry_run))
         if not dry_run:
             await self.parts.audit.pseudonymize(user_id)  # the trail keeps its shape; the chain verifies
+        return await self._finished(result, None)
+
+    async def _finished(self, result: ForgetResult, thread_id: str | None) -> ForgetResult:
+        """Erase what was deleted from the SQLite file's disk pages and log (storage/sqlite/erasure.py),
+        then say in the receipt what happened."""
+        local_file = self.parts.stores.local_file
+        if not result.nothing_matched and not result.dry_run and local_file is not None:
+            result.pending = not await local_file.erase_forgotten()
+        result.note = _note(result, thread_id, erased=local_file is not None)
         return result
 
     def _audited(self, ledger: str, action: str, dry_run: bool) -> AbstractAsyncContextManager[Draft]:
@@ -160,7 +182,7 @@ class Forgetting:
             record.seal((m.id for m in theirs), dict(Counter(m.type for m in theirs)))
             for memory in theirs:
                 with contextlib.suppress(NotFoundError):  # forgotten meanwhile, or with its summary
-                    _merge(receipt, await self.forget(str(writer), memory.id, dry_run=dry_run))
+                    _merge(receipt, await self._forget(str(writer), memory.id, dry_run=dry_run))
         gone = {m.id for m in theirs}
         receipt.left_by_others = dict(Counter(m.type for m in in_scope if m.id not in gone))
         return receipt
@@ -192,6 +214,34 @@ def _merge(receipt: ForgetResult, more: ForgetResult) -> None:
         receipt.long_term.by_type[kind] = receipt.long_term.by_type.get(kind, 0) + count
     for store, count in more.stores.items():
         receipt.stores[store] = receipt.stores.get(store, 0) + count
+
+
+def _note(result: ForgetResult, thread_id: str | None, *, erased: bool) -> str:
+    """The receipt in words: what was (or, in a dry run, would be) deleted, or that nothing matched."""
+    what = {"thread": f"thread {thread_id!r}", "everything": "everything"}.get(result.scope, "the memory")
+    if result.nothing_matched:
+        where = {"thread": f"no thread {thread_id!r} here", "everything": "nothing is stored here"}
+        return f"Nothing matched: {where.get(result.scope, 'no such memory')}; nothing was deleted."
+    counted = (
+        f"{_plural(result.long_term.memories, 'memory', 'memories')} and "
+        f"{_plural(result.working_memory.messages, 'working-memory message', 'working-memory messages')}"
+    )
+    others = sum((result.left_by_others or {}).values())
+    kept = f"; {_plural(others, 'memory', 'memories')} written by others stay" if others else ""
+    if result.dry_run:
+        return f"Dry run: forgetting {what} would delete {counted}{kept}; nothing was changed."
+    if result.pending:
+        disk = (
+            " It is still on disk while another process reads the data file: erased in the background as "
+            "soon as that stops (logged)."
+        )
+    else:
+        disk = " Nothing of it is left on disk." if erased else ""
+    return f"Forgot {what}: deleted {counted}{kept}.{disk}"
+
+
+def _plural(n: int, one: str, many: str) -> str:
+    return f"1 {one}" if n == 1 else f"{n:,} {many}"
 
 
 def _receipt(scope: str, dry_run: bool) -> ForgetResult:

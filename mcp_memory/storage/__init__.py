@@ -10,15 +10,20 @@ import logging
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mcp_memory.audit.log import AuditLog
 from mcp_memory.config import Settings
 from mcp_memory.errors import ConfigError
 from mcp_memory.models import EmbeddingSpec
+from mcp_memory.private_files import make_private
 from mcp_memory.security.spaces import stored_bytes_quota
 from mcp_memory.storage.base import LongTermStore, WorkingForgetCount, WorkingMemoryStore
 from mcp_memory.storage.graph_base import GraphStore
 from mcp_memory.storage.learning_base import RevisionStore, TriggerCounters
+
+if TYPE_CHECKING:
+    from mcp_memory.storage.sqlite.db import SqliteDatabase
 
 __all__ = [
     "LongTermStore",
@@ -59,12 +64,31 @@ class Stores:
     working: WorkingMemoryStore
     long_term: LongTermStore
     description: str  # e.g. "working memory: redis, long term: sqlite (/path/memory.db)"
+    # The SQLite file, when a store is in it: a forget erases what it deleted from the disk through it.
+    local_file: SqliteDatabase | None = None
+
+
+def repair_modes(settings: Settings) -> None:
+    """At every start, whatever the backends: what another user could read under the data directory
+    (left by an older version, a copy, an editor) is made this user's alone, in one log line."""
+    changed = make_private(settings.data_dir)
+    if changed:
+        shown = ", ".join(str(p.relative_to(settings.data_dir)) or "." for p in changed[:5])
+        more = f" and {len(changed) - 5} more" if len(changed) > 5 else ""
+        log.warning(
+            "made %d files and folders under %s private to this user (0600/0700): %s%s",
+            len(changed),
+            settings.data_dir,
+            shown,
+            more,
+        )
 
 
 @asynccontextmanager
 async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIterator[Stores]:
     working_backend = settings.working.resolved_backend
     long_term_backend = settings.long_term.resolved_backend
+    repair_modes(settings)
     async with AsyncExitStack() as stack:
         db = None
         if "sqlite" in (working_backend, long_term_backend):
@@ -118,6 +142,7 @@ async def open_stores(settings: Settings, embedding: EmbeddingSpec) -> AsyncIter
             working=working,
             long_term=long_term,
             description=f"working memory: {working_backend}, long term: {long_term_backend}{where}",
+            local_file=db,
         )
 
 

@@ -370,6 +370,16 @@ class ForgetResult(BaseModel):
         "what others (or the server) wrote there stays, counted here by memory type.",
     )
     forgotten_at: datetime
+    pending: bool = Field(
+        default=False,
+        description="Still on disk while another process reads the file; erased in the background.",
+    )
+    note: str = Field(default="", description="What was deleted, or that nothing matched.")
+
+    @property
+    def nothing_matched(self) -> bool:
+        """Nothing was (or, in a dry run, would be) deleted from any store."""
+        return not (self.working_memory.messages or self.long_term.memories or any(self.stores.values()))
 
 
 # ------------------------------------------------------------------ export and import

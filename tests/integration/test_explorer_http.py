@@ -713,6 +713,12 @@ async def test_forgetting_a_thread_shows_a_dry_run_then_deletes_on_confirm(
     assert await thread_ids(site.service, "tester") == ["kept"]
     listed = await call(site.mcp, "list_memories", thread_id="doomed")
     assert listed["memories"] == []
+    assert "Nothing of it is left on disk" in done.text
+
+    # Again: nothing matches now, said in words, and there is nothing to confirm.
+    again = await http.post("/ui/forget", data={"thread_id": "doomed", "csrf": csrf})
+    assert "receipt-nothing" in again.text and "Nothing matched: no thread" in again.text
+    assert not has(again.text, "form", "confirm")
     assert (await site.service.get_working_memory("tester", "doomed")).message_count == 0
 
 

@@ -60,7 +60,9 @@ def make_data_file(data_dir: Path) -> Path:
 
 @contextmanager
 def exclusive_lock(path: Path) -> Iterator[None]:
-    """Another process's view: a connection holding an EXCLUSIVE transaction on the file."""
+    """Another process's view: a connection holding an EXCLUSIVE transaction on the file (private, as
+    the server makes it: a file others could read would add the start's repair line)."""
+    path.touch(mode=0o600)
     holder = sqlite3.connect(path, isolation_level=None)
     try:
         holder.execute("CREATE TABLE IF NOT EXISTS other_app (x)")
@@ -73,8 +75,9 @@ def exclusive_lock(path: Path) -> Iterator[None]:
 
 def test_garbage_data_file_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "data" / "memory.db"
-    path.parent.mkdir()
+    path.parent.mkdir(mode=0o700)  # as the server makes it: a 0755 one is repaired, and said
     path.write_bytes(GARBAGE)
+    path.chmod(0o600)
     line = one_line_error(serve(path.parent))
     assert str(path) in line and "corrupt or not a database" in line and "move it aside" in line
 
@@ -89,7 +92,7 @@ def test_damaged_pages_behind_a_valid_header_name_the_file(tmp_path: Path) -> No
 
 def test_a_file_locked_by_another_process_says_locked(tmp_path: Path) -> None:
     path = tmp_path / "data" / "memory.db"
-    path.parent.mkdir()
+    path.parent.mkdir(mode=0o700)
     with exclusive_lock(path):
         result = serve(path.parent)
     line = one_line_error(result)

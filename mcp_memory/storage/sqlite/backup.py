@@ -1,8 +1,9 @@
 """Backing up and restoring the embedded data file: `mcp-memory backup` and `mcp-memory restore`.
 
-A backup is made with SQLite's online backup API in one step, so it is the file as of one moment even
-while servers write to it (WAL mode: they keep writing meanwhile, and nothing they commit after that
-moment is in the copy). It is written to a temporary name beside the target, switched out of WAL mode
+A backup is made with SQLite's VACUUM INTO in one read transaction, so it is the file as of one moment
+even while servers write to it (WAL mode: they keep writing meanwhile, and nothing they commit after
+that moment is in the copy), and it holds only the pages in use: no free page, where a forgotten text
+could linger, and no larger than the memories need. It is created 0600, as the data file is. It is written to a temporary name beside the target, switched out of WAL mode
 (one self-contained file), checked, flushed to disk and renamed, so the target is a whole, verified
 backup or does not exist.
 
@@ -28,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from mcp_memory.errors import ConfigError
+from mcp_memory.private_files import DIR_MODE, create_private, private_dir
 from mcp_memory.storage.sqlite.migrations import MIGRATIONS
 
 HEADER = b"SQLite format 3\x00"
@@ -84,20 +86,24 @@ def backup(data_file: Path, target: Path) -> StoreFacts:
 
 def _copy_live(data_file: Path, partial: Path) -> None:
     try:
-        # mode=rw: never create a data file that is not there; the copy is one step (pages=-1), so it
-        # is the file as of one moment, and writers in WAL mode are not held up while it runs.
+        # mode=rw: never create a data file that is not there. VACUUM INTO reads the file in one read
+        # transaction (the file as of one moment; writers in WAL mode are not held up meanwhile) and
+        # writes only the pages in use: no free page, which could hold what a forget deleted, is copied.
         source = sqlite3.connect(f"{data_file.resolve().as_uri()}?mode=rw", uri=True, timeout=30)
     except sqlite3.Error as e:
         raise BackupError(f"cannot open the memory database {data_file}: {e}") from e
     try:
+        create_private(partial)  # 0600, empty: the backup is as private as the store
+        source.execute("VACUUM INTO ?", (str(partial),))
         copy = sqlite3.connect(partial, isolation_level=None)
         try:
-            source.backup(copy)
             copy.execute("PRAGMA journal_mode = DELETE")  # one self-contained file, no -wal beside it
         finally:
             copy.close()
     except sqlite3.Error as e:
         raise BackupError(f"cannot back up {data_file}: {e}") from e
+    except OSError as e:
+        raise BackupError(f"cannot write {partial}: {e.strerror}") from e
     finally:
         source.close()
     _flush(partial)
@@ -174,7 +180,7 @@ def restore(source: Path, data_file: Path, *, force: bool, now: datetime | None 
     if data_file.exists():
         _refuse_if_in_use(data_file)
     try:
-        data_file.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(data_file.parent)
     except OSError as e:
         raise BackupError(f"cannot create the data directory {data_file.parent}: {e.strerror}") from e
     incoming = data_file.with_name(f".{data_file.name}.restoring-{uuid.uuid4().hex[:8]}")
@@ -220,6 +226,7 @@ def _copy_backup(source: Path, incoming: Path) -> None:
     try:
         backup_file = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
         try:
+            create_private(incoming)
             copy = sqlite3.connect(incoming, isolation_level=None)
             try:
                 backup_file.backup(copy)
@@ -242,7 +249,7 @@ def _move_aside(present: list[Path], data_file: Path, now: datetime) -> Path:
     folder = data_file.with_name(f"{data_file.name}.before-restore-{now.strftime('%Y%m%dT%H%M%SZ')}")
     moved: list[Path] = []
     try:
-        folder.mkdir()
+        folder.mkdir(mode=DIR_MODE)
         for path in present:
             path.rename(folder / path.name)
             moved.append(path)

@@ -8,8 +8,11 @@ changes are numbered migrations (migrations.py), run when the file is opened.
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sqlite3
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -21,11 +24,17 @@ from tenacity import retry, retry_if_exception, stop_after_delay, wait_random
 
 from mcp_memory.audit import context as audit_context
 from mcp_memory.errors import BackendUnavailableError, ConfigError
+from mcp_memory.private_files import create_private, make_private_file, private_dir
+from mcp_memory.storage.sqlite import erasure
 from mcp_memory.storage.sqlite.migrations import migrate
 
+SIDECARS = ("-wal", "-shm", "-journal")  # the files SQLite keeps beside the database
 _BUSY_SECONDS = 5.0  # how long a statement waits for another connection's lock before "locked"
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+_RETRY_SECONDS = (1.0, 30.0)  # a pending erasure is tried again after 1 s, then less often, up to 30 s
 
 
 class SqliteDatabase:
@@ -41,6 +50,7 @@ class SqliteDatabase:
         # task was cancelled (asyncio does not wait for the thread) must finish before its connection
         # closes under it; closing SQLite under a running statement crashes the process.
         self._in_use = {id(conn): threading.Lock(), id(reader): threading.Lock()}
+        self._erasing: asyncio.Task[None] | None = None  # a forget's erasure waiting out a reader
 
     @classmethod
     @asynccontextmanager
@@ -56,6 +66,7 @@ class SqliteDatabase:
             yield db
         finally:
             with anyio.CancelScope(shield=True):
+                await db._last_erasure()
                 await anyio.to_thread.run_sync(db._close, reader)
                 await anyio.to_thread.run_sync(db._close, conn)
 
@@ -112,6 +123,56 @@ class SqliteDatabase:
                 backend="sqlite",
             ) from e
 
+    async def erase_forgotten(self) -> bool:
+        """After a forget: no byte of what it deleted left in the file or its log (erasure.py); the
+        file shrinks by the pages it freed. False when another process's read transaction keeps the old
+        pages alive past the busy timeout: the erasure is then finished in the background, and logged."""
+        try:
+            if await self.run(erasure.erase):
+                return True
+        except BackendUnavailableError as e:  # locked beyond the timeout: as a reader that stays
+            log.warning("erasing what was forgotten from %s: %s", self.path, e)
+        if self._erasing is None or self._erasing.done():
+            self._erasing = asyncio.get_running_loop().create_task(self._erase_later())
+        return False
+
+    async def _erase_later(self) -> None:
+        started, wait = time.monotonic(), _RETRY_SECONDS[0]
+        log.warning(
+            "a forget is pending on disk: another process is reading %s; erased as soon as it stops",
+            self.path,
+        )
+        while True:
+            await anyio.sleep(wait)
+            try:
+                if await self.run(erasure.checkpoint):
+                    break
+            except BackendUnavailableError:
+                pass
+            wait = min(wait * 2, _RETRY_SECONDS[1])
+        log.warning(
+            "the pending forget is now erased from %s (after %.1f s)", self.path, time.monotonic() - started
+        )
+
+    async def _last_erasure(self) -> None:
+        """At close: one last try for a pending erasure (closing the last connection to the file
+        checkpoints it too)."""
+        if self._erasing is None or self._erasing.done():
+            return
+        self._erasing.cancel()
+        try:
+            done = await self._call(erasure.checkpoint, self._conn)
+        except BackendUnavailableError:
+            done = False
+        if done:
+            log.warning("the pending forget is now erased from %s (at close)", self.path)
+        else:
+            log.warning(
+                "a forget is still pending on disk in %s at close: another process is reading it; the "
+                "next forget or the last process to close the file erases it",
+                self.path,
+            )
+
     async def write(self, work: Callable[[sqlite3.Connection], T], *, change: bool = False) -> T:
         """Run `work(conn)` inside one IMMEDIATE transaction: all of it happens, or none. With `change`
         (a write of memory a user made: a put, a forget, a revision, a graph edit), the audit record of
@@ -140,7 +201,11 @@ class SqliteDatabase:
 
 def _connect(path: Path) -> sqlite3.Connection:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(path.parent)
+        # SQLite creates the -wal and -shm with the database's mode: 0600 before it opens the file.
+        create_private(path)
+        for sidecar in SIDECARS:
+            make_private_file(path.with_name(path.name + sidecar))
     except OSError as e:
         raise ConfigError(f"cannot create the data directory {path.parent}: {e.strerror}") from e
     try:
@@ -149,11 +214,12 @@ def _connect(path: Path) -> sqlite3.Connection:
         raise ConfigError(f"cannot open the memory database {path}: {e}") from e
     try:
         conn.execute(f"PRAGMA busy_timeout = {int(_BUSY_SECONDS * 1000)}")
+        erasure.prepare(conn)  # secure_delete, auto_vacuum: what a forget leaves on disk (erasure.py)
         _use_wal(conn)
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("PRAGMA secure_delete = ON")  # forgotten text is overwritten, not left in free pages
         migrate(conn)
+        erasure.make_reclaimable(conn, path)
         # Take and drop the write lock once: another process holding it must stop us now, clearly,
         # not at the first tool call.
         conn.execute("BEGIN IMMEDIATE")

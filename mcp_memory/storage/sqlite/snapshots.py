@@ -33,6 +33,7 @@ from typing import BinaryIO
 
 import numpy as np
 
+from mcp_memory.private_files import open_private
 from mcp_memory.search.file_array import Column, FileArray
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,7 @@ class SnapshotFolder:
         try:
             self.path.mkdir(mode=0o700, exist_ok=True)
             self._remove_leftovers(target)
-            with temporary.open("wb") as out:
+            with open(open_private(temporary), "wb") as out:  # 0600, as every file of the data dir
                 _write_npz(out, arrays)
                 out.flush()
                 os.fsync(out.fileno())  # on disk before the rename: a crash leaves the old one or this
