@@ -21,6 +21,7 @@ from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from tests.fakes.openai_stub import OpenAIStub
+from tests.helpers import HANG_SECONDS
 from tests.services.mcp_client import call, call_error
 
 pytestmark = pytest.mark.anyio
@@ -67,7 +68,7 @@ async def facts_of(service: MemoryService) -> list[Memory]:
 
 
 async def settle(service: MemoryService) -> None:
-    with anyio.fail_after(20):
+    with anyio.fail_after(HANG_SECONDS):
         await learning_of(service).worker.drain()
 
 

@@ -18,6 +18,7 @@ from mcp_memory.mcp.server import build_server, thread_uri
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.redis.keys import RedisKeys
 from mcp_memory.views import AddTurnResult
+from tests.helpers import HANG_SECONDS
 from tests.integration.redis_service_support import (
     USER,
     SlowSummarizer,
@@ -132,7 +133,7 @@ async def test_a_client_of_one_replica_hears_about_a_turn_added_through_another(
     async with Client(build_server(settings)) as on_a, Client(build_server(settings)) as on_b:
         async with on_a.listen(resource_subscriptions=[uri]) as subscription:
             added = await call(on_b, "add_turn", thread_id="watched", role="user", content="seen from A?")
-            with anyio.fail_after(15):
+            with anyio.fail_after(HANG_SECONDS):
                 event = await subscription.__anext__()
             assert event == ResourceUpdated(uri=uri)
         # Both replicas read the one working memory.
