@@ -24,13 +24,16 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import HANG_SECONDS
 from tests.services import memory_user
 from tests.services.codex_cli import CodexRun, run_codex
 from tests.services.memory_user import git_project
 from tests.services.resident import stop_resident
 from tests.services.responses_api import ResponsesAPI, ToolCall
 
-STORED_SECONDS = 20.0  # the hooks hand a capture to the resident server, which stores it soon after
+# The hooks hand a capture to the resident server, which stores it soon after (its first start loads the
+# model): a bound against a hang only.
+STORED_SECONDS = HANG_SECONDS
 
 DECISION = (
     "For the billing service we decided on PostgreSQL 16 behind pgbouncer, max 200 connections; "

@@ -23,12 +23,15 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import HANG_SECONDS
 from tests.services.gemini_api import GeminiAPI, ToolCall, chunks
 from tests.services.gemini_cli import GeminiRun, prepare_home, run_gemini
 from tests.services.memory_user import git_project, mcp_memory, user_env
 from tests.services.resident import stop_resident_servers
 
-STORED_SECONDS = 20.0  # the hooks hand a capture to the resident server, which stores it soon after
+# The hooks hand a capture to the resident server, which stores it soon after (its first start loads the
+# model): a bound against a hang only.
+STORED_SECONDS = HANG_SECONDS
 DECISION = (
     "For the billing service we decided on PostgreSQL 16 behind pgbouncer, max 200 connections; "
     "Dana owns the migration. Check the migrations folder."

@@ -16,9 +16,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import HANG_SECONDS
 from tests.services.resident import stop_resident_servers
 
-STORED_SECONDS = 20.0  # the hooks hand a capture to the resident server, which stores it soon after
+# The hooks hand a capture to the resident server, which stores it soon after (its first start loads the
+# model): a bound against a hang only.
+STORED_SECONDS = HANG_SECONDS
 # What the clients' tests have one session decide and a later one ask.
 DECISION = (
     "For the billing service we decided on PostgreSQL 16 behind pgbouncer, max 200 connections; "
