@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp.shared.auth import OAuthToken
 
-from mcp_memory.remote import credentials, outbox, places
+from mcp_memory.remote import courier, credentials, outbox, places
 from tests.fakes.team_server import TeamServer
 from tests.helpers import HANG_SECONDS
 from tests.integration.test_hooks_resident import repo
@@ -27,7 +27,9 @@ from tests.services.resident import stop_resident
 from tests.services.server_process import mcp_memory_command, server_env
 from tests.unit.test_hook_transcripts import Transcript
 
-DELIVERY_SECONDS = 90.0  # generous: the courier backs off up to a minute while the server is down
+# The courier backs off while the server is down (up to a minute): one whole backoff, then a bound
+# against a hang.
+DELIVERY_SECONDS = courier.MAX_BACKOFF_SECONDS + HANG_SECONDS
 # A hook never waits for a server that is down or late: its own deadlines are 1.5 s (a prompt) and 2 s (a
 # session start). This bound catches a hook that waits on the network instead (on a server that never
 # answers, it would wait until `fire`'s timeout); it is far above a hook's start on a loaded machine, so
