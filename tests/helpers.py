@@ -3,7 +3,7 @@ asks a question again and again until it is answered; the bound only guards agai
 what any machine takes, so a slow or loaded machine waits longer instead of failing. A test asserts what
 happened, not how fast: speed lives in bench/.
 
-    rows = eventually(lambda: stored_rows(db) or None, what="the turn stored")
+    rows = eventually(lambda: stored_rows(db), what="the turn stored")
     await eventually_async(lambda: len(heard) >= 2, what="both events heard")
 """
 
@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 import anyio
+import pytest
 
 T = TypeVar("T")
 
@@ -21,16 +22,25 @@ T = TypeVar("T")
 HANG_SECONDS = 120.0
 
 
-def eventually(check: Callable[[], T], *, what: str, seconds: float = HANG_SECONDS, every: float = 0.05) -> T:
-    """`check()`'s first truthy answer, asked every `every` seconds; fails naming `what` (and the last
-    answer) when none comes within `seconds`, a bound against a hang, not a speed test."""
+def eventually(
+    check: Callable[[], T],
+    *,
+    what: str,
+    seconds: float = HANG_SECONDS,
+    every: float = 0.05,
+    detail: Callable[[], object] | None = None,
+) -> T:
+    """`check()`'s first truthy answer, asked every `every` seconds; fails naming `what`, the last answer
+    and `detail()` (a log, a status) when none comes within `seconds`: a bound against a hang, not a
+    speed test."""
     deadline = time.monotonic() + seconds
     while True:
         answer = check()
         if answer:
             return answer
         if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {seconds:g} s (a hang); last answer {answer!r}")
+            more = f"; {detail()}" if detail is not None else ""
+            pytest.fail(f"{what}: not within {seconds:g} s (a hang); last answer {answer!r}{more}")
         time.sleep(every)
 
 
@@ -47,5 +57,5 @@ async def eventually_async(
         if answer:
             return answer
         if anyio.current_time() > deadline:
-            raise AssertionError(f"{what}: not within {seconds:g} s (a hang); last answer {answer!r}")
+            pytest.fail(f"{what}: not within {seconds:g} s (a hang); last answer {answer!r}")
         await anyio.sleep(every)

@@ -15,7 +15,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.helpers import HANG_SECONDS
+from tests.helpers import HANG_SECONDS, eventually
 from tests.services.gemini_api import GeminiAPI, ToolCall, chunks
 from tests.services.gemini_cli import GeminiRun, prepare_home, run_gemini
 from tests.services.memory_user import git_project, mcp_memory, user_env
@@ -134,11 +133,9 @@ def stored_turns(world: World) -> list[dict[str, Any]]:
 
 
 def wait_until(world: World, done: Any, what: str) -> None:
-    deadline = time.monotonic() + STORED_SECONDS
-    while not done():
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} not stored within {STORED_SECONDS:g}s; stored: {stored_turns(world)}")
-        time.sleep(0.1)
+    eventually(
+        done, what=f"{what} stored", seconds=STORED_SECONDS, every=0.1, detail=lambda: stored_turns(world)
+    )
 
 
 def test_the_stand_in_streams_the_reply_in_pieces_gemini_joins_badly(sessions: Sessions) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from mcp_memory.hooks.daemon import START_BACKOFF_SECONDS
-from tests.helpers import HANG_SECONDS
+from tests.helpers import HANG_SECONDS, eventually
 from tests.services.resident import stop_resident
 from tests.services.server_process import mcp_memory_command, server_env
 from tests.unit.test_hook_transcripts import Transcript
@@ -72,12 +72,8 @@ class Hooks:
         pytest.fail(f"only {len(self.stored())} of {count} turns stored; log:\n{self.log()}")
 
     def wait_server(self) -> None:
-        deadline = time.monotonic() + STORE_SECONDS
         sock = self.data_dir / "hooks" / "server.sock"
-        while not sock.exists():
-            if time.monotonic() > deadline:
-                pytest.fail(f"the resident server did not start; log:\n{self.log()}")
-            time.sleep(0.1)
+        eventually(sock.exists, what="the resident server listening", seconds=STORE_SECONDS, detail=self.log)
 
     def log(self) -> str:
         path = self.data_dir / "hooks" / "hooks.log"

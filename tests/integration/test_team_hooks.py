@@ -21,7 +21,7 @@ from mcp.shared.auth import OAuthToken
 
 from mcp_memory.remote import courier, credentials, outbox, places
 from tests.fakes.team_server import TeamServer
-from tests.helpers import HANG_SECONDS
+from tests.helpers import HANG_SECONDS, eventually
 from tests.integration.test_hooks_resident import repo
 from tests.services.resident import stop_resident
 from tests.services.server_process import mcp_memory_command, server_env
@@ -79,13 +79,13 @@ class Team:
         return path.read_text() if path.exists() else "(no hooks.log)"
 
     def wait_until(self, what: str, done: Any) -> None:
-        deadline = time.monotonic() + DELIVERY_SECONDS
-        while not done():
-            if time.monotonic() > deadline:
-                pytest.fail(
-                    f"{what}: not within {DELIVERY_SECONDS} s; status {self.status()}\nlog:\n{self.log()}"
-                )
-            time.sleep(0.1)
+        eventually(
+            done,
+            what=what,
+            seconds=DELIVERY_SECONDS,
+            every=0.1,
+            detail=lambda: f"status {self.status()}\nlog:\n{self.log()}",
+        )
 
 
 @pytest.fixture
