@@ -18,6 +18,7 @@ from mcp_memory.config import WorkingSettings
 from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.storage.learning_base import TriggerCounters
 from tests.contract.conftest_long_term import local_cosmos_settings, open_cosmos, open_sqlite
+from tests.helpers import HANG_SECONDS
 from tests.integration.test_redis_working_store import cluster_url  # noqa: F401  # a one-node cluster
 from tests.services.cosmos_server import CosmosServer
 from tests.services.redis_server import RedisServer, redis_settings
@@ -90,9 +91,10 @@ async def test_a_rate_window_ends_after_its_ttl_and_counts_from_zero(
     user = new_user()
     assert await counters.increment(user, "llm_calls:1", ttl_seconds=0.5) == 1
     # Counting again does not extend the window (only the first count sets it): polling faster than
-    # the window would otherwise never see it end.
-    with anyio.fail_after(20):
-        while (value := await counters.increment(user, "llm_calls:1", ttl_seconds=0.5)) != 1:
+    # the window would otherwise never see it end. The count that starts the next window gives it a
+    # long one, so the next count falls in it however late it comes.
+    with anyio.fail_after(HANG_SECONDS):
+        while (value := await counters.increment(user, "llm_calls:1", ttl_seconds=HANG_SECONDS)) != 1:
             assert value > 1
             await anyio.sleep(0.05)  # polling until the window's TTL ends: nothing to wait on but time
     assert await counters.increment(user, "llm_calls:1", ttl_seconds=0.5) == 2

@@ -14,6 +14,7 @@ from mcp_memory.models import Message, Scope, WorkingMemory
 from mcp_memory.storage.base import WorkingForgetCount, WorkingMemoryStore
 from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
 from tests.contract.conftest import WorkingStoreOpener
+from tests.helpers import HANG_SECONDS
 from tests.services.redis_server import delete_prefix, redis_settings
 
 anyio_test = pytest.mark.anyio
@@ -242,7 +243,7 @@ async def test_the_lease_excludes_other_owners_until_released(working_store: Wor
 async def test_a_crashed_holders_lease_expires_by_itself(working_store: WorkingMemoryStore) -> None:
     await working_store.append("ann", "t1", turn(1))
     assert await working_store.try_lock("ann", "t1", "crashed", 0.2)
-    with anyio.fail_after(10):
+    with anyio.fail_after(HANG_SECONDS):
         while not await working_store.try_lock("ann", "t1", "next", 60):  # noqa: ASYNC110 (polling the store)
             await anyio.sleep(0.05)  # until the crashed holder's lease expires
     assert not await working_store.try_lock("ann", "t1", "crashed", 60)
@@ -361,7 +362,7 @@ async def test_redis_thread_expires_after_its_ttl(redis_url: str) -> None:
             await fill(store, "ann", "t1", 3)
             await store.set_data("ann", "t1", {"k": "v"})
             assert await store.get("ann", "t1") is not None
-            with anyio.fail_after(15):
+            with anyio.fail_after(HANG_SECONDS):
                 while await store.get("ann", "t1") is not None:  # noqa: ASYNC110 (polling Redis expiry)
                     await anyio.sleep(0.1)  # until Redis expires the idle thread
             assert await store.list_threads("ann") == []

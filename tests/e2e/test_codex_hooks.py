@@ -16,7 +16,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,13 +23,16 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import HANG_SECONDS, eventually
 from tests.services import memory_user
 from tests.services.codex_cli import CodexRun, run_codex
 from tests.services.memory_user import git_project
 from tests.services.resident import stop_resident
 from tests.services.responses_api import ResponsesAPI, ToolCall
 
-STORED_SECONDS = 20.0  # the hooks hand a capture to the resident server, which stores it soon after
+# The hooks hand a capture to the resident server, which stores it soon after (its first start loads the
+# model): a bound against a hang only.
+STORED_SECONDS = HANG_SECONDS
 
 DECISION = (
     "For the billing service we decided on PostgreSQL 16 behind pgbouncer, max 200 connections; "
@@ -93,11 +95,7 @@ def messages(memory: Memory, text: str) -> list[str]:
 
 
 def wait_until_stored(memory: Memory, text: str) -> None:
-    deadline = time.monotonic() + STORED_SECONDS
-    while not messages(memory, text):
-        if time.monotonic() > deadline:
-            pytest.fail(f"{text!r} was not stored within {STORED_SECONDS:g}s")
-        time.sleep(0.1)
+    eventually(lambda: messages(memory, text), what=f"{text!r} stored", seconds=STORED_SECONDS, every=0.1)
 
 
 def assert_ran(run: CodexRun, reply: str) -> None:

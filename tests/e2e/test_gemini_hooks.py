@@ -15,7 +15,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,12 +22,15 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import HANG_SECONDS, eventually
 from tests.services.gemini_api import GeminiAPI, ToolCall, chunks
 from tests.services.gemini_cli import GeminiRun, prepare_home, run_gemini
 from tests.services.memory_user import git_project, mcp_memory, user_env
 from tests.services.resident import stop_resident_servers
 
-STORED_SECONDS = 20.0  # the hooks hand a capture to the resident server, which stores it soon after
+# The hooks hand a capture to the resident server, which stores it soon after (its first start loads the
+# model): a bound against a hang only.
+STORED_SECONDS = HANG_SECONDS
 DECISION = (
     "For the billing service we decided on PostgreSQL 16 behind pgbouncer, max 200 connections; "
     "Dana owns the migration. Check the migrations folder."
@@ -131,11 +133,9 @@ def stored_turns(world: World) -> list[dict[str, Any]]:
 
 
 def wait_until(world: World, done: Any, what: str) -> None:
-    deadline = time.monotonic() + STORED_SECONDS
-    while not done():
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what} not stored within {STORED_SECONDS:g}s; stored: {stored_turns(world)}")
-        time.sleep(0.1)
+    eventually(
+        done, what=f"{what} stored", seconds=STORED_SECONDS, every=0.1, detail=lambda: stored_turns(world)
+    )
 
 
 def test_the_stand_in_streams_the_reply_in_pieces_gemini_joins_badly(sessions: Sessions) -> None:

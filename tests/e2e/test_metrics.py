@@ -230,7 +230,7 @@ async def test_model_calls_facts_and_limits_are_counted(
             "MCP_MEMORY_LLM__MODEL": "stub-chat",
             "MCP_MEMORY_LLM__BASE_URL": openai_stub.base_url,
             "MCP_MEMORY_LLM__API_KEY": "sk-test-not-a-secret",
-            "MCP_MEMORY_LLM__TIMEOUT_SECONDS": "2",
+            "MCP_MEMORY_LLM__TIMEOUT_SECONDS": "10",  # the stub answers at once, a loaded machine late
             "MCP_MEMORY_LLM__MAX_RETRIES": "0",
             # Only the calls below reach the model: no learning in the background.
             "MCP_MEMORY_LEARNING__EXTRACT_EVERY_TURNS": "0",

@@ -22,6 +22,7 @@ import pytest
 from mcp import Client
 
 from mcp_memory.mcp.tools import STANDARD
+from tests.helpers import HANG_SECONDS
 from tests.services.reference_memory import reference_server
 from tests.services.server_process import StdioServer, mcp_memory_command, server_env
 
@@ -312,7 +313,7 @@ async def test_a_claude_desktop_config_for_the_reference_works_after_changing_th
                 "create_entities",
                 {"entities": [{"name": "Desk", "entityType": "thing", "observations": ["oak"]}]},
             )
-            with anyio.fail_after(10):
+            with anyio.fail_after(HANG_SECONDS):
                 while not heard:  # noqa: ASYNC110 (the handler appends from the client's reader task)
                     await anyio.sleep(0.05)
         assert heard[0] == "memory://knowledge-graph"

@@ -25,13 +25,14 @@ from mcp.client.session import ClientRequestContext
 from mcp.shared.exceptions import MCPError
 
 from mcp_memory.mcp.app import CAPTURED_INSTRUCTIONS, INSTRUCTIONS
+from tests.helpers import HANG_SECONDS
 from tests.services.mcp_client import call
 from tests.services.resident import resident_pids, stop_resident
 from tests.services.server_process import StdioServer, mcp_memory_command, server_env
 
 pytestmark = pytest.mark.anyio
 
-WAIT_SECONDS = 60  # for a resident server to start on a loaded machine
+WAIT_SECONDS = HANG_SECONDS  # for a resident server to start on a loaded machine: a bound against a hang
 LEARNING = {
     "MCP_MEMORY_LEARNING__EXTRACT_EVERY_TURNS": "0",  # only extract_memories asks the client's model
     "MCP_MEMORY_LEARNING__RECONCILE_EVERY_EXTRACTIONS": "0",

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from mcp_memory.remote import courier
+from tests.helpers import HANG_SECONDS
 from tests.security.bearer import UNMETERED
 from tests.services import team
 from tests.services.claude_code import ClaudeRun, run_claude
@@ -42,7 +44,9 @@ DECISION = (
 QUESTION = "which database did we decide on for the invoices service, and who owns the rollout?"
 PERSONAL = "Note to self: my dotfiles keep the zsh prompt theme in themes/kestrel.zsh, not in .zshrc."
 PERSONAL_QUESTION = "where do my dotfiles keep the zsh prompt theme?"
-DELIVERED_SECONDS = 60.0  # the courier backs off while the server is down; it retries within this
+# The courier backs off while the server is down (up to a minute): one whole backoff, then a bound
+# against a hang.
+DELIVERED_SECONDS = courier.MAX_BACKOFF_SECONDS + HANG_SECONDS
 
 
 @dataclass

@@ -29,6 +29,7 @@ import pytest
 
 from mcp_memory.remote import courier, outbox, places, wire
 from mcp_memory.remote.credentials import Credential
+from tests.helpers import HANG_SECONDS
 from tests.security.bearer import UNMETERED
 from tests.services.memory_user import git_project, mcp_memory
 from tests.services.oidc_server import OidcServer, local_oidc_server
@@ -42,7 +43,8 @@ SPACE = "acme-api"
 REPOSITORY = "https://github.com/acme/api.git"
 DECISION = "For acme-api we decided the invoices service runs on PostgreSQL 16 behind pgbouncer."
 QUESTION = "which database did we pick for the invoices service?"
-DELIVERY_SECONDS = 120.0  # the courier backs off up to a minute after a failure; generous on 2 loaded cores
+# The courier backs off up to a minute after a failure: one whole backoff, then a bound against a hang.
+DELIVERY_SECONDS = courier.MAX_BACKOFF_SECONDS + HANG_SECONDS
 # Until the token has expired and the courier that refreshed it has left (it idles this long first).
 EXPIRY_SECONDS = ACCESS_TTL + courier.IDLE_EXIT_SECONDS + 120.0
 HOOK_SECONDS = 60.0  # a hook process's own timeout here (the 3 s bound is tested elsewhere)

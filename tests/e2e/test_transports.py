@@ -17,7 +17,7 @@ from tests.services.server_process import TRANSPORTS, McpMemoryServer, StdioServ
 pytestmark = pytest.mark.anyio
 
 CONTRACT_TOOLS = {"add_turn", "search_memory", "get_working_memory", "summarize_thread", "forget"}
-EVENT_SECONDS = 10.0
+EVENT_SECONDS = 60.0  # a bound against a hang: the change was made, its notification follows
 
 
 def new_thread() -> str:

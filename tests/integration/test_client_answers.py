@@ -27,6 +27,7 @@ from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.shared.jsonrpc_dispatcher import JSONRPCDispatcher
 
 from mcp_memory.storage.redis.answers import RedisAnswerRelay
+from tests.helpers import HANG_SECONDS
 from tests.security.bearer import UNMETERED, Credential, credential, tokens_env
 from tests.services.http_clients import client, counted_by_route
 from tests.services.mcp_client import call
@@ -145,7 +146,7 @@ async def test_an_answer_reaches_the_other_replicas_and_never_comes_back(
     ):
         await a.publish("session-1", answer)
         await b.publish("session-2", answer)
-        with anyio.fail_after(15):
+        with anyio.fail_after(HANG_SECONDS):
             while not (heard["a"] and heard["b"]):  # noqa: ASYNC110 (answers arrive from another connection)
                 await anyio.sleep(0.01)  # polling the listeners' record
     # Pub/sub keeps order per subscriber: a heard its own answer before b's, and dropped it.
@@ -158,7 +159,7 @@ async def test_redis_down_at_start_does_not_stop_the_answer_relay() -> None:
     async def hear(session_id: str, message: str) -> None:
         raise AssertionError("nothing to hear")
 
-    with anyio.fail_after(15):
+    with anyio.fail_after(HANG_SECONDS):
         async with RedisAnswerRelay.open(settings, hear) as relay:
             await relay.publish("session-1", "{}")  # logged and dropped: the request it answers times out
 

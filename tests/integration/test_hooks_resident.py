@@ -15,11 +15,17 @@ from typing import Any
 import pytest
 
 from mcp_memory.hooks.daemon import START_BACKOFF_SECONDS
+from tests.helpers import HANG_SECONDS, eventually
 from tests.services.resident import stop_resident
 from tests.services.server_process import mcp_memory_command, server_env
 from tests.unit.test_hook_transcripts import Transcript
 
-STORE_SECONDS = 60.0  # the resident server's first start loads the model and opens the store
+# The resident server's first start loads the model and opens the store: a bound against a hang only.
+STORE_SECONDS = HANG_SECONDS
+# A hook never waits for a broken store: its own deadlines are at most hook.START_WAIT (2.5 s, a session
+# start waiting for a server just started). This bound catches a hook that waits for the store instead,
+# and is far above a hook's start on a loaded machine: it says nothing about speed (bench/ measures it).
+HOOK_SECONDS = 20.0
 
 
 class Hooks:
@@ -66,12 +72,8 @@ class Hooks:
         pytest.fail(f"only {len(self.stored())} of {count} turns stored; log:\n{self.log()}")
 
     def wait_server(self) -> None:
-        deadline = time.monotonic() + STORE_SECONDS
         sock = self.data_dir / "hooks" / "server.sock"
-        while not sock.exists():
-            if time.monotonic() > deadline:
-                pytest.fail(f"the resident server did not start; log:\n{self.log()}")
-            time.sleep(0.1)
+        eventually(sock.exists, what="the resident server listening", seconds=STORE_SECONDS, detail=self.log)
 
     def log(self) -> str:
         path = self.data_dir / "hooks" / "hooks.log"
@@ -190,7 +192,7 @@ def test_a_corrupt_store_costs_a_log_line_and_loses_nothing(hooks: Hooks, tmp_pa
             "claude-code", event, stop | {"hook_event_name": event, "prompt": "billing db?"}
         )
         assert done.returncode == 0, done.stderr
-        assert took < 3.0, f"{event} took {took:.2f} s"
+        assert took < HOOK_SECONDS, f"{event} took {took:.2f} s"
         assert done.stdout == "" or json.loads(done.stdout)
     # The event waits in the spool; once the store is good again, it is stored.
     assert list((hooks.data_dir / "hooks" / "spool").glob("*.json"))

@@ -25,6 +25,7 @@ from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.redis.keys import RedisKeys
 from tests.contract.conftest_long_term import local_cosmos_settings
+from tests.helpers import HANG_SECONDS
 from tests.services.cosmos_server import CosmosServer
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +86,7 @@ async def test_edit_history_rollback_then_forget_leaves_no_revision_or_counter(
     assert len((await learning.editor.history(USER, fact.id)).revisions) == 3
     for i in range(3):  # counted in the store by the background lane (no model: nothing is extracted)
         await service.add_turn(USER, "trip", "user", f"turn {i} about the trip", None, None)
-    with anyio.fail_after(20):
+    with anyio.fail_after(HANG_SECONDS):
         await learning.worker.drain()
     assert await learning.counters.increment(USER, turns_key("trip"), by=0) == 3
     assert await learning.counters.compare_and_set(USER, "extracted:trip", None, "through turn 2")

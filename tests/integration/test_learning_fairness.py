@@ -21,6 +21,7 @@ from mcp_memory.mcp.server import build_server
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from tests.fakes.openai_stub import OpenAIStub
+from tests.helpers import HANG_SECONDS
 from tests.integration.test_learning_openai import llm_settings
 
 pytestmark = pytest.mark.anyio
@@ -100,14 +101,14 @@ async def test_a_hanging_model_for_one_user_does_not_hold_up_another(fast_settin
         learning = learning_of(service)
         model = learning.chat = ScriptedModel(hang_on="Ann's secret")
         await talk(service, "ann", "t", "Ann's secret is a hidden garden", "ok")
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await model.hanging.wait()  # ann's extraction is in the model, which does not answer
             await talk(service, "bob", "t", "Bob drinks green tea", "noted")
             await learning.worker.drain("bob")
         assert await facts_of(service, "bob") == ["Bob drinks green tea"]
         assert await facts_of(service, "ann") == []
         model.release.set()
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await learning.worker.drain()
         assert await facts_of(service, "ann") == ["Ann's secret is a hidden garden"]
 
@@ -118,7 +119,7 @@ async def test_a_failing_model_for_one_user_does_not_stop_another(fast_settings:
         learning.chat = ScriptedModel(fail_on="Ann")
         await talk(service, "ann", "t", "Ann flies to Lisbon", "ok")
         await talk(service, "bob", "t", "Bob flies to Oslo", "ok")
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await learning.worker.drain()
         assert await facts_of(service, "bob") == ["Bob flies to Oslo"]
         assert await facts_of(service, "ann") == []
@@ -137,7 +138,7 @@ async def test_a_full_queue_defers_and_the_turns_are_extracted_later(
         learning = learning_of(service)
         model = learning.chat = ScriptedModel(hang_on="Ann")
         await talk(service, "ann", "t", "Ann keeps bees", "ok")
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await model.hanging.wait()  # the only slot is held; bob's jobs wait in the queue
         lines = [f"Bob's plan number {i}" for i in range(6)]
         with caplog.at_level(logging.INFO, logger="mcp_memory.learning.worker"):
@@ -145,7 +146,7 @@ async def test_a_full_queue_defers_and_the_turns_are_extracted_later(
         assert learning.worker.waiting("bob") == 2  # the queued first turn and one deferred extraction
         assert "deferred" in caplog.text and "refused" not in caplog.text
         model.release.set()
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await learning.worker.drain()
         asked = " ".join(p for p in model.prompts if "Bob" in p)
         assert all(line in asked for line in lines[::2])  # every user turn reached the model
@@ -169,11 +170,11 @@ async def test_over_the_budget_extraction_waits_and_runs_after_the_window(fast_s
 
         await add("a", "user", "I grow tomatoes")
         await add("a", "assistant", "nice")  # the hour's one call
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await learning.worker.drain()
         await add("a", "user", "I also keep chickens")
         await add("a", "assistant", "great")  # refused: the turns wait
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await learning.worker.drain()
         assert len(model.prompts) == 1
         seen = await status()
@@ -186,7 +187,7 @@ async def test_over_the_budget_extraction_waits_and_runs_after_the_window(fast_s
 
         clock.now += HOUR  # a new window; the user's next turn retries what waited
         await add("b", "user", "unrelated small talk")
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await learning.worker.drain()
         assert "I also keep chickens" in model.prompts[-1]
         seen = await status()
@@ -204,13 +205,13 @@ async def test_summaries_and_background_calls_share_one_budget_across_replicas(
     # Two replicas on one data file: one counter store, so one budget.
     async with open_service(settings) as one, open_service(settings) as two:
         await talk(one, "ann", "t", "Ann reads poetry", "ok")
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await learning_of(one).worker.drain()  # a background extraction on replica one: call 1
         await two.summarize_thread("ann", "t", keep_recent=1)  # a summary on replica two: call 2
         with pytest.raises(LimitExceededError, match="LLM quota reached"):
             await one.summarize_thread("ann", "t", keep_recent=0)
         await talk(one, "ann", "u", "Ann writes sonnets", "ok")
-        with anyio.fail_after(10):
+        with anyio.fail_after(HANG_SECONDS):
             await learning_of(one).worker.drain()
         assert len(openai_stub.chat_requests()) == 2
         [waiting] = (await learning_of(one).status_of("ann")).waiting

@@ -21,9 +21,14 @@ from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from tests.fakes.openai_stub import OpenAIStub
+from tests.helpers import HANG_SECONDS
 from tests.services.mcp_client import call, call_error
 
 pytestmark = pytest.mark.anyio
+# The stub answers at once; a loaded machine may still take a while to get to it. Only a test of a hung
+# request sets a short timeout (HUNG_SECONDS), so that it need not wait long for the request to give up.
+ANSWER_SECONDS = 10.0
+HUNG_SECONDS = 1.0
 USER = "tester"
 BUDGET = "The budget for the Hawaii trip is $10,000"
 
@@ -38,13 +43,15 @@ def fact(
     return {"text": text, "type": kind, "confidence": confidence, "source": source or ["T1"]}
 
 
-def llm_settings(settings: Settings, stub: OpenAIStub, **learning: Any) -> Settings:
+def llm_settings(
+    settings: Settings, stub: OpenAIStub, timeout_seconds: float = ANSWER_SECONDS, **learning: Any
+) -> Settings:
     llm = LLMSettings(
         provider="openai",
         model="stub-chat",
         base_url=stub.base_url,
         api_key=SecretStr("sk-test-not-a-secret"),
-        timeout_seconds=1.0,
+        timeout_seconds=timeout_seconds,
         max_retries=0,
     )
     options = {"extract_every_turns": 2, "reconcile_every_extractions": 0, **learning}
@@ -67,7 +74,7 @@ async def facts_of(service: MemoryService) -> list[Memory]:
 
 
 async def settle(service: MemoryService) -> None:
-    with anyio.fail_after(20):
+    with anyio.fail_after(HANG_SECONDS):
         await learning_of(service).worker.drain()
 
 
@@ -229,25 +236,27 @@ async def test_duplicates_merge_into_the_newest(fast_settings: Settings, openai_
 
 @pytest.mark.parametrize("failure", ["malformed", "timeout", "429", "500", "empty", "prose", "wrong-shape"])
 async def test_llm_failures_store_nothing_and_crash_nothing(
-    service: MemoryService, openai_stub: OpenAIStub, failure: str
+    fast_settings: Settings, openai_stub: OpenAIStub, failure: str
 ) -> None:
-    if failure == "prose":
-        openai_stub.script("Here are the facts: the budget is $10,000.")
-    elif failure == "wrong-shape":
-        openai_stub.script(json.dumps({"facts": "the budget is $10,000"}))
-    else:
-        openai_stub.set_mode(failure, times=1)  # type: ignore[arg-type]
-    await talk(service, "trip", "The Hawaii budget is $10,000", "ok")
-    await settle(service)
-    openai_stub.release_hung()
-    assert await facts_of(service) == []
-    assert len(openai_stub.chat_requests()) == 1
-    # Nothing crashed, and the failed batch's turns stay pending: the next extraction reads them.
-    openai_stub.script(facts_answer(fact(BUDGET, source=["T1"])))
-    await talk(service, "trip", "Anything else?", "no")
-    await settle(service)
-    assert [f.content for f in await facts_of(service)] == [BUDGET]
-    assert "The Hawaii budget is $10,000" in str(openai_stub.chat_requests()[-1]["messages"])
+    seconds = HUNG_SECONDS if failure == "timeout" else ANSWER_SECONDS
+    async with open_service(llm_settings(fast_settings, openai_stub, seconds)) as service:
+        if failure == "prose":
+            openai_stub.script("Here are the facts: the budget is $10,000.")
+        elif failure == "wrong-shape":
+            openai_stub.script(json.dumps({"facts": "the budget is $10,000"}))
+        else:
+            openai_stub.set_mode(failure, times=1)  # type: ignore[arg-type]
+        await talk(service, "trip", "The Hawaii budget is $10,000", "ok")
+        await settle(service)
+        openai_stub.release_hung()
+        assert await facts_of(service) == []
+        assert len(openai_stub.chat_requests()) == 1
+        # Nothing crashed, and the failed batch's turns stay pending: the next extraction reads them.
+        openai_stub.script(facts_answer(fact(BUDGET, source=["T1"])))
+        await talk(service, "trip", "Anything else?", "no")
+        await settle(service)
+        assert [f.content for f in await facts_of(service)] == [BUDGET]
+        assert "The Hawaii budget is $10,000" in str(openai_stub.chat_requests()[-1]["messages"])
 
 
 async def test_add_turn_returns_while_extraction_is_still_running(

@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_memory.config import LearningSettings, Settings
 from mcp_memory.learning import Learning
 from mcp_memory.mcp.server import build_server
+from tests.helpers import HANG_SECONDS
 from tests.services.mcp_client import call, call_error
 
 pytestmark = pytest.mark.anyio
@@ -63,7 +64,7 @@ def learning_of(server: Any) -> Learning:
 
 
 async def settle(server: Any) -> None:
-    with anyio.fail_after(20):
+    with anyio.fail_after(HANG_SECONDS):
         await learning_of(server).worker.drain()
 
 

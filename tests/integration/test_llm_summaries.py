@@ -5,6 +5,7 @@ is acknowledged, and nothing is lost."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import pytest
 from pydantic import SecretStr
@@ -19,14 +20,22 @@ pytestmark = pytest.mark.anyio
 USER = "tester"
 
 
-@pytest.fixture
-async def llm_service(fast_settings: Settings, openai_stub: OpenAIStub) -> AsyncIterator[MemoryService]:
+# The stub answers at once; a loaded machine may still take a while to get to it. Only the test of a hung
+# request sets a short timeout, so that it need not wait long for the request to give up.
+ANSWER_SECONDS = 10.0
+HUNG_SECONDS = 1.0
+
+
+@asynccontextmanager
+async def summarizing_service(
+    fast_settings: Settings, openai_stub: OpenAIStub, timeout_seconds: float
+) -> AsyncIterator[MemoryService]:
     llm = LLMSettings(
         provider="openai",
         model="stub-chat",
         base_url=openai_stub.base_url,
         api_key=SecretStr("sk-test-not-a-secret"),
-        timeout_seconds=1.0,
+        timeout_seconds=timeout_seconds,
         max_retries=0,
     )
     # Fact extraction would share the scripted stub; these tests are about summaries only.
@@ -34,6 +43,12 @@ async def llm_service(fast_settings: Settings, openai_stub: OpenAIStub) -> Async
         update={"extract_every_turns": 0, "extract_on_summary": False}
     )
     async with open_service(fast_settings.model_copy(update={"llm": llm, "learning": learning})) as service:
+        yield service
+
+
+@pytest.fixture
+async def llm_service(fast_settings: Settings, openai_stub: OpenAIStub) -> AsyncIterator[MemoryService]:
+    async with summarizing_service(fast_settings, openai_stub, ANSWER_SECONDS) as service:
         yield service
 
 
@@ -74,19 +89,21 @@ async def test_the_llm_writes_the_summary(llm_service: MemoryService, openai_stu
 
 @pytest.mark.parametrize("mode", ["timeout", "500", "429", "malformed", "empty"])
 async def test_llm_failure_falls_back_to_the_offline_summary(
-    llm_service: MemoryService, openai_stub: OpenAIStub, mode: str
+    fast_settings: Settings, openai_stub: OpenAIStub, mode: str
 ) -> None:
-    openai_stub.set_mode(mode)  # type: ignore[arg-type]
-    ids = await _until_summarized(llm_service)
-    openai_stub.release_hung()
-    wm = await llm_service.get_working_memory(USER, "t")
-    # The offline summarizer's output: the user's lines as notes, drawn from the summarized messages.
-    assert wm.summary.startswith("Line ") and "quarterly figure" in wm.summary
-    assert wm.token_count <= wm.threshold_tokens
-    stored = await llm_service.get_memory(USER, summary_id(USER, "t"))
-    assert stored.content == wm.summary
-    assert openai_stub.chat_requests(), "the LLM was asked first"
-    await _nothing_lost(llm_service, ids)
+    seconds = HUNG_SECONDS if mode == "timeout" else ANSWER_SECONDS
+    async with summarizing_service(fast_settings, openai_stub, seconds) as llm_service:
+        openai_stub.set_mode(mode)  # type: ignore[arg-type]
+        ids = await _until_summarized(llm_service)
+        openai_stub.release_hung()
+        wm = await llm_service.get_working_memory(USER, "t")
+        # The offline summarizer's output: the user's lines as notes, drawn from the summarized messages.
+        assert wm.summary.startswith("Line ") and "quarterly figure" in wm.summary
+        assert wm.token_count <= wm.threshold_tokens
+        stored = await llm_service.get_memory(USER, summary_id(USER, "t"))
+        assert stored.content == wm.summary
+        assert openai_stub.chat_requests(), "the LLM was asked first"
+        await _nothing_lost(llm_service, ids)
 
 
 async def test_a_turn_larger_than_the_window_reaches_the_llm_as_a_digest_and_is_noted(

@@ -22,6 +22,7 @@ from mcp_memory.models import UserEvent
 from mcp_memory.storage.redis.client import connect
 from mcp_memory.storage.redis.keys import RedisKeys
 from mcp_memory.storage.redis.relay import RedisEventRelay, decode_event, encode_event
+from tests.helpers import HANG_SECONDS
 from tests.services.redis_cluster import RedisClusterProcesses, RedisDeployment
 from tests.services.redis_server import RedisServer, redis_settings
 from tests.unit.test_bus import LegacySession, as_principal
@@ -32,7 +33,7 @@ ANN_T1 = UserEvent("ann", ResourceUpdated(uri="memory://threads/t1"))
 
 
 async def wait_for(events: list[UserEvent], count: int) -> None:
-    with anyio.fail_after(15):
+    with anyio.fail_after(HANG_SECONDS):
         while len(events) < count:  # noqa: ASYNC110 (events arrive from another connection)
             await anyio.sleep(0.01)  # polling the listener's record
 
@@ -138,7 +139,7 @@ async def test_two_replicas_tell_each_session_once_and_only_its_own_users_change
         def markers_arrived() -> bool:
             return all(len(heard[(n, "bob", kind)]) >= 2 for n in (0, 1) for kind in ("listen", "legacy"))
 
-        with anyio.fail_after(15):
+        with anyio.fail_after(HANG_SECONDS):
             while not markers_arrived():  # noqa: ASYNC110 (events arrive from another connection)
                 await anyio.sleep(0.01)  # polling the sessions' records
 

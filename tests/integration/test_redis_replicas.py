@@ -18,6 +18,7 @@ from mcp_memory.mcp.server import build_server, thread_uri
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.redis.keys import RedisKeys
 from mcp_memory.views import AddTurnResult
+from tests.helpers import HANG_SECONDS
 from tests.integration.redis_service_support import (
     USER,
     SlowSummarizer,
@@ -81,13 +82,7 @@ async def test_two_replicas_never_summarize_one_thread_at_the_same_time(
 async def test_a_crashed_summarizers_lease_expires_and_the_next_turn_summarizes(
     fast_settings: Settings, redis_url: str, tmp_path: Path
 ) -> None:
-    base = replica_settings(fast_settings, redis_url, tmp_path / "data")
-    settings = base.model_copy(
-        update={
-            "summary": base.summary.model_copy(update={"lease_seconds": 0.5}),
-            "llm": base.llm.model_copy(update={"timeout_seconds": 0.1}),  # the lease covers 3 LLM timeouts
-        }
-    )
+    settings = replica_settings(fast_settings, redis_url, tmp_path / "data")
     lease_key = RedisKeys(settings.working.key_prefix).thread(USER, "shared").lease
     raw = aioredis.Redis.from_url(redis_url, decode_responses=True)
     async with recorded_service(settings) as (service, recorder):
@@ -100,19 +95,23 @@ async def test_a_crashed_summarizers_lease_expires_and_the_next_turn_summarizes(
             acknowledged.append(result.turn.id)
             return result
 
-        # Filled to just below its threshold first: the dead replica's short lease is then taken right
-        # before the one turn that asks for it, and cannot run out during a long fill.
-        with anyio.fail_after(30):
+        # Filled to just below its threshold first: the dead replica's lease is then taken right before
+        # the one turn that asks for it.
+        with anyio.fail_after(HANG_SECONDS):
             usage = (await add_turn()).working_memory
             per_turn = usage.token_count  # every turn adds the same tokens
             while usage.token_count + per_turn <= usage.threshold_tokens:
                 usage = (await add_turn()).working_memory
-        # A replica took the lease and died before releasing it.
-        assert await service.stores.working.try_lock(USER, "shared", "crashed-replica", 0.5)
+        # A replica took the lease and died before releasing it. Its lease is long enough to be held
+        # however slowly the next turn runs on a loaded machine.
+        assert await service.stores.working.try_lock(USER, "shared", "crashed-replica", HANG_SECONDS)
         result = await add_turn()
         assert result.working_memory.token_count > result.working_memory.threshold_tokens
         assert not result.summarized and recorder.leases_refused >= 1, "the dead replica's lease still held"
-        with anyio.fail_after(30):  # polling until Redis expires the dead replica's lease
+        # The lease runs out by itself (Redis holds it with an expiry); time passes: its last 0.1 s.
+        assert await raw.pttl(lease_key) > 0, "the dead replica's lease would never expire"
+        await raw.pexpire(lease_key, 100)
+        with anyio.fail_after(HANG_SECONDS):  # polling until Redis expires the dead replica's lease
             while await raw.exists(lease_key):  # noqa: ASYNC110 (the lease expires inside Redis)
                 await anyio.sleep(0.05)
         result = await service.add_turn(USER, "shared", "assistant", "Noted: April 2.", None, WINDOW)
@@ -132,7 +131,7 @@ async def test_a_client_of_one_replica_hears_about_a_turn_added_through_another(
     async with Client(build_server(settings)) as on_a, Client(build_server(settings)) as on_b:
         async with on_a.listen(resource_subscriptions=[uri]) as subscription:
             added = await call(on_b, "add_turn", thread_id="watched", role="user", content="seen from A?")
-            with anyio.fail_after(15):
+            with anyio.fail_after(HANG_SECONDS):
                 event = await subscription.__anext__()
             assert event == ResourceUpdated(uri=uri)
         # Both replicas read the one working memory.

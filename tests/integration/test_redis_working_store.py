@@ -14,6 +14,7 @@ from mcp_memory.config import WorkingSettings
 from mcp_memory.models import Message, Scope
 from mcp_memory.storage.redis.keys import RedisKeys
 from mcp_memory.storage.redis.working import RedisWorkingMemoryStore
+from tests.helpers import HANG_SECONDS
 from tests.services.redis_server import RedisServer, find_redis_binary, redis_settings
 
 pytestmark = pytest.mark.anyio
@@ -132,7 +133,7 @@ async def cluster_url(tmp_path: Path) -> AsyncIterator[str]:
     try:
         client = aioredis.Redis.from_url(server.url, decode_responses=True)
         await client.execute_command("CLUSTER", "ADDSLOTSRANGE", 0, 16383)  # type: ignore[no-untyped-call]
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_SECONDS):
             while (await client.cluster("INFO"))["cluster_state"] != "ok":  # noqa: ASYNC110 (polling)
                 await anyio.sleep(0.05)  # until the node has taken its slots
         await client.aclose()

@@ -24,6 +24,7 @@ from mcp import Client
 
 from mcp_memory.config import SecuritySettings, Settings
 from mcp_memory.mcp.server import build_server
+from tests.helpers import HANG_SECONDS
 
 THREADS = ["t", "other", "x" * 129, "../etc", "", "a b"]
 JUNK = st.one_of(
@@ -90,7 +91,7 @@ class PortalClient:
     async def _settle(self) -> None:
         learning = self.server.host.service.learning
         assert learning is not None, "the fuzzed server runs with learning on"
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_SECONDS):
             await learning.worker.drain()
 
     def tools(self) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.storage.usage import revision_bytes
 from tests.fakes.openai_stub import OpenAIStub
+from tests.helpers import HANG_SECONDS
 from tests.integration.test_learning_openai import fact, facts_answer, llm_settings
 from tests.services.mcp_client import call, call_error
 
@@ -39,7 +40,7 @@ async def stored(service: MemoryService, user_id: str) -> int:
     memories = service.stores.long_term
     recount = 0
     if isinstance(service.learning, Learning):
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_SECONDS):
             await service.learning.worker.drain()
         for m in await memories.memories_of(user_id):
             history = await service.learning.revisions.history(user_id, m.id)
@@ -193,7 +194,7 @@ async def test_background_extraction_over_the_quota_stores_no_fact_and_breaks_no
             await service.add_turn("ann", "trip", "user" if i == 0 else "assistant", line)
         learning = service.learning
         assert isinstance(learning, Learning)
-        with anyio.fail_after(20):
+        with anyio.fail_after(HANG_SECONDS):
             await learning.worker.drain()
         assert len(openai_stub.chat_requests()) == 1  # the extraction ran; its fact was refused
         assert await learning.long_term.list_active("ann", types=("fact",), limit=10) == []

@@ -8,17 +8,17 @@ import os
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import pytest
-
+from tests.helpers import HANG_SECONDS, eventually
 from tests.services.resident import stop_resident_servers
 
-STORED_SECONDS = 20.0  # the hooks hand a capture to the resident server, which stores it soon after
+# The hooks hand a capture to the resident server, which stores it soon after (its first start loads the
+# model): a bound against a hang only.
+STORED_SECONDS = HANG_SECONDS
 # What the clients' tests have one session decide and a later one ask.
 DECISION = (
     "For the billing service we decided on PostgreSQL 16 behind pgbouncer, max 200 connections; "
@@ -108,12 +108,12 @@ def stored(memory: Memory, text: str) -> bool:
 
 
 def wait_until_stored(memory: Memory, text: str) -> None:
-    deadline = time.monotonic() + STORED_SECONDS
-    while not stored(memory, text):
-        if time.monotonic() > deadline:
-            files = sorted(str(p.relative_to(memory.data_dir)) for p in memory.data_dir.rglob("*"))
-            pytest.fail(f"{text!r} was not stored within {STORED_SECONDS:g}s; the data dir holds {files}")
-        time.sleep(0.1)
+    def files() -> str:
+        return f"the data dir holds {sorted(str(p.relative_to(memory.data_dir)) for p in memory.data_dir.rglob('*'))}"
+
+    eventually(
+        lambda: stored(memory, text), what=f"{text!r} stored", seconds=STORED_SECONDS, every=0.1, detail=files
+    )
 
 
 def stored_rows(memory: Memory, text: str) -> list[str]:

@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import HANG_SECONDS
 from tests.services.server_process import NetworkServer, free_port, tail
 
-START_SECONDS = 10.0
+START_SECONDS = HANG_SECONDS  # a bound against a hang, not a speed test
 
 CONFIG = """\
 worker_processes 1;

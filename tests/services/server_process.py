@@ -28,14 +28,15 @@ from mcp import Client, StdioServerParameters
 from mcp.client.sse import sse_client
 from mcp.client.stdio import stdio_client
 
+from tests.helpers import HANG_SECONDS
 from tests.services.resident import stop_resident
 
 Transport = Literal["stdio", "sse", "http"]
 Server = TypeVar("Server", bound="NetworkServer")
 TRANSPORTS: tuple[Transport, ...] = ("stdio", "sse", "http")
 E2E_USER = "e2e"
-START_SECONDS = 30.0
-STOP_SECONDS = 10.0
+START_SECONDS = HANG_SECONDS  # a bound against a hang: a loaded machine starts a server late, not never
+STOP_SECONDS = 30.0  # above the server's own 10 s shutdown grace for background jobs, and its teardown
 READ_TIMEOUT_SECONDS = 60.0  # a hung server fails the call instead of hanging the suite
 
 

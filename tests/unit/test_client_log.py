@@ -19,6 +19,7 @@ from mcp_memory.mcp.server import MemoryServer, build_server
 from mcp_memory.service.vectors import VectorWriter
 from mcp_memory.storage.base import LateVectors
 from tests.fakes.openai_stub import OpenAIStub
+from tests.helpers import HANG_SECONDS
 from tests.integration.test_late_vectors import HeldEmbedder
 from tests.services.mcp_client import call
 
@@ -218,7 +219,7 @@ async def test_a_long_embedding_backlog_is_a_warning(fast_settings: Settings) ->
             await call(client, "add_turn", thread_id="t", role="user", content="one")  # 1 of 4 waiting
             await call(client, "add_turn", thread_id="t", role="user", content="two")  # 2 of 4: warn
             held.release.set()
-            with anyio.fail_after(10):
+            with anyio.fail_after(HANG_SECONDS):
                 await writer.settled(fast_settings.user_id)
             await call(client, "add_turn", thread_id="t", role="user", content="three")  # 1 of 4 again
             held.release.set()

@@ -6,7 +6,6 @@ import os
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -271,7 +270,7 @@ async def test_local_inferences_run_side_by_side_each_giving_the_vector_it_gives
     texts = [f"turn {i}: the deploy of service {i} moved to Friday at {i} pm" for i in range(6)]
     alone = np.vstack([await embedder.embed([text]) for text in texts])
     running, most = 0, 0
-    guard = threading.Lock()
+    guard = threading.Condition()
     one_text = embedder._embed_one
 
     def counted(encoding: Any) -> np.ndarray:
@@ -279,8 +278,11 @@ async def test_local_inferences_run_side_by_side_each_giving_the_vector_it_gives
         with guard:
             running += 1
             most = max(most, running)
+            guard.notify_all()
+            # Held until a second inference runs beside this one, however late its lane starts: one
+            # lane alone (a bug) waits out this bound (far above any machine's) and fails below.
+            guard.wait_for(lambda: most >= 2, timeout=30)
         try:
-            time.sleep(0.05)  # long enough for the other lane to start its own inference meanwhile
             return one_text(encoding)
         finally:
             with guard:

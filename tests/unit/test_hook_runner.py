@@ -115,7 +115,9 @@ def test_a_data_dir_that_cannot_be_written_costs_nothing(
     started = time.monotonic()
     assert fire("claude-code", "UserPromptSubmit", json.dumps(payload).encode()) == ""
     assert fire("cursor", "beforeSubmitPrompt", json.dumps(payload).encode()) in ("", '{"continue": true}')
-    assert time.monotonic() - started < 3.0
+    # Nothing waited for: a hook's own deadlines are seconds (hook.ASK_TIMEOUT, hook.START_WAIT), and a
+    # hook waiting for a store it cannot have would hang; the bound is far above a loaded machine's run.
+    assert time.monotonic() - started < 20.0
 
 
 def test_the_console_command_needs_no_heavy_import() -> None:

@@ -15,6 +15,7 @@ from mcp_memory.config import Settings
 from mcp_memory.learning import Learning
 from mcp_memory.mcp.server import MemoryServer, build_server
 from tests.fakes.openai_stub import OpenAIStub
+from tests.helpers import HANG_SECONDS
 from tests.integration.test_learning_openai import llm_settings
 from tests.services.mcp_client import call
 
@@ -24,7 +25,7 @@ pytestmark = pytest.mark.anyio
 async def status(client: Client, server: MemoryServer) -> dict[str, Any]:
     learning = server.host.service.learning
     assert isinstance(learning, Learning)
-    with anyio.fail_after(20):
+    with anyio.fail_after(HANG_SECONDS):
         await learning.worker.drain()
     result = await client.read_resource("memory://learning/status")
     loaded: dict[str, Any] = json.loads(result.contents[0].text)  # type: ignore[union-attr]

@@ -7,6 +7,7 @@ import anyio
 import pytest
 
 from mcp_memory.learning.worker import Job, Worker
+from tests.helpers import HANG_SECONDS
 
 pytestmark = pytest.mark.anyio
 
@@ -32,7 +33,7 @@ async def test_a_stuck_user_delays_only_their_own_lane() -> None:
         stuck = Gate("ann-1", ran)
         worker.submit(Job("ann 1", stuck, "ann"))
         worker.submit(Job("ann 2", Gate("ann-2", ran), "ann"))
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await stuck.started.wait()
             bob = Gate("bob-1", ran)
             bob.release.set()
@@ -49,7 +50,7 @@ async def test_jobs_of_one_user_run_in_order_one_at_a_time() -> None:
         for gate in gates:
             gate.release.set()
             worker.submit(Job(gate.name, gate, "ann"))
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await worker.drain()
     assert ran == ["ann-0", "ann-1", "ann-2"]
 
@@ -59,7 +60,7 @@ async def test_a_keyed_job_already_waiting_is_not_queued_twice() -> None:
     async with Worker.running(queue_size=10, concurrency=1, grace_seconds=1) as worker:
         first = Gate("first", ran)
         worker.submit(Job("first", first, "ann", key="extract:t"))
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await first.started.wait()  # running: a new one for the same key is queued behind it
         extract = Gate("again", ran)
         extract.release.set()
@@ -67,7 +68,7 @@ async def test_a_keyed_job_already_waiting_is_not_queued_twice() -> None:
         assert worker.submit(Job("and again", extract, "ann", key="extract:t"))
         assert worker.waiting("ann") == 1
         first.release.set()
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await worker.drain()
     assert ran == ["first", "again"]
 
@@ -77,7 +78,7 @@ async def test_a_full_queue_defers_one_stand_in_per_key_and_runs_it_later() -> N
     async with Worker.running(queue_size=1, concurrency=1, grace_seconds=1) as worker:
         busy = Gate("busy", ran)
         worker.submit(Job("busy", busy, "ann"))
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await busy.started.wait()
         queued = Gate("turn-1", ran)
         queued.release.set()
@@ -91,7 +92,7 @@ async def test_a_full_queue_defers_one_stand_in_per_key_and_runs_it_later() -> N
         keyless = Job("unkeyed", Gate("unkeyed", ran), "bob")
         assert not worker.submit(keyless)  # the only refusal: nothing keyed to keep instead
         busy.release.set()
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await worker.drain()
     assert ran == ["busy", "turn-1", "extract"]
 
@@ -101,7 +102,7 @@ async def test_shutdown_gives_grace_then_cancels_and_refuses_new_jobs() -> None:
     async with Worker.running(queue_size=10, concurrency=1, grace_seconds=0.05) as worker:
         never = Gate("never", ran)
         worker.submit(Job("never", never, "ann"))
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await never.started.wait()
     assert not worker.submit(Job("late", Gate("late", ran), "ann"))
     assert ran == ["never"]

@@ -10,6 +10,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ResourceUpdated
 
+from tests.helpers import HANG_SECONDS
 from tests.services.mcp_client import call
 
 pytestmark = pytest.mark.anyio
@@ -73,7 +74,7 @@ async def test_subscribed_client_is_notified_when_the_thread_changes(client: Cli
     uri = "memory://threads/watched"
     async with client.listen(resource_subscriptions=[uri]) as subscription:
         await call(client, "add_turn", thread_id="watched", role="user", content="changed")
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             event = await subscription.__anext__()
         assert isinstance(event, ResourceUpdated) and event.uri == uri
 
@@ -119,7 +120,7 @@ async def test_a_2025_protocol_client_subscribes_per_uri_and_is_notified(fast_se
             await legacy.subscribe_resource("memory://threads/legacy")
         await call(legacy, "add_turn", thread_id="other", role="user", content="not watched")
         await call(legacy, "add_turn", thread_id="legacy", role="user", content="watched")
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await got_one.wait()
     assert updated == ["memory://threads/legacy"]
 
@@ -154,6 +155,6 @@ async def test_a_2025_protocol_client_that_unsubscribes_is_no_longer_notified(fa
         # Notifications go out in the order of the changes: once the barrier's arrives, a notification
         # for the unsubscribed thread would have arrived before it.
         await call(legacy, "add_turn", thread_id="barrier", role="user", content="after")
-        with anyio.fail_after(5):
+        with anyio.fail_after(HANG_SECONDS):
             await barrier.wait()
     assert updated == ["memory://threads/dropped", "memory://threads/barrier"]

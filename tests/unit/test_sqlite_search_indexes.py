@@ -30,6 +30,7 @@ from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder
 from mcp_memory.storage.sqlite.working import SqliteWorkingMemoryStore
 from tests.contract.conftest_long_term import EMBEDDING, embed, memory
+from tests.helpers import HANG_SECONDS
 
 pytestmark = pytest.mark.anyio
 
@@ -55,7 +56,7 @@ async def vector_ids(store: SqliteLongTermStore, user: str, text: str) -> list[s
 
 async def snapshots_written(store: SqliteLongTermStore) -> None:
     """Wait until the background snapshot writes started so far have finished."""
-    with anyio.fail_after(20):
+    with anyio.fail_after(HANG_SECONDS):
         await store.indexes.saved()
 
 
@@ -299,7 +300,7 @@ async def test_a_search_runs_off_the_event_loop_and_off_the_write_lane(
             tg.start_soon(search)
             await gate.reached.wait()  # BM25 is scoring on a worker thread, held there
             # Meanwhile the loop and the database serve other sessions: a write and working memory.
-            with anyio.fail_after(10):
+            with anyio.fail_after(HANG_SECONDS):
                 await store.put([memory("u", "car", "a car")])
                 await working.append("u", "t1", Message(id="m1", role="user", content="hello"))
                 assert (await working.get("u", "t1")) is not None

@@ -13,6 +13,7 @@ from mcp_memory.config import Settings, SummarySettings
 from mcp_memory.service.assembly import open_service
 from mcp_memory.service.memory_service import MemoryService
 from mcp_memory.service.summaries import SummaryRunner
+from tests.helpers import HANG_SECONDS
 
 pytestmark = pytest.mark.anyio
 
@@ -115,7 +116,7 @@ async def test_shutdown_lets_a_running_summary_finish_within_the_grace_period() 
     async with SummaryRunner.running(grace_seconds=5) as runner:
         assert not (await runner.start(KEY, brief, wait_seconds=0)).done
     assert finished == [True]
-    with anyio.fail_after(5):  # past the grace period the rest is cut short, not waited for
+    with anyio.fail_after(HANG_SECONDS):  # past the grace period the rest is cut short, not waited for
         async with SummaryRunner.running(grace_seconds=0.1) as runner:
             await runner.start(KEY, endless, wait_seconds=0)
 

@@ -23,6 +23,7 @@ from mcp_memory.service.warmup import Warmup
 from mcp_memory.storage import LongTermStore
 from mcp_memory.storage.sqlite.indexes import SearchIndexes
 from mcp_memory.storage.sqlite.snapshots import SnapshotFolder
+from tests.helpers import HANG_SECONDS
 
 pytestmark = pytest.mark.anyio
 
@@ -47,7 +48,7 @@ async def stored_turn(settings: Settings) -> None:
 
 async def warmed(service: MemoryService) -> None:
     assert service.warmup is not None
-    with anyio.fail_after(20):
+    with anyio.fail_after(HANG_SECONDS):
         await service.warmup.done.wait()
 
 
@@ -158,7 +159,7 @@ async def test_closing_during_the_warm_up_ends_it(
     monkeypatch.setattr(SnapshotFolder, "load", lambda self, user_id: None)  # built, not loaded
     with caplog.at_level(logging.ERROR):
         async with open_service(fast_settings) as service:
-            with anyio.fail_after(20):
+            with anyio.fail_after(HANG_SECONDS):
                 await started.wait()
             warmup = service.warmup
         closed.set()
