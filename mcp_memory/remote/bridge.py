@@ -37,6 +37,8 @@ from mcp.shared.inbound import (
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
+from mcp_memory.errors import bounded
+from mcp_memory.malformed import of_exception
 from mcp_memory.remote import places
 from mcp_memory.remote.credentials import SignedOut, access_token, http_auth
 
@@ -125,8 +127,11 @@ async def _bridge(data_dir: Path, base: str, always: Mapping[str, str]) -> None:
 
         async def client_to_server() -> None:
             async for item in from_client:
-                if isinstance(item, Exception):  # a line that is not JSON-RPC: the SDK's stdio says so
-                    log.warning("ignored a line from the client: %s", item)
+                if isinstance(item, Exception):  # a line that is not JSON-RPC: answered here (malformed.py)
+                    refused = of_exception(item)
+                    log.warning("refused a line from the client: %s", bounded(refused.message, 160))
+                    if refused.answered:
+                        await to_client.send(SessionMessage(refused.answer()))
                     continue
                 await to_server.send(SessionMessage(item.message, metadata=headers.outgoing(item.message)))
             group.cancel_scope.cancel()  # the client closed its end: the session is over

@@ -45,11 +45,16 @@ async def messages_or_413(
         return scope[MESSAGES], receive
     body, receive = await buffered(scope, receive, limit)
     if body is None:
-        too_large = JSONResponse({"error": "the request body is too large"}, status_code=413)
         await too_large(scope, receive, send)
         return None
     scope[MESSAGES] = messages(body)
     return scope[MESSAGES], receive
+
+
+async def too_large(scope: Scope, receive: Receive, send: Send) -> None:
+    """413: the body is past the request body limit (setting request_body_limit)."""
+    answer = JSONResponse({"error": "the request body is too large"}, status_code=413)
+    await answer(scope, receive, send)
 
 
 def _replay(first: list[Message], receive: Receive) -> Receive:
