@@ -110,13 +110,9 @@ def of_exception(error: Exception) -> Refusal:
     if isinstance(error, ValidationError) and error.errors():
         first = error.errors(include_url=False)[0]
         raw = first.get("input")
-        found = (
-            refusal(raw)
-            if isinstance(raw, str | bytes)
-            else checked(raw)
-            if isinstance(raw, dict | list)
-            else None
-        )
+        # What did not parse comes as its text; what parsed but is no message, as its value.
+        unparsed = first["type"] in ("json_invalid", "string_unicode") and isinstance(raw, str | bytes)
+        found = refusal(raw) if unparsed else checked(raw)
         if found is not None:
             return found
         return Refusal(INVALID_REQUEST, bounded(f"Invalid Request: {first['msg']}"), _id_of(raw))
@@ -124,7 +120,7 @@ def of_exception(error: Exception) -> Refusal:
 
 
 def _parse_error(why: str, text: str) -> Refusal:
-    got = shown(text.rstrip("\r\n"), 16) if text.strip() else "an empty line"
+    got = shown(text.rstrip("\r\n"), 16) if text.strip() else "a blank line"
     message = f"Parse error: {why}; got {got}. Send one JSON-RPC 2.0 message per line (or request body)"
     return Refusal(PARSE_ERROR, bounded(message), None)
 

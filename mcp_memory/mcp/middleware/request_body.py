@@ -69,13 +69,13 @@ def _replay(first: list[Message], receive: Receive) -> Receive:
 
 
 def messages(body: bytes) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of a POST body (one, or a 2025-03-26 batch); none when it does not parse,
-    which the SDK answers with its parse error."""
+    """The JSON-RPC messages of a POST body (one, or a 2025-03-26 batch); none when it does not parse
+    (nested past Python's stack included), which is answered with a parse error further in."""
     if not body:
         return []
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # answered by AnsweredBodies (middleware/answered.py)
         return []
     return [m for m in (parsed if isinstance(parsed, list) else [parsed]) if isinstance(m, dict)]
 
