@@ -95,9 +95,9 @@ def _got(value: Any) -> str:
         case str():
             return f"text {shown(value)}"
         case list() | tuple():
-            return f"a list of {len(value):,} items"
+            return f"a list of {len(value):,} item{'' if len(value) == 1 else 's'}"
         case dict():
-            return f"an object with {len(value):,} keys"
+            return f"an object of {len(value):,} key{'' if len(value) == 1 else 's'}"
     return f"a {type(value).__name__}"
 
 

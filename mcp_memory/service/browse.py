@@ -57,7 +57,7 @@ def decode_cursor(cursor: object, order: ListOrder) -> tuple[datetime, str]:
         raise unknown from e
     if key.get("order") != order:
         raise InvalidInputError(
-            f"cursor was made for order {key.get('order')!r}, not {order!r}: keep the order while paging, "
+            f"cursor was made for order {key.get('order')!r}, not {echoed(order)}: keep the order while paging, "
             "or omit cursor to start again"
         )
     assert moment is not None  # a string always parses to a time or fails
