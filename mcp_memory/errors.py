@@ -57,26 +57,22 @@ class MalformedAnswerError(MemoryServerError):
 # ---- how an error shows what it was given -------------------------------------------------------------
 
 MAX_ERROR_CHARS = 300  # no error a client reads is longer (tool results, JSON-RPC errors, HTTP bodies)
-ECHO_CHARS = 24  # of a value the caller sent, an error repeats at most this many characters
+ECHO_CHARS = 40  # of a value the caller sent, an error repeats at most this many characters
 
 
 def shown(value: object, chars: int = ECHO_CHARS) -> str:
-    """A value the caller sent, as an error repeats it: in full when short, else a prefix and its length,
-    e.g. `"tttttttt…" (100,000 characters)`. Characters that are not text show as escapes."""
+    """A value the caller sent, as an error repeats it: in full when short (as Python writes it: quoted,
+    control characters and lone surrogates escaped), else a prefix and its length, e.g.
+    `'tttttttt…' (100,000 characters)`."""
     if isinstance(value, str):
         if len(value) <= chars:
-            return _quoted(value)
-        return f'{_quoted(value[:chars])[:-1]}…" ({len(value):,} characters)'
+            return repr(value)
+        return f"{repr(value[:chars])[:-1]}…{repr(value)[0]} ({len(value):,} characters)"
     text = repr(value)
     if len(text) <= chars:
         return text
     size = f", {len(value):,} items" if isinstance(value, list | dict | tuple) else ""
     return f"{text[:chars]}… ({type(value).__name__}{size})"
-
-
-def _quoted(text: str) -> str:
-    escaped = "".join(c if c.isprintable() else f"\\u{ord(c):04x}" for c in text)
-    return '"' + escaped.replace('"', '\\"') + '"'
 
 
 def bounded(message: str, limit: int = MAX_ERROR_CHARS) -> str:

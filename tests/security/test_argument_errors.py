@@ -28,7 +28,14 @@ PLAUSIBLE: dict[str, Any] = {
     "jsonl": "",
     "data": {},
 }
-BY_TYPE: dict[str, Any] = {"string": "x", "integer": 1, "number": 0.5, "boolean": False, "array": [], "object": {}}
+BY_TYPE: dict[str, Any] = {
+    "string": "x",
+    "integer": 1,
+    "number": 0.5,
+    "boolean": False,
+    "array": [],
+    "object": {},
+}
 
 
 def accepted(schema: dict[str, Any]) -> set[str]:
@@ -66,7 +73,7 @@ async def error_of(client: Client, tool: str, arguments: dict[str, Any]) -> str 
 def assert_worded(text: str, what: str) -> None:
     assert len(text) <= MAX_CHARS, f"{what}: {len(text):,} characters: {text[:400]}"
     assert "pydantic" not in text and "validation error for" not in text, f"{what}: {text}"
-    assert "x" * 40 not in text, f"{what}: the value is echoed past a short prefix: {text}"
+    assert "x" * 41 not in text, f"{what}: the value is echoed past a short prefix: {text}"
 
 
 async def test_every_argument_of_every_tool_errs_in_short_plain_words(client: Client) -> None:
@@ -105,11 +112,11 @@ async def test_every_argument_of_every_tool_errs_in_short_plain_words(client: Cl
 async def test_a_long_thread_id_is_echoed_as_a_prefix_and_its_length(client: Client) -> None:
     text = await error_of(client, "add_turn", {"thread_id": "t" * 100_000, "role": "user", "content": "hi"})
     assert text is not None and len(text) <= MAX_CHARS, text
-    assert '"tttttttttttttttttttttttt…" (100,000 characters)' in text, text
+    assert "'" + "t" * 40 + "…' (100,000 characters)" in text, text
 
 
 async def test_a_wrong_type_says_what_was_expected_and_what_was_got(client: Client) -> None:
     text = await error_of(client, "add_turn", {"thread_id": 5, "role": "user"})
     assert text == "add_turn: thread_id should be text, got the number 5; content is required but missing"
     text = await error_of(client, "search_memory", {"query": "q", "limit": "many"})
-    assert text == 'search_memory: limit should be a whole number, got text "many"'
+    assert text == "search_memory: limit should be a whole number, got text 'many'"

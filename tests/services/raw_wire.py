@@ -63,12 +63,26 @@ CORPUS: tuple[Case, ...] = (
     Case("huge line", b"x" * 3_000_000, None),
     Case("lone surrogate in method", _request("s1", "tools/\\ud800list"), "s1"),
     Case("lone surrogate in params", _request("s2", "ping", '{"note":"\\udc00"}'), "s2"),
-    Case("lone high surrogate in an argument", _add_turn("s3", REFUSED_THREAD, "a sliced emoji \\ud83d"), "s3"),
-    Case("lone low surrogate in an argument", _add_turn("s4", REFUSED_THREAD, "\\ude00 the other half"), "s4"),
-    Case("lone surrogate in a key", _request("s5", "tools/call", '{"name":"add_turn","arguments":{"\\ud800":1}}'), "s5"),
+    Case(
+        "lone high surrogate in an argument", _add_turn("s3", REFUSED_THREAD, "a sliced emoji \\ud83d"), "s3"
+    ),
+    Case(
+        "lone low surrogate in an argument", _add_turn("s4", REFUSED_THREAD, "\\ude00 the other half"), "s4"
+    ),
+    Case(
+        "lone surrogate in a key",
+        _request("s5", "tools/call", '{"name":"add_turn","arguments":{"\\ud800":1}}'),
+        "s5",
+    ),
     Case("lone surrogate in the id", b'{"jsonrpc":"2.0","id":"\\ud800","method":"ping"}', None),
-    Case("Latin-1 in an argument", _add_turn("u1", REFUSED_THREAD, "cafe").replace(b"cafe", b"caf\xe9"), "u1"),
-    Case("invalid UTF-8 bytes", _add_turn("u2", REFUSED_THREAD, "bytes").replace(b"bytes", b"\xff\xfe\xc0\xaf"), "u2"),
+    Case(
+        "Latin-1 in an argument", _add_turn("u1", REFUSED_THREAD, "cafe").replace(b"cafe", b"caf\xe9"), "u1"
+    ),
+    Case(
+        "invalid UTF-8 bytes",
+        _add_turn("u2", REFUSED_THREAD, "bytes").replace(b"bytes", b"\xff\xfe\xc0\xaf"),
+        "u2",
+    ),
     Case("NUL escaped in an argument", _add_turn("z1", REFUSED_THREAD, "a\\u0000b"), "z1"),
     Case("huge argument", _add_turn("h1", "t" * 100_000, "a long thread id"), "h1"),
 )
@@ -110,7 +124,9 @@ def initialize(wire: Wire) -> dict[str, Any] | None:
 
 
 def _matches(message: dict[str, Any], ident: str | None) -> bool:
-    return "method" not in message and ("result" in message or "error" in message) and message.get("id") == ident
+    return (
+        "method" not in message and ("result" in message or "error" in message) and message.get("id") == ident
+    )
 
 
 # ---- stdio ----------------------------------------------------------------------------------------------
@@ -271,7 +287,8 @@ class HttpWire:
             post.close()
 
     def answer(self, ident: str | None, already: dict[str, Any] | None) -> dict[str, Any] | None:
-        if already and ("error" in already or "result" in already):
-            if already.get("error", {}).get("http") or already.get("id") == ident:
-                return already
-        return None
+        if not already:
+            return None  # 202 Accepted, or nothing
+        if already.get("error", {}).get("http") == 413:
+            return already
+        return already if already.get("id") == ident and ("error" in already or "result" in already) else None

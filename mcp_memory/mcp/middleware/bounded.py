@@ -66,15 +66,15 @@ def _bounded_error(error: MCPError) -> MCPError:
 
 def _bounded_result(result: HandlerResult) -> HandlerResult:
     if isinstance(result, CallToolResult):
-        content = [
+        shortened = [
             TextContent(type="text", text=_short(c.text)) if isinstance(c, TextContent) else c
             for c in result.content
         ]
-        return result.model_copy(update={"content": content})
-    if isinstance(result, dict):
-        content = [
+        return result.model_copy(update={"content": shortened})
+    if isinstance(result, dict):  # the wire's form
+        on_wire = [
             {**c, "text": _short(c["text"])} if isinstance(c, dict) and isinstance(c.get("text"), str) else c
             for c in result.get("content", [])
         ]
-        return {**result, "content": content}
+        return {**result, "content": on_wire}
     return result
