@@ -18,6 +18,7 @@ import contextvars
 import fcntl
 import logging
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from io import TextIOWrapper
@@ -95,7 +96,15 @@ def stdin_lines() -> Iterator[Any]:
     as surrogate escapes (the SDK's own reading replaces them with U+FFFD unsaid). As the SDK does, the
     wire is read from a private copy of fd 0 while fd 0 itself reads /dev/null, so nothing a handler or
     a child process reads takes the client's messages; fd 0 is put back on exit."""
-    private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    try:
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:  # no fd 0 to claim (stdin replaced in process): read the stream in place, as the SDK
+        in_place = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+        try:
+            yield anyio.wrap_file(in_place)
+        finally:
+            in_place.detach()  # closing it would close sys.stdin's buffer
+        return
     empty = os.open(os.devnull, os.O_RDONLY)
     try:
         os.dup2(empty, 0)
