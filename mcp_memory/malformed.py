@@ -15,11 +15,18 @@ stdio side.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import re
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from io import TextIOWrapper
 from typing import Any
 
+import anyio
 import mcp_types
 from pydantic import ValidationError
 
@@ -176,3 +183,31 @@ def _first_bad_string(value: Any, path: str) -> tuple[str, str] | None:
             if found is not None:
                 return found
     return None
+
+
+@contextmanager
+def stdin_lines() -> Iterator[Any]:
+    """The process's stdin as lines of text for the SDK's stdio transport, bytes that are not UTF-8 kept
+    as surrogate escapes (the SDK's own reading replaces them with U+FFFD unsaid). As the SDK does, the
+    wire is read from a private copy of fd 0 while fd 0 itself reads /dev/null, so nothing a handler or
+    a child process reads takes the client's messages; fd 0 is put back on exit."""
+    try:
+        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+    except OSError:  # no fd 0 to claim (stdin replaced in process): read the stream in place, as the SDK
+        in_place = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
+        try:
+            yield anyio.wrap_file(in_place)
+        finally:
+            in_place.detach()  # closing it would close sys.stdin's buffer
+        return
+    empty = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(empty, 0)
+    finally:
+        os.close(empty)
+    # closefd=False: a worker thread may still block on the descriptor after the session ends (as the SDK).
+    wire = TextIOWrapper(os.fdopen(private, "rb", closefd=False), encoding="utf-8", errors="surrogateescape")
+    try:
+        yield anyio.wrap_file(wire)
+    finally:
+        os.dup2(private, 0)

@@ -29,9 +29,10 @@ from pydantic import ValidationError
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
+from mcp_memory.malformed import stdin_lines
 from mcp_memory.mcp.argument_errors import worded
 from mcp_memory.mcp.host import ServiceHost
-from mcp_memory.mcp.middleware.answered import AnsweredReads, stdin_lines
+from mcp_memory.mcp.middleware.answered import AnsweredReads
 from mcp_memory.mcp.middleware.call_metrics import CallMetrics
 from mcp_memory.mcp.middleware.client_log import install_client_log
 from mcp_memory.mcp.middleware.scopes import ToolScopes

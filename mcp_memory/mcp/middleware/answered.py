@@ -5,7 +5,8 @@ what they are answered).
   as an exception, which its dispatcher logs at DEBUG and drops, so the client waits for an answer that
   never comes (before the first request it is not even seen). `AnsweredReads` sits between the
   transport and the session: it answers such an item on the write stream and passes the rest on.
-  Over stdio, bytes that are not UTF-8 reach it as surrogate escapes (`stdin_lines`), not replaced.
+  Over stdio, bytes that are not UTF-8 reach it as surrogate escapes (malformed.py `stdin_lines`), not
+  replaced.
 - streamable HTTP: `AnsweredBodies` reads a POST's body before the SDK does and answers one that is not
   well-formed with HTTP 400 and the JSON-RPC error (the SDK's own answers would be pydantic's report
   or a parse error that does not name the field).
@@ -15,14 +16,8 @@ Nothing of a refused message reaches a handler: nothing stored changes.
 from __future__ import annotations
 
 import contextvars
-import fcntl
 import logging
-import os
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
-from io import TextIOWrapper
-from typing import Any
+from contextlib import suppress
 
 import anyio
 from mcp.shared._stream_protocols import ReadStream, WriteStream
@@ -88,34 +83,6 @@ def noted(refused: Refusal) -> None:
     """One log line per refused message (its text is the client's data: the refusal only, bounded)."""
     answer = "answered" if refused.answered else "not answered (a notification or a response)"
     log.warning("refused a message, %s %s: %s", answer, refused.code, bounded(refused.message, 160))
-
-
-@contextmanager
-def stdin_lines() -> Iterator[Any]:
-    """The process's stdin as lines of text for the SDK's stdio transport, bytes that are not UTF-8 kept
-    as surrogate escapes (the SDK's own reading replaces them with U+FFFD unsaid). As the SDK does, the
-    wire is read from a private copy of fd 0 while fd 0 itself reads /dev/null, so nothing a handler or
-    a child process reads takes the client's messages; fd 0 is put back on exit."""
-    try:
-        private = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-    except OSError:  # no fd 0 to claim (stdin replaced in process): read the stream in place, as the SDK
-        in_place = TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape")
-        try:
-            yield anyio.wrap_file(in_place)
-        finally:
-            in_place.detach()  # closing it would close sys.stdin's buffer
-        return
-    empty = os.open(os.devnull, os.O_RDONLY)
-    try:
-        os.dup2(empty, 0)
-    finally:
-        os.close(empty)
-    # closefd=False: a worker thread may still block on the descriptor after the session ends (as the SDK).
-    wire = TextIOWrapper(os.fdopen(private, "rb", closefd=False), encoding="utf-8", errors="surrogateescape")
-    try:
-        yield anyio.wrap_file(wire)
-    finally:
-        os.dup2(private, 0)
 
 
 class AnsweredBodies:
