@@ -6,6 +6,7 @@ server, and in its own process), SSE and streamable HTTP. The target is 0 everyw
 
     .venv/bin/python bench/unanswered.py            # prints a markdown table
     .venv/bin/python bench/unanswered.py --json bench/results/unanswered.json
+    .venv/bin/python bench/unanswered.py --wait 5   # a server that drops messages: 5 s lost per drop
 
 For each transport: messages sent, without an answer (none within 60 s), answers over 300 characters,
 and the seconds the corpus took. tests/e2e/test_every_message_answered.py asserts the same (and what each
@@ -90,7 +91,11 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--wait", type=float, default=raw_wire.ANSWER_SECONDS, help="seconds to wait for an answer"
+    )
     arguments = parser.parse_args()
+    raw_wire.ANSWER_SECONDS = arguments.wait
     rows = []
     with tempfile.TemporaryDirectory(prefix="unanswered-") as scratch:
         for transport in ("stdio (relayed)", "stdio (in process)", "sse", "http"):

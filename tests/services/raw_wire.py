@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -148,8 +148,11 @@ class StdioWire:
             self._lines.put(line)
 
     def send(self, data: bytes) -> None:
-        self._stdin.write(data + b"\n")
-        self._stdin.flush()
+        try:
+            self._stdin.write(data + b"\n")
+            self._stdin.flush()
+        except BrokenPipeError:  # the process died: what is sent from now on gets no answer
+            pass
 
     def answer(self, ident: str | None, already: dict[str, Any] | None) -> dict[str, Any] | None:
         deadline = time.monotonic() + ANSWER_SECONDS
@@ -173,7 +176,8 @@ def stdio_wire(command: list[str], env: dict[str, str], cwd: str, stderr: Any) -
         yield StdioWire(process)
     finally:
         assert process.stdin is not None
-        process.stdin.close()
+        with suppress(BrokenPipeError):
+            process.stdin.close()
         try:
             process.wait(timeout=20)
         except subprocess.TimeoutExpired:
@@ -281,7 +285,10 @@ class HttpWire:
                 messages = [json.loads(e) for e in events if e]
                 answers = [m for m in messages if "method" not in m]
                 return answers[-1] if answers else {}
-            found: dict[str, Any] = json.loads(body)
+            try:
+                found: dict[str, Any] = json.loads(body)
+            except ValueError:  # e.g. a plain-text 500: no JSON-RPC answer
+                return {}
             return found
         finally:
             post.close()
