@@ -120,3 +120,21 @@ async def test_a_wrong_type_says_what_was_expected_and_what_was_got(client: Clie
     assert text == "add_turn: thread_id should be text, got the number 5; content is required but missing"
     text = await error_of(client, "search_memory", {"query": "q", "limit": "many"})
     assert text == "search_memory: limit should be a whole number, got text 'many'"
+
+
+async def test_the_sdks_own_echoes_are_short(client: Client) -> None:
+    """Unknown tool, resource, prompt and method: the SDK echoes the name whole; the last boundary
+    (mcp/middleware/bounded.py) shows a prefix and its length."""
+    name = "y" * 100_000
+    texts = [await error_of(client, name, {})]
+    for attempt in (
+        client.read_resource(f"memory://memories/{name}"),
+        client.read_resource(name),
+        client.get_prompt(name, {}),
+    ):
+        with pytest.raises(MCPError) as refused:
+            await attempt
+        texts.append(refused.value.error.message + repr(refused.value.error.data or ""))
+    for text in texts:
+        assert text is not None and len(text) <= 2 * MAX_CHARS, text[:400]  # message and data, each bounded
+        assert "y" * 41 not in text and "(100,0" in text, text[:400]

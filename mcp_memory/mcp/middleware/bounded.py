@@ -49,7 +49,7 @@ _UNKNOWN = re.compile(r"(Unknown (?:tool|resource|prompt)): (.*)", re.DOTALL)
 def _short(message: str) -> str:
     unknown = _UNKNOWN.fullmatch(message)
     if unknown is not None and len(message) > 80:
-        message = f"{unknown.group(1)}: {shown(unknown.group(2), 60)}"
+        message = f"{unknown.group(1)}: {shown(unknown.group(2))}"
     return bounded(message)
 
 
@@ -58,7 +58,7 @@ def _bounded_error(error: MCPError) -> MCPError:
     if len(message) <= 80 and (data is None or len(repr(data)) <= 80):
         return error
     if isinstance(data, str):
-        data = shown(data, 60)
+        data = shown(data)
     elif data is not None and len(repr(data)) > 80:
         data = None  # structured data too long to keep: the message says what went wrong
     return MCPError(error.code, _short(message), data)
