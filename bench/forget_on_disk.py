@@ -1,7 +1,7 @@
 """What a forget leaves on disk: the bytes of a forgotten thread in the data directory right after
 `forget` answers, the data file's size before and after, and how long the forget takes (issue 58).
 
-    python bench/forget_on_disk.py [--mb 5] [--no-erase]
+    .venv/bin/python bench/forget_on_disk.py [--mb 5] [--no-erase] [--json PATH]
 
 A fresh data dir gets a thread of about --mb megabytes (turns of 100,000 characters, each repeating a
 marker phrase) and a small thread that stays. A second process opens the file and reads the thread
@@ -13,7 +13,6 @@ incremental vacuum), for comparison. Hashing embedder: no model is loaded.
 
 from __future__ import annotations
 
-import argparse
 import subprocess
 import sys
 import tempfile
@@ -24,8 +23,8 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.harness import cli, server, table
 from mcp_memory.config import EmbeddingSettings, Settings
-from mcp_memory.service.assembly import open_service
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 
 USER = "bench"
@@ -68,7 +67,7 @@ def start_reader(data_file: Path) -> tuple[subprocess.Popen[str], int]:
     return reader, int(reader.stdout.readline())
 
 
-async def measure(megabytes: float, erase: bool) -> None:
+async def measure(megabytes: float, erase: bool) -> dict[str, object]:
     if not erase:
 
         async def skipped(self: SqliteDatabase) -> bool:
@@ -80,7 +79,7 @@ async def measure(megabytes: float, erase: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data_dir = Path(tmp)
         settings = Settings(user_id=USER, data_dir=data_dir, embedding=EmbeddingSettings(provider="hash"))
-        async with open_service(settings) as service:
+        async with server.open_service(settings) as service:
             for i in range(turns):
                 await service.add_turn(USER, "doomed", "user", f"part {i}: {turn}", None, None)
             await service.add_turn(USER, "kept", "user", "This thread stays.", None, None)
@@ -111,11 +110,11 @@ async def measure(megabytes: float, erase: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("--mb", type=float, default=5.0, help="size of the forgotten thread")
     parser.add_argument("--no-erase", action="store_true", help="skip the erasure, as forget did before")
     args = parser.parse_args()
-    anyio.run(measure, args.mb, not args.no_erase)
+    table.save(args.json, [anyio.run(measure, args.mb, not args.no_erase)])
 
 
 if __name__ == "__main__":

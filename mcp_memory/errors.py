@@ -52,3 +52,31 @@ class ConflictError(MemoryServerError):
 
 class MalformedAnswerError(MemoryServerError):
     """A model's answer is not the JSON (or text) its prompt asked for; nothing of it is stored."""
+
+
+# ---- how an error shows what it was given -------------------------------------------------------------
+
+MAX_ERROR_CHARS = 300  # no error a client reads is longer (tool results, JSON-RPC errors, HTTP bodies)
+ECHO_CHARS = 40  # of a value the caller sent, an error repeats at most this many characters
+
+
+def shown(value: object, chars: int = ECHO_CHARS) -> str:
+    """A value the caller sent, as an error repeats it: in full when short (as Python writes it: quoted,
+    control characters and lone surrogates escaped), else a prefix and its length, e.g.
+    `'tttttttt…' (100,000 characters)`."""
+    if isinstance(value, str):
+        if len(value) <= chars:
+            return repr(value)
+        return f"{repr(value[:chars])[:-1]}…{repr(value)[0]} ({len(value):,} characters)"
+    text = repr(value)
+    if len(text) <= chars:
+        return text
+    size = f", {len(value):,} items" if isinstance(value, list | dict | tuple) else ""
+    return f"{text[:chars]}… ({type(value).__name__}{size})"
+
+
+def bounded(message: str, limit: int = MAX_ERROR_CHARS) -> str:
+    """An error message cut to `limit` characters (the last boundary: whatever made it, it stays short)."""
+    if len(message) <= limit:
+        return message
+    return message[: limit - 1].rstrip() + "…"

@@ -10,7 +10,7 @@ import re
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from mcp_memory.errors import InvalidInputError
+from mcp_memory.errors import InvalidInputError, shown
 from mcp_memory.models import (
     MEMORY_TYPES,
     ROLES,
@@ -28,7 +28,7 @@ MIN_CONTEXT_WINDOW, MAX_CONTEXT_WINDOW = 256, 10_000_000
 def thread_id(value: object, name: str = "thread_id") -> str:
     if not isinstance(value, str) or not THREAD_ID_PATTERN.match(value):
         raise InvalidInputError(
-            f"{name} {value!r} is not valid: use 1-128 characters of letters, digits and . _ : -"
+            f"{name} {shown(value)} is not valid: use 1-128 characters of letters, digits and . _ : -"
         )
     return value
 
@@ -36,7 +36,7 @@ def thread_id(value: object, name: str = "thread_id") -> str:
 def space(value: object) -> str:
     if not isinstance(value, str) or not SPACE_NAME_PATTERN.match(value):
         raise InvalidInputError(
-            f"space {value!r} is not valid: a space name is 1-64 characters of letters, digits and . _ -, "
+            f"space {shown(value)} is not valid: a space name is 1-64 characters of letters, digits and . _ -, "
             "starting with a letter or digit"
         )
     return value
@@ -45,7 +45,7 @@ def space(value: object) -> str:
 def memory_id(value: object) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > 256:
         raise InvalidInputError(
-            f"memory_id {value!r} is not valid: give the id of a memory (1-256 characters)"
+            f"memory_id {shown(value)} is not valid: give the id of a memory (1-256 characters)"
         )
     return value
 
@@ -93,7 +93,7 @@ def role(value: object) -> Role:
     if value == "agent":
         return "assistant"
     if value not in ROLES:
-        raise InvalidInputError(f"role {value!r} is unknown: use one of {', '.join(ROLES)} (or agent)")
+        raise InvalidInputError(f"role {shown(value)} is unknown: use one of {', '.join(ROLES)} (or agent)")
     return value
 
 
@@ -120,7 +120,7 @@ def context_window(value: object) -> int | None:
         or not MIN_CONTEXT_WINDOW <= value <= MAX_CONTEXT_WINDOW
     ):
         raise InvalidInputError(
-            f"context_window {value!r} is out of range: give the model's window in tokens, "
+            f"context_window {shown(value)} is out of range: give the model's window in tokens, "
             f"{MIN_CONTEXT_WINDOW:,} to {MAX_CONTEXT_WINDOW:,}"
         )
     return value
@@ -128,7 +128,9 @@ def context_window(value: object) -> int | None:
 
 def count(value: object, name: str, *, low: int, high: int) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise InvalidInputError(f"{name} {value!r} is out of range: use a whole number from {low} to {high}")
+        raise InvalidInputError(
+            f"{name} {shown(value)} is out of range: use a whole number from {low} to {high}"
+        )
     return value
 
 
@@ -144,7 +146,7 @@ def query(value: object, max_chars: int) -> str:
 
 def mode(value: object) -> SearchMode:
     if value not in ("hybrid", "vector", "text"):
-        raise InvalidInputError(f"mode {value!r} is unknown: use hybrid, vector or text")
+        raise InvalidInputError(f"mode {shown(value)} is unknown: use hybrid, vector or text")
     return value
 
 
@@ -157,7 +159,7 @@ def types(value: object) -> list[MemoryType] | None:
         raise InvalidInputError(f"types must be a list drawn from {', '.join(MEMORY_TYPES)}")
     unknown = [t for t in value if t not in MEMORY_TYPES]
     if unknown:
-        raise InvalidInputError(f"types {unknown!r} unknown: use {', '.join(MEMORY_TYPES)}")
+        raise InvalidInputError(f"types {shown(unknown)} unknown: use {', '.join(MEMORY_TYPES)}")
     return list(dict.fromkeys(value))
 
 
@@ -171,7 +173,7 @@ def timestamp(value: object, name: str) -> datetime | None:
             parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError as e:
             raise InvalidInputError(
-                f"{name} {value!r} is not an ISO 8601 date or time, e.g. 2026-01-31 or 2026-01-31T09:00:00Z"
+                f"{name} {shown(value)} is not an ISO 8601 date or time, e.g. 2026-01-31 or 2026-01-31T09:00:00Z"
             ) from e
     else:
         raise InvalidInputError(f"{name} must be an ISO 8601 date or time string")
@@ -188,7 +190,7 @@ def time_range(since: object, until: object) -> tuple[datetime | None, datetime 
 def fraction(value: object, name: str) -> float:
     """A number from 0 to 1, e.g. a score floor."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise InvalidInputError(f"{name} must be a number from 0 to 1, got {value!r}")
+        raise InvalidInputError(f"{name} must be a number from 0 to 1, got {shown(value)}")
     return float(value)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from mcp_memory import redaction
 from mcp_memory import validation as check
-from mcp_memory.errors import InvalidInputError
+from mcp_memory.errors import InvalidInputError, shown
 from mcp_memory.learning.parsing import FACT_KINDS
 from mcp_memory.learning.writer import MemoryWriter, revision_of
 from mcp_memory.models import Memory, Revision, RevisionCause, content_hash
@@ -38,7 +38,7 @@ class MemoryEditor:
     ) -> WrittenMemory:
         content = self._content(content)
         if kind not in FACT_KINDS:
-            raise InvalidInputError(f"type {kind!r} is unknown: use one of {', '.join(FACT_KINDS)}")
+            raise InvalidInputError(f"type {shown(kind)} is unknown: use one of {', '.join(FACT_KINDS)}")
         if thread_id is not None:
             thread_id = check.thread_id(thread_id)
         outcome = await self.writer.write_fact(

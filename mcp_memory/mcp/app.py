@@ -9,15 +9,30 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.models import InitializationOptions
+from mcp.server.stdio import stdio_server
 from mcp.shared._stream_protocols import ReadStream, WriteStream
 from mcp.shared.message import SessionMessage
-from mcp_types import SubscribeRequestParams, Tool, UnsubscribeRequestParams
+from mcp_types import (
+    CallToolResult,
+    InputRequiredResult,
+    SubscribeRequestParams,
+    Tool,
+    UnsubscribeRequestParams,
+)
+from pydantic import ValidationError
 
 from mcp_memory import __version__
 from mcp_memory.config import Settings
+from mcp_memory.malformed import stdin_lines
+from mcp_memory.mcp.argument_errors import worded
 from mcp_memory.mcp.host import ServiceHost
+from mcp_memory.mcp.middleware.answered import AnsweredReads
 from mcp_memory.mcp.middleware.call_metrics import CallMetrics
 from mcp_memory.mcp.middleware.client_log import install_client_log
 from mcp_memory.mcp.middleware.scopes import ToolScopes
@@ -105,6 +120,45 @@ class MemoryServer(MCPServer[MemoryService]):
         )
         # logging/setLevel for 2025-protocol clients, the same way; its middleware joins the chain.
         self.client_log = install_client_log(self._lowlevel_server, host.embedding_queue)
+        self._answer_every_message()
+
+    def _answer_every_message(self) -> None:
+        """Every connection the lowlevel server runs (stdio, relayed stdio, SSE) reads through
+        `AnsweredReads`: what its transport cannot read is answered, not dropped
+        (mcp/middleware/answered.py). Streamable HTTP's sessions are run by the SDK's session manager:
+        their bodies are checked before it reads them (mcp/transports.py)."""
+        lowlevel = self._lowlevel_server
+        run = lowlevel.run
+
+        async def answering(
+            read: ReadStream[SessionMessage | Exception],
+            write: WriteStream[SessionMessage],
+            options: InitializationOptions,
+            raise_exceptions: bool = False,
+        ) -> None:
+            await run(AnsweredReads(read, write), write, options, raise_exceptions)
+
+        lowlevel.run = answering  # type: ignore[method-assign,assignment]  # the SDK offers no read-stream hook
+
+    async def run_stdio_async(self) -> None:
+        """Serve stdin and stdout, as the SDK does, but reading bytes that are not UTF-8 as such (to be
+        answered) rather than as U+FFFD."""
+        lowlevel = self._lowlevel_server
+        with stdin_lines() as stdin:
+            async with stdio_server(stdin=stdin) as (read, write):
+                await lowlevel.run(read, write, lowlevel.create_initialization_options())
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[MemoryService, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """The SDK's, with arguments that do not fit the tool's schema answered in plain words, each
+        naming its argument (mcp/argument_errors.py), instead of pydantic's report."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e, UnexpectedToolError) or not isinstance(e.__cause__, ValidationError):
+                raise
+            raise ToolError(worded(name, e.__cause__)) from e.__cause__
 
     async def list_tools(self) -> list[Tool]:
         """The tools as clients list them: schemas without what a model never uses (mcp/schemas.py)."""

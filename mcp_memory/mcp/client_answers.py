@@ -82,7 +82,7 @@ def _answered_id(body: bytes) -> str | int | None:
         return None  # a request or notification, as most posts are: not parsed twice
     try:
         message: Any = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if (
         not isinstance(message, dict)

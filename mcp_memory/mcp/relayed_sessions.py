@@ -25,6 +25,7 @@ from mcp.server.stdio import stdio_server
 from starlette.routing import BaseRoute, Route
 from starlette.types import Receive, Scope, Send
 
+from mcp_memory.malformed import text_of
 from mcp_memory.mcp.app import MemoryServer
 from mcp_memory.mcp.middleware.session_instructions import captured_session
 from mcp_memory.relay.upstream import CAPTURED_HEADER, PATH, SETTINGS_HEADER
@@ -77,7 +78,8 @@ class RelayedSessions:
 
 
 class _RequestLines:
-    """The request body, as the lines of a stdin."""
+    """The request body, as the lines of a stdin (bytes that are not UTF-8 kept as surrogate escapes, so
+    the answer to such a line names them: mcp/middleware/answered.py)."""
 
     def __init__(self, receive: Receive) -> None:
         self._receive = receive
@@ -94,10 +96,10 @@ class _RequestLines:
             pending += message.get("body", b"")
             *complete, pending = pending.split(b"\n")
             for line in complete:
-                yield (line + b"\n").decode("utf-8", errors="replace")
+                yield text_of(line + b"\n")
             if not message.get("more_body", False):
                 if pending:
-                    yield pending.decode("utf-8", errors="replace")
+                    yield text_of(pending)
                 return
 
 

@@ -20,6 +20,7 @@ from mcp_memory.mcp.app import MemoryServer, instructions_for
 from mcp_memory.mcp.completions import register_completions
 from mcp_memory.mcp.host import ServiceHost
 from mcp_memory.mcp.middleware.audit_actor import AuditActor
+from mcp_memory.mcp.middleware.bounded import BoundedErrors
 from mcp_memory.mcp.middleware.rate_limit import RateLimit
 from mcp_memory.mcp.middleware.request_log import RequestLog
 from mcp_memory.mcp.middleware.scopes import ScopeGuard
@@ -87,6 +88,7 @@ def install_chain(server: MemoryServer) -> None:
     host.sampling = sessions  # background learning reaches a client's model through it
     server.middleware.extend(
         [
+            BoundedErrors(),
             server.call_metrics,
             RequestLog(settings),
             server.client_log,

@@ -35,6 +35,7 @@ from mcp_memory.errors import ConfigError
 from mcp_memory.hooks.daemon import starting_file
 from mcp_memory.mcp.hook_routes import Activity, HookEndpoints
 from mcp_memory.mcp.middleware.admission import Admission
+from mcp_memory.mcp.middleware.answered import AnsweredBodies
 from mcp_memory.mcp.middleware.oauth import ResourceGuard, metadata_routes
 from mcp_memory.mcp.relayed_sessions import RelayedSessions
 from mcp_memory.mcp.routes import PATH, add_readiness_route, exposition, metrics_route
@@ -130,8 +131,11 @@ async def _serve_network(
         app.router.routes.append(metrics_route(server.host, verifier, challenges))
     taking_turns: ASGIApp = app
     if transport == "http":  # SSE answers each POST before its work is done: nothing to hold there
+        # A body that is not one well-formed JSON-RPC message: answered 400 with its JSON-RPC error
+        # (on SSE and stdio the session's read stream answers it: mcp/middleware/answered.py).
+        answered = AnsweredBodies(app, endpoint="/mcp", max_body=settings.request_body_limit)
         taking_turns = Admission(
-            SharedSessions(app, server),  # with Redis, any replica serves any session
+            SharedSessions(answered, server),  # with Redis, any replica serves any session
             settings=settings.admission,
             tools=server.tool_scopes,
             endpoint="/mcp",

@@ -287,8 +287,8 @@ class Relay:
 def _parse(line: bytes) -> Any:
     try:
         return json.loads(line)
-    except ValueError:  # not JSON: passed on as it is; the server answers it as over stdio
-        return None
+    except (ValueError, RecursionError):  # not JSON (or nested past Python's stack): passed on as it is;
+        return None  # the server answers it as over stdio
 
 
 def _dumps(message: dict[str, Any]) -> bytes:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +38,8 @@ from mcp.shared.inbound import (
 from mcp.shared.message import ClientMessageMetadata, SessionMessage
 from mcp_types import PROTOCOL_VERSION_META_KEY, JSONRPCNotification, JSONRPCRequest, JSONRPCResponse
 
+from mcp_memory.errors import bounded
+from mcp_memory.malformed import of_exception, stdin_lines
 from mcp_memory.remote import places
 from mcp_memory.remote.credentials import SignedOut, access_token, http_auth
 
@@ -113,20 +116,31 @@ def _first(group: BaseExceptionGroup[Any]) -> Any:
     return error
 
 
+@asynccontextmanager
+async def _stdin() -> AsyncIterator[Any]:
+    """This process's stdin read so that bytes that are not UTF-8 are refused, not replaced (malformed.py)."""
+    with stdin_lines() as lines:
+        yield lines
+
+
 async def _bridge(data_dir: Path, base: str, always: Mapping[str, str]) -> None:
     headers = WireHeaders()
     timeout = httpx2.Timeout(CONNECT_SECONDS, read=READ_SECONDS)
     async with (
         httpx2.AsyncClient(auth=http_auth(data_dir, base), timeout=timeout, headers=dict(always)) as http,
         streamable_http_client(base + "/mcp", http_client=http) as (from_server, to_server),
-        stdio_server() as (from_client, to_client),
+        _stdin() as stdin,
+        stdio_server(stdin=stdin) as (from_client, to_client),
         anyio.create_task_group() as group,
     ):
 
         async def client_to_server() -> None:
             async for item in from_client:
-                if isinstance(item, Exception):  # a line that is not JSON-RPC: the SDK's stdio says so
-                    log.warning("ignored a line from the client: %s", item)
+                if isinstance(item, Exception):  # a line that is not JSON-RPC: answered here (malformed.py)
+                    refused = of_exception(item)
+                    log.warning("refused a line from the client: %s", bounded(refused.message, 160))
+                    if refused.answered:
+                        await to_client.send(SessionMessage(refused.answer()))
                     continue
                 await to_server.send(SessionMessage(item.message, metadata=headers.outgoing(item.message)))
             group.cancel_scope.cancel()  # the client closed its end: the session is over

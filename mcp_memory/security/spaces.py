@@ -24,7 +24,7 @@ from pathlib import Path
 
 from mcp_memory import validation as check
 from mcp_memory.config import SecuritySettings, Settings, SpaceSettings, load_spaces
-from mcp_memory.errors import ConfigError, NotFoundError, PermissionDeniedError
+from mcp_memory.errors import ConfigError, NotFoundError, PermissionDeniedError, shown
 from mcp_memory.models import GROUP_MEMBER, SPACE_ROLES, Owner, SpaceRole, space_of
 from mcp_memory.security.principals import current_principal
 
@@ -129,7 +129,7 @@ class Access:
         owner = Owner(self.user_id, name, role)
         if not owner.may(need):
             raise PermissionDeniedError(
-                f"{doing} needs the {need} role in space {name!r}; you are a {role} there "
+                f"{doing} needs the {need} role in space {shown(name)}; you are a {role} there "
                 f"(a {role} may {WHAT_ROLES_MAY[role]})"
             )
         return owner

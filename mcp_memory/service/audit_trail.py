@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from mcp_memory import validation as check
 from mcp_memory.audit import Auditor, AuditQuery, AuditRecord
-from mcp_memory.errors import BackendUnavailableError, InvalidInputError, PermissionDeniedError
+from mcp_memory.errors import BackendUnavailableError, InvalidInputError, PermissionDeniedError, shown
 from mcp_memory.models import SpaceRole, space_key
 
 MAX_PAGE = 500
@@ -57,7 +57,7 @@ def ledger_for(viewer: Viewer, space: str | None) -> str | None:
     name = check.space(space)
     if viewer.admin or viewer.roles.get(name) == "owner":
         return space_key(name)
-    raise PermissionDeniedError(f"reading the audit trail of space {name!r} needs its owner role")
+    raise PermissionDeniedError(f"reading the audit trail of space {shown(name)} needs its owner role")
 
 
 async def read_page(  # noqa: PLR0913 - the trail's filters, each one optional
@@ -102,4 +102,4 @@ def _whole(value: object, name: str) -> int:
     try:
         return int(str(value))
     except ValueError:
-        raise InvalidInputError(f"{name} {value!r} must be a whole number") from None
+        raise InvalidInputError(f"{name} {shown(value)} must be a whole number") from None

@@ -17,6 +17,7 @@ from typing import get_args
 
 from mcp_memory import validation as check
 from mcp_memory.errors import InvalidInputError
+from mcp_memory.errors import shown as echoed
 from mcp_memory.learning.parsing import FACT_KINDS
 from mcp_memory.models import ListOrder, ListQuery, Memory
 from mcp_memory.storage.base import LongTermStore
@@ -56,7 +57,7 @@ def decode_cursor(cursor: object, order: ListOrder) -> tuple[datetime, str]:
         raise unknown from e
     if key.get("order") != order:
         raise InvalidInputError(
-            f"cursor was made for order {key.get('order')!r}, not {order!r}: keep the order while paging, "
+            f"cursor was made for order {key.get('order')!r}, not {echoed(order)}: keep the order while paging, "
             "or omit cursor to start again"
         )
     assert moment is not None  # a string always parses to a time or fails
@@ -81,9 +82,9 @@ async def list_memories(  # noqa: PLR0913 - list_memories' arguments, checked he
     """One page of the memories of `owners` (a user's personal memory and the spaces they read: their
     pages merged in key order), every argument checked before anything is read."""
     if order not in ORDERS:
-        raise InvalidInputError(f"order {order!r} is unknown: use newest or oldest")
+        raise InvalidInputError(f"order {echoed(order)} is unknown: use newest or oldest")
     if kind is not None and kind not in FACT_KINDS:
-        raise InvalidInputError(f"kind {kind!r} is unknown: use one of {', '.join(FACT_KINDS)}")
+        raise InvalidInputError(f"kind {echoed(kind)} is unknown: use one of {', '.join(FACT_KINDS)}")
     if not isinstance(include_superseded, bool):
         raise InvalidInputError("include_superseded must be true or false")
     size = check.count(limit, "limit", low=1, high=MAX_LIMIT)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from mcp_memory.errors import InvalidInputError
+from mcp_memory.errors import InvalidInputError, shown
 from mcp_memory.models import Memory, space_key
 from mcp_memory.search import intent
 from mcp_memory.search.query import SearchQuery
@@ -42,7 +42,7 @@ def checked_unit(value: object) -> Unit | None:
     if value is None:
         return None
     if value not in UNITS:
-        raise InvalidInputError(f"unit {value!r} is not valid: use memory or exchange, or omit it")
+        raise InvalidInputError(f"unit {shown(value)} is not valid: use memory or exchange, or omit it")
     return value
 
 

@@ -13,7 +13,7 @@ from typing import TypeGuard
 
 from mcp_memory import validation as check
 from mcp_memory.audit import COMMAND_ACTOR, Draft
-from mcp_memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError
+from mcp_memory.errors import InvalidInputError, NotFoundError, PermissionDeniedError, shown
 from mcp_memory.models import Memory, Owner, Scope, space_key, space_of, utcnow
 from mcp_memory.security.spaces import SPACES_FILE
 from mcp_memory.service.contexts import TurnContextKeeper
@@ -195,7 +195,7 @@ def _may_forget(key: str, memory: Memory) -> None:
     if not _a_writer_in_a_space(key) or memory.author == key.author:
         return
     raise PermissionDeniedError(
-        f"forgetting memory {memory.id!r}, which {_by(memory)} in space {key.space!r} needs the owner "
+        f"forgetting memory {shown(memory.id)}, which {_by(memory)} in space {shown(key.space)} needs the owner "
         f"role; you are a {key.role} there and may forget only what you wrote"
     )
 

@@ -19,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from mcp_memory import validation as check
-from mcp_memory.errors import InvalidInputError, NotFoundError
+from mcp_memory.errors import InvalidInputError, NotFoundError, shown
 from mcp_memory.models import SHORT_ID, Memory, ThreadInfo
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.security.spaces import SPACES_FILE
@@ -151,10 +151,10 @@ class MemoryService(ServiceParts):
         ]
         if len(found) > 1:
             raise InvalidInputError(
-                f"memory_id {memory_id!r} begins more than one memory's id: give the whole id"
+                f"memory_id {shown(memory_id)} begins more than one memory's id: give the whole id"
             )
         if not found:
-            raise NotFoundError(f"no memory with id {memory_id!r}")
+            raise NotFoundError(f"no memory with id {shown(memory_id)}")
         return await self.stores.long_term.get(*found[0])
 
     async def list_memories(self, owners: str | Sequence[str], **filters: object) -> MemoryPage:

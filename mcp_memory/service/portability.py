@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from mcp_memory import redaction, safety
 from mcp_memory import validation as check
-from mcp_memory.errors import InvalidInputError
+from mcp_memory.errors import InvalidInputError, shown
 from mcp_memory.models import AnyRole, Memory, MemoryType, WorkingMemory, author_of, summary_id, utcnow
 from mcp_memory.views import EntityView, GraphResult, RelationView
 
@@ -196,7 +196,7 @@ def parse(jsonl: str) -> ParsedImport:
         kind = raw.get("kind") if isinstance(raw, dict) else None
         if kind not in models:
             raise InvalidInputError(
-                f"import line {number} has kind {kind!r}: expected header, memory, revision, thread or graph"
+                f"import line {number} has kind {shown(kind)}: expected header, memory, revision, thread or graph"
             )
         if (kind == "header") != (index == 0):
             raise InvalidInputError(

@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp_memory import redaction
 from mcp_memory import validation as check
-from mcp_memory.errors import BackendUnavailableError, NotFoundError
+from mcp_memory.errors import BackendUnavailableError, NotFoundError, shown
 from mcp_memory.models import ThreadInfo, space_of, utcnow
 from mcp_memory.service.parts import ServiceParts
 from mcp_memory.service.threads import Progress
@@ -54,7 +54,7 @@ class ThreadRequests:
         await self.parts.summary_settled(user_id, thread_id)
         memory = await self.parts.threads.load(user_id, thread_id)
         if not memory.messages and not memory.summary:
-            raise NotFoundError(f"thread {thread_id!r} has no messages to summarize")
+            raise NotFoundError(f"thread {shown(thread_id)} has no messages to summarize")
         async with self.parts.audit.change(
             user_id, "summarize", thread_id=thread_id, tool="summarize_thread"
         ):

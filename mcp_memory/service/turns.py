@@ -15,7 +15,7 @@ import anyio
 
 from mcp_memory import redaction, safety
 from mcp_memory import validation as check
-from mcp_memory.errors import BackendUnavailableError, InvalidInputError
+from mcp_memory.errors import BackendUnavailableError, InvalidInputError, shown
 from mcp_memory.llm.embedder import embed_passages, memory_vectors
 from mcp_memory.models import Memory, Message, ThreadTotals, author_of, utcnow
 from mcp_memory.service.contexts import TurnContextKeeper
@@ -121,7 +121,7 @@ class TurnPath:
         latest = await self.parts.stores.long_term.recent(user_id, thread_id, limit=1)
         if latest and said_at < latest[-1].created_at:
             raise InvalidInputError(
-                f"created_at {said_at.isoformat()} is before the latest turn of thread {thread_id!r} "
+                f"created_at {said_at.isoformat()} is before the latest turn of thread {shown(thread_id)} "
                 f"({latest[-1].created_at.isoformat()}): replay a conversation's turns in order, "
                 "or into a new thread"
             )

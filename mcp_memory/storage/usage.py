@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mcp_memory.errors import LimitExceededError
+from mcp_memory.errors import LimitExceededError, shown
 from mcp_memory.models import space_of
 
 if TYPE_CHECKING:
@@ -45,7 +45,7 @@ def refuse_growth(user_id: str, before: int, after: int, quota: Quota) -> None:
     space = space_of(user_id)
     if space is not None:
         raise LimitExceededError(
-            f"storage quota reached: space {space!r} stores {before:,} of {limit:,} bytes and this write "
+            f"storage quota reached: space {shown(space)} stores {before:,} of {limit:,} bytes and this write "
             f"needs {after - before:,} more; nothing was stored. Its owners can forget old threads or "
             "memories there; the operator can raise the space's max_stored_bytes (security.spaces)"
         )

@@ -363,10 +363,11 @@ def test_the_same_lines_get_the_same_answers_relayed_and_in_process(tmp_path: Pa
         '{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"memory://nowhere"}}',
     ]
     try:
-        relayed = exchange(tmp_path, lines, 5)
+        relayed = exchange(tmp_path, lines, 7)
         assert resident_pids(tmp_path / "data"), "served by the resident server"
     finally:
         stop_resident(tmp_path / "data")
-    # initialize, ping, the unknown method, the tool's error, the read's error; nothing for the rest
-    in_process = exchange(tmp_path, lines, 5, "--in-process")
+    # Every request answered: the line that is not JSON (-32700) and the array (-32600) too, with
+    # initialize, ping, the unknown method, the tool's error and the read's error; the notification not.
+    in_process = exchange(tmp_path, lines, 7, "--in-process")
     assert relayed == in_process

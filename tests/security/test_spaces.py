@@ -22,6 +22,7 @@ from mcp.server.subscriptions import ResourceUpdated
 from mcp.shared.exceptions import MCPError
 from mcp_types import PromptReference, ResourceTemplateReference
 
+from mcp_memory.errors import shown
 from mcp_memory.mcp.server import thread_uri
 from mcp_memory.models import short_id
 from tests.security.bearer import Credential, bearer_client, credential, start_with_tokens
@@ -328,7 +329,7 @@ async def test_bad_space_input_is_named_and_stores_nothing(
     async with as_(server, team.ann) as ann:
         for bad in ("te\x00am", "team\n", "", "../team", "x" * 65):
             refusal = await call_error(ann, "add_turn", thread_id="t", role="user", content="hi", space=bad)
-            assert f"space {bad!r} is not valid" in refusal
+            assert f"space {shown(bad)} is not valid" in refusal  # 65 characters: a prefix and the length
         assert "no space 'nosuch' that you are a member of" in await call_error(
             ann, "add_turn", thread_id="t", role="user", content="hi", space="nosuch"
         )

@@ -45,11 +45,16 @@ async def messages_or_413(
         return scope[MESSAGES], receive
     body, receive = await buffered(scope, receive, limit)
     if body is None:
-        too_large = JSONResponse({"error": "the request body is too large"}, status_code=413)
         await too_large(scope, receive, send)
         return None
     scope[MESSAGES] = messages(body)
     return scope[MESSAGES], receive
+
+
+async def too_large(scope: Scope, receive: Receive, send: Send) -> None:
+    """413: the body is past the request body limit (setting request_body_limit)."""
+    answer = JSONResponse({"error": "the request body is too large"}, status_code=413)
+    await answer(scope, receive, send)
 
 
 def _replay(first: list[Message], receive: Receive) -> Receive:
@@ -64,13 +69,13 @@ def _replay(first: list[Message], receive: Receive) -> Receive:
 
 
 def messages(body: bytes) -> list[dict[str, Any]]:
-    """The JSON-RPC messages of a POST body (one, or a 2025-03-26 batch); none when it does not parse,
-    which the SDK answers with its parse error."""
+    """The JSON-RPC messages of a POST body (one, or a 2025-03-26 batch); none when it does not parse
+    (nested past Python's stack included), which is answered with a parse error further in."""
     if not body:
         return []
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # answered by AnsweredBodies (middleware/answered.py)
         return []
     return [m for m in (parsed if isinstance(parsed, list) else [parsed]) if isinstance(m, dict)]
 

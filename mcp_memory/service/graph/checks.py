@@ -13,7 +13,7 @@ from typing import Any
 
 from mcp_memory import redaction
 from mcp_memory.config import GraphSettings
-from mcp_memory.errors import InvalidInputError
+from mcp_memory.errors import InvalidInputError, shown
 
 _CONTROL_OK_IN_TEXT = frozenset("\n\r\t")
 
@@ -49,7 +49,7 @@ class Checks:
             )
         if any(unicodedata.category(c) == "Cc" for c in value):
             raise InvalidInputError(
-                f"{what} {value[:80]!r} holds a control character; names are one line of text"
+                f"{what} {shown(value)} holds a control character; names are one line of text"
             )
         return self.redacted(value)
 
@@ -61,7 +61,7 @@ class Checks:
                 f"an observation is {len(value):,} characters; the limit is {self.max_content_chars:,}"
             )
         if any(unicodedata.category(c) == "Cc" and c not in _CONTROL_OK_IN_TEXT for c in value):
-            raise InvalidInputError(f"observation {value[:80]!r} holds a control character")
+            raise InvalidInputError(f"observation {shown(value)} holds a control character")
         return self.redacted(value)
 
     def redacted(self, value: str) -> str:
@@ -78,7 +78,7 @@ class Checks:
 def field_of(item: Any, name: str, within: str) -> Any:
     if isinstance(item, dict):
         if name not in item:
-            raise InvalidInputError(f"each of {within} needs {name!r}")
+            raise InvalidInputError(f"each of {within} needs {shown(name)}")
         return item[name]
     if hasattr(item, "model_dump"):  # a parsed argument model of the MCP layer
         return item.model_dump(by_alias=True)[name]

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mcp_memory.config import GraphSettings
-from mcp_memory.errors import InvalidInputError, NotFoundError
+from mcp_memory.errors import InvalidInputError, NotFoundError, shown
 from mcp_memory.learning.parsing import ExtractedEntity, ExtractedRelation
 from mcp_memory.llm.embedder import Embedder
 from mcp_memory.llm.tokens import TokenCounter
@@ -277,7 +277,7 @@ class KnowledgeGraph:
     async def entity(self, owner: str, name: str) -> EntityDetail:
         found = await self.store.entities(owner, names=[name])
         if not found:
-            raise NotFoundError(f"no entity named {name!r}")
+            raise NotFoundError(f"no entity named {shown(name)}")
         entity = found[0]
         relations = await self.store.relations(owner, touching=[name])
         links = await self.store.linked(owner, [name])

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from mcp_memory.errors import InvalidInputError
+from mcp_memory.errors import shown as echoed
 from mcp_memory.llm.tokens import TokenCounter
 from mcp_memory.models import GraphEntity, GraphRelation
 from mcp_memory.storage.graph_base import EntityKey, GraphStore
@@ -83,7 +84,9 @@ class Pager:
         if max_tokens is None:
             return entities, relations, False
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise InvalidInputError(f"max_tokens {max_tokens!r} is out of range: give a whole number from 1")
+            raise InvalidInputError(
+                f"max_tokens {echoed(max_tokens)} is out of range: give a whole number from 1"
+            )
         shown: list[GraphEntity] = []
         kept: list[GraphRelation] = []
         seen: set[tuple[str, str, str]] = set()
@@ -107,7 +110,7 @@ def limit_of(page: Page) -> int:
     if page.limit is None:
         return 10**9 if page.max_tokens is not None else 100
     if isinstance(page.limit, bool) or not isinstance(page.limit, int) or page.limit < 1:
-        raise InvalidInputError(f"limit {page.limit!r} is out of range: give a whole number from 1")
+        raise InvalidInputError(f"limit {echoed(page.limit)} is out of range: give a whole number from 1")
     return page.limit
 
 
@@ -151,10 +154,12 @@ def _decode(cursor: str) -> dict[str, Any]:
         value = json.loads(base64.urlsafe_b64decode(padded.encode()))
     except (ValueError, TypeError) as e:
         raise InvalidInputError(
-            f"cursor {cursor[:40]!r} is not one this server gave: start again without it"
+            f"cursor {echoed(cursor)} is not one this server gave: start again without it"
         ) from e
     if not isinstance(value, dict):
-        raise InvalidInputError(f"cursor {cursor[:40]!r} is not one this server gave: start again without it")
+        raise InvalidInputError(
+            f"cursor {echoed(cursor)} is not one this server gave: start again without it"
+        )
     return value
 
 
@@ -165,7 +170,7 @@ def _entity_key(cursor: str | None) -> EntityKey | None:
     try:
         return (datetime.fromisoformat(after[0]), str(after[1])) if after else None
     except (TypeError, ValueError, IndexError) as e:
-        raise InvalidInputError(f"cursor {cursor[:40]!r} is not a read_graph cursor") from e
+        raise InvalidInputError(f"cursor {echoed(cursor)} is not a read_graph cursor") from e
 
 
 def _offset(cursor: str | None) -> int:
@@ -173,5 +178,5 @@ def _offset(cursor: str | None) -> int:
         return 0
     offset = _decode(cursor).get("offset")
     if not isinstance(offset, int) or offset < 0:
-        raise InvalidInputError(f"cursor {cursor[:40]!r} is not a search_nodes or open_nodes cursor")
+        raise InvalidInputError(f"cursor {echoed(cursor)} is not a search_nodes or open_nodes cursor")
     return offset

@@ -26,6 +26,7 @@ from mcp_memory.errors import (
     ConflictError,
     InvalidInputError,
     NotFoundError,
+    shown,
 )
 from mcp_memory.models import (
     MEMORY_TYPES,
@@ -174,7 +175,7 @@ class CosmosLongTermStore(SearchesBy):
             docs = await self._query(container, sql.by_id(user_id, memory_id, types), "reading a memory")
             if docs:
                 return await self._with_passages(container, docs[0])
-        raise NotFoundError(f"no memory with id {memory_id!r}")
+        raise NotFoundError(f"no memory with id {shown(memory_id)}")
 
     async def _with_passages(self, container: ContainerProxy, doc: dict[str, Any]) -> Memory:
         """The memory with its passage vectors, when it has more than one passage: what put() needs to

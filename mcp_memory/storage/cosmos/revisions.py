@@ -26,7 +26,7 @@ from typing import Any
 from azure.cosmos.aio import ContainerProxy
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
-from mcp_memory.errors import ConflictError, InvalidInputError, MemoryServerError, NotFoundError
+from mcp_memory.errors import ConflictError, InvalidInputError, MemoryServerError, NotFoundError, shown
 from mcp_memory.models import Revision, Scope
 from mcp_memory.storage.cosmos.calls import each_concurrently
 from mcp_memory.storage.cosmos.documents import timestamp
@@ -240,7 +240,7 @@ class CosmosRevisionStore:
     async def get(self, user_id: str, revision_id: str) -> Revision:
         docs = await self._query(by_revision_id_query(user_id, revision_id), "reading a revision")
         if not docs:
-            raise NotFoundError(f"no revision with id {revision_id!r}")
+            raise NotFoundError(f"no revision with id {shown(revision_id)}")
         return from_revision_document(docs[0])
 
     async def forget(self, scope: Scope, *, dry_run: bool = False) -> int:

@@ -21,7 +21,7 @@ import numpy as np
 from mcp_memory.audit import context as audit_context
 from mcp_memory.audit.records import MAX_IDS
 from mcp_memory.config import LongTermSettings
-from mcp_memory.errors import InvalidInputError, NotFoundError
+from mcp_memory.errors import InvalidInputError, NotFoundError, shown
 from mcp_memory.models import EmbeddingSpec, Hit, ListQuery, Memory, Scope, ThreadInfo
 from mcp_memory.search.hybrid import row_filter
 from mcp_memory.search.passages import ONE_PASSAGE_CHARS, passages
@@ -135,7 +135,7 @@ class SqliteLongTermStore(SearchesBy):
             ).fetchall()
         )
         if not rows:
-            raise NotFoundError(f"no memory with id {memory_id!r}")
+            raise NotFoundError(f"no memory with id {shown(memory_id)}")
         return memory_of_row(rows[0], with_embedding=True)
 
     async def recent(

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from mcp_memory.errors import InvalidInputError, NotFoundError
+from mcp_memory.errors import InvalidInputError, NotFoundError, shown
 from mcp_memory.models import Revision, Scope
 from mcp_memory.storage.sqlite.codec import ts
 from mcp_memory.storage.sqlite.db import SqliteDatabase
@@ -78,7 +78,7 @@ class SqliteRevisionStore:
             ).fetchall()
         )
         if not rows:
-            raise NotFoundError(f"no revision with id {revision_id!r}")
+            raise NotFoundError(f"no revision with id {shown(revision_id)}")
         return _revision(rows[0])
 
     async def forget(self, scope: Scope, *, dry_run: bool = False) -> int:
