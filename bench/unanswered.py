@@ -15,8 +15,6 @@ answer says); this prints the figure. Runs in about a minute (hashing embedder, 
 
 from __future__ import annotations
 
-import argparse
-import json
 import re
 import sys
 import tempfile
@@ -28,6 +26,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.harness import cli, table
 from tests.services import raw_wire
 from tests.services.resident import stop_resident
 from tests.services.server_process import NetworkServer, mcp_memory_command, server_env
@@ -87,10 +86,7 @@ def measure(transport: str, workdir: Path) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument(
         "--wait", type=float, default=raw_wire.ANSWER_SECONDS, help="seconds to wait for an answer"
     )
@@ -102,19 +98,22 @@ def main() -> None:
             workdir = Path(scratch) / re.sub(r"\W+", "-", transport).strip("-")
             workdir.mkdir()
             rows.append(measure(transport, workdir))
-    print("| transport | messages sent | without an answer | answers over 300 characters | seconds |")
-    print("|---|---:|---:|---:|---:|")
-    for row in rows:
-        print(
-            f"| {row['transport']} | {row['sent']} | {len(row['unanswered'])} | "
-            f"{row['over_300_characters']} | {row['seconds']} |"
-        )
+    shown = [
+        {
+            "transport": row["transport"],
+            "messages sent": row["sent"],
+            "without an answer": len(row["unanswered"]),
+            "answers over 300 characters": row["over_300_characters"],
+            "seconds": row["seconds"],
+        }
+        for row in rows
+    ]
+    printed = table.markdown(shown, digits=2)
+    print(printed)
     for row in rows:
         if row["unanswered"]:
             print(f"{row['transport']}: no answer to {', '.join(row['unanswered'])}")
-    if arguments.json:
-        arguments.json.parent.mkdir(parents=True, exist_ok=True)
-        arguments.json.write_text(json.dumps(rows, indent=2) + "\n")
+    table.save(arguments.json, rows, printed)
 
 
 if __name__ == "__main__":
