@@ -9,10 +9,10 @@ prefix with its length: `add_turn: thread_id should be text, got the number 5`. 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
-from pydantic_core import ErrorDetails
 
 from mcp_memory.errors import bounded, shown
 
@@ -58,7 +58,7 @@ def worded(tool: str, error: ValidationError) -> str:
     return bounded(text)
 
 
-def _problem(tool: str, detail: ErrorDetails) -> str:
+def _problem(tool: str, detail: Mapping[str, Any]) -> str:  # one of pydantic's ErrorDetails
     name = _argument(detail["loc"])
     kind = detail["type"]
     if kind == "missing":

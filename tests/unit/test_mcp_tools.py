@@ -144,7 +144,9 @@ async def test_summarize_thread_now(client: Client) -> None:
         "kept_count",
         "tokens_before",
         "tokens_after",
+        "message",
     }
+    assert out["message"].startswith("Summarized: folded the oldest 4 messages")
     assert out["summarized_count"] == 4 and out["kept_count"] == 2
     assert out["summary"] and out["tokens_after"] < out["tokens_before"]
     wm = await call(client, "get_working_memory", thread_id="s")
