@@ -110,7 +110,8 @@ class Searching:
             )
         )
         # An index still being built from the file (a cold start) answers from what is ready.
-        complete = complete and not any(c.partial for c in (*texts, *nearest))
+        partial = any(t.partial for t in texts) or any(n.partial for n in nearest)
+        complete = complete and not partial
         return await self._hits(query, texts, nearest, vector), vector, complete
 
     async def _hits(

@@ -26,6 +26,7 @@ import gc
 import shutil
 import sqlite3
 import sys
+import threading
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ import numpy as np
 
 from mcp_memory.search.ann import ApproximateIndex
 from mcp_memory.search.file_array import Column, FileArray
-from mcp_memory.search.rows import NO_THREAD, packed_names, unpacked_names
+from mcp_memory.search.rows import packed_names, unpacked_names
 from mcp_memory.search.text_index import Document, TextIndex
 from mcp_memory.search.vector_index import BUILD_BLOCK, VectorIndex
 from mcp_memory.storage.sqlite.db import SqliteDatabase
@@ -48,6 +49,10 @@ POSTINGS = ("positions", "content", "context")
 _DTYPES = {"terms": np.int32, "positions": np.int32, "content": np.float32, "context": np.float32}
 
 Decode = Callable[[tuple[Any, ...]], tuple[Document | None, np.ndarray | None]]
+
+
+class BuildStopped(Exception):
+    """The build was stopped before it ended (its process is closing)."""
 
 
 @dataclass
@@ -136,6 +141,15 @@ class StreamedBuild:
         self._chunks: list[tuple[int, int, np.ndarray, np.ndarray]] = []
         self._entries = 0
         self._files: dict[str, BinaryIO] = {}
+        self._stop = threading.Event()  # set by `stop`: the work on a worker thread ends at its next block
+
+    def stop(self) -> None:
+        """End the build soon (the process is closing): its worker-thread loops check this between blocks."""
+        self._stop.set()
+
+    def _check(self) -> None:
+        if self._stop.is_set():
+            raise BuildStopped("the index build was stopped")
 
     async def run(
         self, columns_query: str, words_ready: Callable[[TextIndex], Awaitable[None]] | None = None
@@ -148,9 +162,11 @@ class StreamedBuild:
                 self._files[name] = (self.spill / f"{name}.bin").open("wb")
             after = -1
             while True:
-                rows = await self._db.read(
-                    lambda conn, a=after: _chunk(conn, columns_query, self._user_id, a, self._chunk_rows)
-                )  # type: ignore[misc]
+
+                def chunk(conn: sqlite3.Connection, after: int = after) -> list[tuple[Any, ...]]:
+                    return _chunk(conn, columns_query, self._user_id, after, self._chunk_rows)
+
+                rows = await self._db.read(chunk)
                 if not rows:
                     break
                 after = int(rows[-1][0])
@@ -243,10 +259,13 @@ class StreamedBuild:
         counts = self._term_counts[: len(self._terms)]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         spilled = {name: self._spilled(name, self._entries) for name in _DTYPES}
-        merged = {name: (self.spill / f"merged-{name}.bin").open("wb") for name in POSTINGS}
+        merged: dict[str, BinaryIO] = {
+            name: (self.spill / f"merged-{name}.bin").open("wb") for name in POSTINGS
+        }
         try:
             first = 0
             while first < len(counts):  # terms [first, last): at most MERGE_ENTRIES entries, or one term
+                self._check()
                 last = int(np.searchsorted(offsets, offsets[first] + MERGE_ENTRIES, side="right")) - 1
                 last = min(max(last, first + 1), len(counts))
                 self._merge(first, last, spilled, merged)
@@ -263,7 +282,9 @@ class StreamedBuild:
             **{name: self._spilled(name, self._entries, prefix="merged-") for name in POSTINGS},
         }
 
-    def _merge(self, first: int, last: int, spilled: dict[str, Column], merged: dict[str, BinaryIO]) -> None:
+    def _merge(
+        self, first: int, last: int, spilled: dict[str, np.ndarray | FileArray], merged: dict[str, BinaryIO]
+    ) -> None:
         """Terms [first, last) of every chunk, in term order and, within a term, in position order."""
         parts: dict[str, list[np.ndarray]] = {name: [] for name in _DTYPES}
         for start, end, terms, starts in self._chunks:
@@ -295,6 +316,7 @@ class StreamedBuild:
         """The approximate index of every spilled vector, added a block at a time, saved to a file."""
         ann = ApproximateIndex(self._dimension, expansion=self._ann_expansion)
         for start in range(0, len(keys), BUILD_BLOCK):
+            self._check()
             block = np.asarray(matrix[start : start + BUILD_BLOCK], dtype=np.float32)  # type: ignore[index]
             ann.add(keys[start : start + BUILD_BLOCK], block, threads=2)
         path = self.spill / "graph.bin"
@@ -305,7 +327,7 @@ class StreamedBuild:
 
     def _spilled(
         self, name: str, rows: int, *, prefix: str = "", shape: tuple[int, ...] | None = None
-    ) -> Column:
+    ) -> np.ndarray | FileArray:
         dtype = np.dtype(_DTYPES.get(name, np.float32))
         shape = shape or (rows,)
         if rows == 0:

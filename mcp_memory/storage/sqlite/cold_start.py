@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from mcp_memory.search.text_index import TextIndex
-from mcp_memory.storage.sqlite.cold_build import StreamedBuild
+from mcp_memory.storage.sqlite.cold_build import BuildStopped, StreamedBuild
 from mcp_memory.storage.sqlite.snapshots import Snapshot, Stamp
 
 if TYPE_CHECKING:
@@ -75,6 +75,8 @@ class ColdStarts:
             await asyncio.wait({task})
 
     def cancel(self) -> None:
+        for build in self.builds.values():
+            build.stop()  # a block under way on a worker thread ends it
         for task in list(self._tasks.values()):
             task.cancel()
 
@@ -84,7 +86,9 @@ class ColdStarts:
 
     def _finished(self, user_id: str, task: asyncio.Task[None]) -> None:
         self._tasks.pop(user_id, None)
-        if not task.cancelled() and task.exception() is not None:
+        if not task.cancelled() and isinstance(task.exception(), BuildStopped):
+            log.info("search index build of %s stopped: the process is closing", user_id)
+        elif not task.cancelled() and task.exception() is not None:
             log.warning("search indexes of %s not built from the file: %r", user_id, task.exception())
 
     async def _complete(self, user_id: str, preview: UserIndex) -> None:

@@ -37,9 +37,9 @@ from mcp_memory.errors import BackendUnavailableError
 from mcp_memory.models import EmbeddingSpec
 from mcp_memory.search.text_index import Document, TextIndex
 from mcp_memory.search.vector_index import VectorIndex
+from mcp_memory.storage.sqlite.codec import parse_ts, unpack_passages
 from mcp_memory.storage.sqlite.cold_build import StreamedBuild
 from mcp_memory.storage.sqlite.cold_start import ColdStarts, active_memories
-from mcp_memory.storage.sqlite.codec import parse_ts, unpack_passages
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder, Stamp, user_key
 

@@ -12,8 +12,8 @@ the share of the query's terms they hold times the best BM25 score; for meaning,
 from __future__ import annotations
 
 import sqlite3
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio.to_thread
