@@ -82,6 +82,7 @@ def small_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Cold starts from 100 memories on, previews of 40, chunks of 64 rows."""
     monkeypatch.setattr(indexes, "STREAM_ABOVE", 100)
     monkeypatch.setattr(cold_start, "PREVIEW_MEMORIES", 40)
+    monkeypatch.setattr(cold_start, "BUILD_AFTER_S", 0)
     monkeypatch.setattr(cold_build, "CHUNK_ROWS", 64)
     monkeypatch.setattr(cold_build, "MERGE_ENTRIES", 500)  # several merge groups
 

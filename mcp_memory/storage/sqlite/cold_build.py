@@ -190,6 +190,9 @@ class StreamedBuild:
         for out in self._files.values():
             out.close()
         shutil.rmtree(self.spill, ignore_errors=True)
+        # What the build held goes now, not when the object does: then the freed heap is handed back.
+        self._text_rows, self._vector_rows, self._lengths, self._digests = _Rows(), _Rows(), [], []
+        self._terms, self._chunks, self._term_counts = {}, [], np.zeros(0, dtype=np.int64)
         release_memory()
 
     # ---- a chunk at a time ----------------------------------------------------------------------

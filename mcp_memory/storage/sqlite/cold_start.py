@@ -35,7 +35,10 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PREVIEW_MEMORIES = 10_000  # the newest memories a search answers from while the build starts
+PREVIEW_MEMORIES = 5_000  # the newest memories a search answers from while the build starts
+# The build waits this long before it starts, so that the search which found no snapshot answers first
+# (tokenizing a chunk on a worker thread would take the interpreter from it).
+BUILD_AFTER_S = 1.0
 
 
 class ColdStarts:
@@ -93,6 +96,7 @@ class ColdStarts:
 
     async def _complete(self, user_id: str, preview: UserIndex) -> None:
         indexes = self._indexes
+        await anyio.sleep(BUILD_AFTER_S)
         started = time.perf_counter()
         seq = await indexes.db.read(_clock)
         build = indexes.streamed_build(user_id)
