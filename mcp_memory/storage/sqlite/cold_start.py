@@ -8,7 +8,7 @@ not built in one go before the first search answers (minutes at a million memori
    merged, it replaces the preview's (every memory by its words: a text index reading the merged
    postings where they lie), the meaning side still the preview's;
 3. when the whole snapshot is written, it is loaded as after any restart and caught up, and replaces
-   the preview's indexes in place: the same UserIndex, no longer partial.
+   the preview's indexes in place: the same PartialIndex, no longer partial.
 
 Until then the index is `partial`, and a search on it says its meaning side was incomplete (the
 `meaning_incomplete` of search results, as after an import: service/searching.py). A partial index is
@@ -22,16 +22,16 @@ import asyncio
 import logging
 import sqlite3
 import time
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
 import anyio
 
 from mcp_memory.search.text_index import TextIndex
+from mcp_memory.search.vector_index import VectorIndex
 from mcp_memory.storage.sqlite.cold_build import BuildStopped, StreamedBuild
-from mcp_memory.storage.sqlite.snapshots import Snapshot, Stamp
-
-if TYPE_CHECKING:
-    from mcp_memory.storage.sqlite.indexes import SearchIndexes, UserIndex
+from mcp_memory.storage.sqlite.db import SqliteDatabase
+from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder, Stamp
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,37 @@ PREVIEW_MEMORIES = 5_000  # the newest memories a search answers from while the 
 BUILD_AFTER_S = 1.0
 
 
+class PartialIndex(Protocol):
+    """What a cold start changes of a user's index (storage/sqlite/indexes.py UserIndex)."""
+
+    text: TextIndex
+    vectors: VectorIndex
+    seq: int
+    unsaved: int
+    lock: anyio.Lock
+    partial: bool
+
+
+class SearchIndexes(Protocol):
+    """What a cold start uses of the indexes it fills (storage/sqlite/indexes.py SearchIndexes)."""
+
+    stats: Any  # IndexStats
+
+    @property
+    def db(self) -> SqliteDatabase: ...
+    @property
+    def file_id(self) -> str: ...
+    @property
+    def snapshots(self) -> SnapshotFolder: ...
+    def spec_key(self) -> tuple[str, int]: ...
+    async def load(self, user_id: str) -> Any: ...
+    async def catch_up(self, index: Any) -> None: ...
+    def removed_since(self, conn: sqlite3.Connection, user_id: str, since: int) -> bool: ...
+    def log_memory(self, event: str) -> None: ...
+    def streamed_build(self, user_id: str) -> StreamedBuild: ...
+    def preview_from_rows(self, user_id: str, seq: int, rows: Sequence[tuple[Any, ...]]) -> PartialIndex: ...
+
+
 class ColdStarts:
     def __init__(self, indexes: SearchIndexes, columns: str) -> None:
         self._indexes = indexes
@@ -48,7 +79,7 @@ class ColdStarts:
         self._tasks: dict[str, asyncio.Task[None]] = {}
         self.builds: dict[str, StreamedBuild] = {}  # under way, by user id (tests, benchmarks)
 
-    async def start(self, user_id: str) -> UserIndex:
+    async def start(self, user_id: str) -> PartialIndex:
         """The user's preview index; the full build starts in the background (once)."""
         indexes = self._indexes
         started = time.perf_counter()
@@ -94,7 +125,7 @@ class ColdStarts:
         elif not task.cancelled() and task.exception() is not None:
             log.warning("search indexes of %s not built from the file: %r", user_id, task.exception())
 
-    async def _complete(self, user_id: str, preview: UserIndex) -> None:
+    async def _complete(self, user_id: str, preview: PartialIndex) -> None:
         indexes = self._indexes
         await anyio.sleep(BUILD_AFTER_S)
         started = time.perf_counter()

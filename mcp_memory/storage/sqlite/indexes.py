@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -283,7 +283,7 @@ class SearchIndexes:
             return loaded
         if await self._db.read(lambda conn: active_memories(conn, user_id)) <= self._stream_above:
             return await self._build(user_id)
-        return await self.cold.start(user_id)
+        return cast(UserIndex, await self.cold.start(user_id))  # the preview it made: ours
 
     # ---- what a cold start (cold_start.py) uses ------------------------------------------------
 
