@@ -92,7 +92,7 @@ def status_mb(field: str) -> float:
     return float("nan")
 
 
-async def child(path: Path, exact: list[list[str]]) -> dict[str, Any]:
+async def child(path: Path, exact: list[list[str]], first_only: bool = False) -> dict[str, Any]:
     """A new process: open the file, answer the first search, wait for a complete index, then measure."""
     from mcp_memory.llm.onnx_minilm import MODEL_NAME
     from mcp_memory.models import EmbeddingSpec
@@ -111,6 +111,9 @@ async def child(path: Path, exact: list[list[str]]) -> dict[str, Any]:
         report["first_answer_s"] = round(time.perf_counter() - began, 2)
         complete = getattr(indexes, "complete", lambda user: True)
         report["whole_at_first_answer"] = complete(USER)
+        if first_only:  # closing stops the build
+            report["peak_rss_mb"] = round(status_mb("VmHWM"))
+            return report
         cold = getattr(indexes, "cold", None)
         if cold is not None:
             words = None
@@ -140,12 +143,19 @@ async def child(path: Path, exact: list[list[str]]) -> dict[str, Any]:
     return report
 
 
-def run_child(path: Path, exact_file: Path, code: str | None) -> dict[str, Any]:
+def run_child(path: Path, exact_file: Path, code: str | None, first_only: bool = False) -> dict[str, Any]:
     env = {**os.environ, "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
     if code:
         env["PYTHONPATH"] = code
     done = subprocess.run(
-        [sys.executable, __file__, "--child", str(path), str(exact_file)],
+        [
+            sys.executable,
+            __file__,
+            "--child",
+            str(path),
+            str(exact_file),
+            *(["--first-only"] if first_only else []),
+        ],
         capture_output=True,
         text=True,
         env=env,
@@ -175,6 +185,10 @@ def measure(size: int, args: argparse.Namespace) -> dict[str, Any]:
         row["before"] = run_child(path, exact_file, args.before)
         print(json.dumps({"memories": size, "before": row["before"]}), file=sys.stderr, flush=True)
     shutil.rmtree(index_folder, ignore_errors=True)
+    if args.first_only:
+        row["first"] = run_child(path, exact_file, None, first_only=True)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        return row
     row["cold"] = run_child(path, exact_file, None)
     print(json.dumps({"memories": size, "cold": row["cold"]}), file=sys.stderr, flush=True)
     row["warm"] = run_child(path, exact_file, None)
@@ -213,16 +227,20 @@ def main() -> None:
     parser.add_argument("--scratch", help="where a store not kept goes")
     parser.add_argument("--before", help="a checkout whose code the first cold process runs (e.g. main)")
     parser.add_argument("--json", type=Path, help="also write the rows here")
+    parser.add_argument(
+        "--first-only", action="store_true", help="only the cold process's first answer (its build stopped)"
+    )
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         exact = json.loads(Path(args.child[1]).read_text())
-        print(json.dumps(asyncio.run(child(Path(args.child[0]), exact))))
+        print(json.dumps(asyncio.run(child(Path(args.child[0]), exact, args.first_only))))
         return
     if not args.locomo:
         parser.error("--locomo is needed to fill a store")
     rows = [measure(size, args) for size in args.sizes]
-    print_table(rows)
+    if not args.first_only:
+        print_table(rows)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
 

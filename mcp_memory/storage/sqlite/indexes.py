@@ -39,7 +39,7 @@ from mcp_memory.search.text_index import Document, TextIndex
 from mcp_memory.search.vector_index import VectorIndex
 from mcp_memory.storage.sqlite.codec import parse_ts, unpack_passages
 from mcp_memory.storage.sqlite.cold_build import StreamedBuild
-from mcp_memory.storage.sqlite.cold_start import ColdStarts, active_memories
+from mcp_memory.storage.sqlite.cold_start import ColdStarts, more_than
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder, Stamp, user_key
 
@@ -281,7 +281,7 @@ class SearchIndexes:
         loaded = await self._load(user_id)
         if loaded is not None:
             return loaded
-        if await self._db.read(lambda conn: active_memories(conn, user_id)) <= self._stream_above:
+        if not await self._db.read(lambda conn: more_than(conn, user_id, self._stream_above)):
             return await self._build(user_id)
         return cast(UserIndex, await self.cold.start(user_id))  # the preview it made: ours
 
