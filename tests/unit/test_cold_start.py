@@ -113,6 +113,8 @@ async def test_the_words_side_answers_at_once_saying_the_meaning_side_is_incompl
         assert during.results[0].id == "m398"  # the newest memories answer at once
         assert store.indexes.cold.building(USER)
         assert not store.indexes.complete(USER)
+        spilled = list(path.with_name(path.name + "-index").glob("build-*/*.bin"))
+        assert spilled and all(f.stat().st_mode & 0o777 == 0o600 for f in spilled)  # only its owner's
 
         gate.release()
         with anyio.fail_after(60):

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import os
 import shutil
 import sqlite3
 import sys
@@ -159,7 +160,7 @@ class StreamedBuild:
         self.spill.mkdir(mode=0o700, parents=True, exist_ok=True)
         try:
             for name in (*_DTYPES, "matrix"):
-                self._files[name] = (self.spill / f"{name}.bin").open("wb")
+                self._files[name] = _private(self.spill / f"{name}.bin")
             after = -1
             while True:
 
@@ -262,9 +263,7 @@ class StreamedBuild:
         counts = self._term_counts[: len(self._terms)]
         offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
         spilled = {name: self._spilled(name, self._entries) for name in _DTYPES}
-        merged: dict[str, BinaryIO] = {
-            name: (self.spill / f"merged-{name}.bin").open("wb") for name in POSTINGS
-        }
+        merged: dict[str, BinaryIO] = {name: _private(self.spill / f"merged-{name}.bin") for name in POSTINGS}
         try:
             first = 0
             while first < len(counts):  # terms [first, last): at most MERGE_ENTRIES entries, or one term
@@ -324,6 +323,7 @@ class StreamedBuild:
             ann.add(keys[start : start + BUILD_BLOCK], block, threads=2)
         path = self.spill / "graph.bin"
         ann.save(path)
+        path.chmod(0o600)
         del ann
         release_memory()
         return self._spilled_bytes(path)
@@ -354,6 +354,12 @@ def _chunk(
         (after, user_id, limit),
     ).fetchall()
     return rows
+
+
+def _private(path: Path) -> BinaryIO:
+    """A new file only its owner reads (it holds the memories' words and vectors)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_BINARY", 0)
+    return os.fdopen(os.open(path, flags, 0o600), "wb")
 
 
 def release_memory() -> None:
