@@ -2,7 +2,8 @@
 
 Without a usable snapshot (a backup restored on a new machine, a lost cache, a snapshot format that
 changed) the indexes are made from the file. Reading every row at once and indexing it in memory took
-225 s and 9.6 GB at a million memories (docs/benchmarks.md "Latest: Cold start"). Here the rows are
+225 s and 9.6 GB at a million memories as the issue measured it, 494 s and 11.1 GB here (docs/benchmarks.md
+"Latest: Cold start"). Here the rows are
 read CHUNK_ROWS at a time, each chunk indexed on its own (TextIndex.of, VectorIndex: the same code as
 any index) and written to spill files at once: its vectors as rows, its postings as (term, position,
 counts) entries sorted by term. What stays in memory grows by a few dozen bytes a row (rowids, threads,
