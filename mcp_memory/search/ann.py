@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -155,6 +156,13 @@ class ApproximateIndex:
         saved = self._index.save()
         assert saved is not None  # saved to no path: the bytes come back
         return np.frombuffer(bytes(saved), dtype=np.uint8)
+
+    def save(self, path: Path) -> None:
+        """Write the whole (changeable) index to a file, as serialized() would give it, without holding a
+        second copy of it in memory (a cold build at a million memories: storage/sqlite/cold_build.py)."""
+        if self._viewed is not None:
+            raise ValueError("a viewed graph: merge it before saving")
+        self._index.save(str(path))
 
     @staticmethod
     def current(data: memoryview) -> bool:

@@ -62,6 +62,7 @@ class TextCandidates:
 
     found: list[Candidate] = field(default_factory=list)
     weight: float = 1.0
+    partial: bool = False  # the store's index is still being built: found among what is ready
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,7 @@ class VectorCandidates:
     found: list[Candidate] = field(default_factory=list)
     named: list[Candidate] = field(default_factory=list)
     floor: float | None = None
+    partial: bool = False  # the store's index is still being built: found among what is ready
 
 
 @dataclass(frozen=True)

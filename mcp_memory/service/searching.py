@@ -86,7 +86,8 @@ class Searching:
         owners = query.owners
         if query.mode == "text":
             texts = await asyncio.gather(*(self.long_term.text_candidates(o, query) for o in owners))
-            return await self._hits(query, texts, [None] * len(owners), None), None, True
+            whole = not any(t.partial for t in texts)  # an index still being built: what is ready
+            return await self._hits(query, texts, [None] * len(owners), None), None, whole
         # Embed the query on one core while the store finds the text candidates on another. A plain
         # asyncio task, not a task group: its errors must surface here as themselves, not wrapped in an
         # ExceptionGroup. One vector for every owner's search.
@@ -108,6 +109,9 @@ class Searching:
                 for o, t in zip(owners, texts, strict=True)
             )
         )
+        # An index still being built from the file (a cold start) answers from what is ready.
+        partial = any(t.partial for t in texts) or any(n.partial for n in nearest)
+        complete = complete and not partial
         return await self._hits(query, texts, nearest, vector), vector, complete
 
     async def _hits(

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.to_thread
@@ -38,6 +38,8 @@ from mcp_memory.models import EmbeddingSpec
 from mcp_memory.search.text_index import Document, TextIndex
 from mcp_memory.search.vector_index import VectorIndex
 from mcp_memory.storage.sqlite.codec import parse_ts, unpack_passages
+from mcp_memory.storage.sqlite.cold_build import StreamedBuild
+from mcp_memory.storage.sqlite.cold_start import ColdStarts, more_than
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.snapshots import Snapshot, SnapshotFolder, Stamp, user_key
 
@@ -52,6 +54,9 @@ SAVE_AFTER_CHANGES = 1000  # a snapshot is rewritten once this many changes (or 
 COMPACT_AT_LEAST = 1000  # dead rows before an index is compacted (and a quarter of its rows)
 TOMBSTONE_DAYS = 30  # an index idle for longer than this is rebuilt, not caught up
 REFRESH_AFTER = 0.05  # seconds after a write before its user's indexes catch up in the background
+# A user with more memories than this and no snapshot is built in the background, in bounded memory,
+# answering meanwhile from what is ready (storage/sqlite/cold_start.py); fewer are built at once.
+STREAM_ABOVE = 50_000
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,7 @@ class UserIndex:
     seq: int  # the point of the file's change clock this index reflects
     unsaved: int = 0  # changes applied since the snapshot was written
     lock: anyio.Lock = field(default_factory=anyio.Lock)
+    partial: bool = False  # being built from the file: answers from what is ready (cold_start.py)
 
     def apply(self, changes: Changes) -> None:
         """Bring the index to `changes.seq` (blocking: a worker thread, under the lock).
@@ -125,8 +131,10 @@ class SearchIndexes:
         memory_budget: int,
         ann_min_rows: int = 0,
         ann_expansion: int = 1024,
+        stream_above: int | None = None,
     ) -> None:
         self._db = db
+        self._stream_above = STREAM_ABOVE if stream_above is None else stream_above
         self._spec = embedding
         self._budget = memory_budget
         # How each user's VectorIndex is made: exact, and approximate from ann_min_rows vectors on.
@@ -143,6 +151,7 @@ class SearchIndexes:
         self._refreshing: dict[str, asyncio.Task[None]] = {}  # user id -> its catch-up under way
         self._refresh_again: set[str] = set()  # written to again while catching up
         self.stats = IndexStats()
+        self.cold = ColdStarts(self, INDEXED_COLUMNS)
 
     @classmethod
     @asynccontextmanager
@@ -154,9 +163,15 @@ class SearchIndexes:
         memory_budget: int,
         ann_min_rows: int = 0,
         ann_expansion: int = 1024,
+        stream_above: int | None = None,
     ) -> AsyncIterator[SearchIndexes]:
         indexes = cls(
-            db, embedding, memory_budget=memory_budget, ann_min_rows=ann_min_rows, ann_expansion=ann_expansion
+            db,
+            embedding,
+            memory_budget=memory_budget,
+            ann_min_rows=ann_min_rows,
+            ann_expansion=ann_expansion,
+            stream_above=stream_above,
         )
         indexes._file_id = await db.read(_file_id)
         try:
@@ -164,7 +179,9 @@ class SearchIndexes:
         finally:
             for task in list(indexes._refreshing.values()):
                 task.cancel()
+            indexes.cold.cancel()
             with anyio.CancelScope(shield=True):  # a snapshot being written finishes, never half-renamed
+                await indexes.cold.stopped()
                 await indexes.saved()
 
     async def saved(self) -> None:
@@ -240,7 +257,7 @@ class SearchIndexes:
         """Write the user's snapshot now (it is otherwise written after a build and every so many
         changes), if their indexes are in memory."""
         index = self._users.get(user_id)
-        if index is not None:
+        if index is not None and not index.partial:
             await self._save(index)
 
     def forgotten(self, user_id: str) -> None:
@@ -261,7 +278,63 @@ class SearchIndexes:
         return index
 
     async def _open_index(self, user_id: str) -> UserIndex:
-        return await self._load(user_id) or await self._build(user_id)
+        loaded = await self._load(user_id)
+        if loaded is not None:
+            return loaded
+        if not await self._db.read(lambda conn: more_than(conn, user_id, self._stream_above)):
+            return await self._build(user_id)
+        return cast(UserIndex, await self.cold.start(user_id))  # the preview it made: ours
+
+    # ---- what a cold start (cold_start.py) uses ------------------------------------------------
+
+    @property
+    def db(self) -> SqliteDatabase:
+        return self._db
+
+    @property
+    def file_id(self) -> str:
+        return self._file_id
+
+    @property
+    def snapshots(self) -> SnapshotFolder:
+        return self._snapshots
+
+    def spec_key(self) -> tuple[str, int]:
+        return self._spec_key()
+
+    async def load(self, user_id: str) -> UserIndex | None:
+        return await self._load(user_id)
+
+    async def catch_up(self, index: UserIndex) -> None:
+        await self._catch_up(index)
+
+    @staticmethod
+    def removed_since(conn: sqlite3.Connection, user_id: str, since: int) -> bool:
+        return _removed_since(conn, user_id, since)
+
+    def log_memory(self, event: str) -> None:
+        self._log_memory(event)
+
+    def streamed_build(self, user_id: str) -> StreamedBuild:
+        return StreamedBuild(
+            self._db,
+            user_id,
+            self._snapshots.path,
+            _decoded,
+            dimension=self._spec.dimension,
+            ann_min_rows=self._vector_args["ann_min_rows"],
+            ann_expansion=self._vector_args["ann_expansion"],
+        )
+
+    def preview_from_rows(self, user_id: str, seq: int, rows: Sequence[tuple[Any, ...]]) -> UserIndex:
+        """An index of these rows alone, exact (a preview while the whole is built)."""
+        args = {**self._vector_args, "ann_min_rows": 0}
+        return self._index_from_rows(user_id, seq, rows, args)
+
+    def complete(self, user_id: str) -> bool:
+        """Whether the user's indexes in memory are whole (not a cold start's preview)."""
+        index = self._users.get(user_id)
+        return index is not None and not index.partial
 
     async def _load(self, user_id: str) -> UserIndex | None:
         snapshot = await anyio.to_thread.run_sync(self._snapshots.load, user_id)
@@ -306,8 +379,10 @@ class SearchIndexes:
         index.unsaved = max(SAVE_AFTER_CHANGES, len(index.text))  # worth a snapshot right away
         return index
 
-    def _index_from_rows(self, user_id: str, seq: int, rows: Sequence[tuple[Any, ...]]) -> UserIndex:
-        vectors = VectorIndex(**self._vector_args)
+    def _index_from_rows(
+        self, user_id: str, seq: int, rows: Sequence[tuple[Any, ...]], args: dict[str, int] | None = None
+    ) -> UserIndex:
+        vectors = VectorIndex(**(args or self._vector_args))
         vectors.reserve(len(rows))
         documents = []
         for row in rows:  # active rows only (_read_all)
@@ -323,6 +398,8 @@ class SearchIndexes:
 
     async def _catch_up(self, index: UserIndex) -> None:
         changes = await self._db.read(lambda conn: _read_changes(conn, index.user_id, index.seq))
+        if changes is None and index.partial:
+            return  # its build, under way, reads the file as it is now
         if changes is None:  # the file went back (a restored backup) or the tombstones were pruned
             fresh = await self._build(index.user_id)
             index.text, index.vectors, index.seq = fresh.text, fresh.vectors, fresh.seq
@@ -337,7 +414,7 @@ class SearchIndexes:
 
     def _save_if_due(self, index: UserIndex) -> None:
         due = max(SAVE_AFTER_CHANGES, len(index.text) // 20)
-        if index.unsaved < due or index.lock.locked():
+        if index.unsaved < due or index.lock.locked() or index.partial:
             return
         index.unsaved = 0
         task = asyncio.get_running_loop().create_task(self._save(index))
@@ -378,7 +455,7 @@ class SearchIndexes:
         for user_id, index in list(self._users.items()):
             if total <= self._budget:
                 break
-            if index is keep or index.lock.locked():
+            if index is keep or index.lock.locked() or index.partial:
                 continue
             del self._users[user_id]
             total -= index.nbytes()

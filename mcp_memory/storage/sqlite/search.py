@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import anyio.to_thread
@@ -58,9 +59,10 @@ class SqliteSearch:
                 return found, words_weight(index.text, query, found)
 
             found, weight = await anyio.to_thread.run_sync(work)
+            partial = index.partial
         if query.as_of is not None and query.terms.wanted:
             found = _with_text_then(query, found, await self._then(user_id, query))
-        return TextCandidates([Candidate(*memory_of(key), score) for key, score in found], weight)
+        return TextCandidates([Candidate(*memory_of(key), score) for key, score in found], weight, partial)
 
     async def vector_candidates(
         self, user_id: str, query: SearchQuery, vector: Sequence[float], text: TextCandidates
@@ -76,6 +78,7 @@ class SqliteSearch:
             keys, cosines = await anyio.to_thread.run_sync(
                 lambda: index.vectors.scores(query_vector, where, pool=pool, also=named)
             )
+            partial = index.partial
         if query.as_of is not None:
             then = [(r, v) for r, _, v in await self._then(user_id, query) if v is not None]
             keys = np.concatenate([keys, np.asarray([r for r, _ in then], dtype=np.int64)])
@@ -83,7 +86,8 @@ class SqliteSearch:
                 [cosines, np.asarray([float(v @ query_vector) for _, v in then], dtype=np.float32)]
             )
         keys, cosines = with_first_passages(keys, cosines, named)
-        return _nearest(keys, cosines.astype(np.float64), named, pool)
+        nearest = _nearest(keys, cosines.astype(np.float64), named, pool)
+        return replace(nearest, partial=True) if partial else nearest
 
     async def hits(
         self, user_id: str, query: SearchQuery, ranked: Sequence[Ranked], vector: Sequence[float] | None
