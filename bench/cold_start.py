@@ -33,7 +33,9 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# This checkout at the end of the path: a --before checkout on PYTHONPATH is the mcp_memory a child runs.
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+from bench.harness import cli, table
 
 DIMENSION = 384
 QUERIES = 50
@@ -43,8 +45,7 @@ ANN = {"ann_min_memories": 50_000, "ann_expansion": 2048}  # LongTermSettings' d
 
 def fill(path: Path, size: int, locomo_path: str) -> None:
     """A store of `size` synthetic turns at `path`, its vectors in vectors.npy, its queries in queries.json."""
-    from scale import SPEC, Synthetic, turns
-
+    from bench.scale import SPEC, Synthetic, turns
     from mcp_memory.storage.sqlite.db import SqliteDatabase
     from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 
@@ -218,15 +219,12 @@ def print_table(rows: list[dict[str, Any]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = cli.parser(__doc__, json=True)
     parser.add_argument("--locomo", help="path to locomo_dev.json (its turn texts and questions)")
     parser.add_argument("--sizes", type=int, nargs="+", default=[100_000])
     parser.add_argument("--cache", help="keep the filled stores here (reused by the next run)")
     parser.add_argument("--scratch", help="where a store not kept goes")
     parser.add_argument("--before", help="a checkout whose code the first cold process runs (e.g. main)")
-    parser.add_argument("--json", type=Path, help="also write the rows here")
     parser.add_argument(
         "--first-only", action="store_true", help="only the cold process's first answer (its build stopped)"
     )
@@ -241,8 +239,7 @@ def main() -> None:
     rows = [measure(size, args) for size in args.sizes]
     if not args.first_only:
         print_table(rows)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=2))
+    table.save(args.json, rows)
 
 
 if __name__ == "__main__":
