@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 from mcp_memory.config import EmbeddingSettings, LongTermSettings, Settings
+from mcp_memory.models import Scope
 from mcp_memory.search.query import SearchQuery
 from mcp_memory.service.assembly import open_service
 from mcp_memory.storage.sqlite import cold_build, cold_start, indexes
@@ -22,6 +23,7 @@ from mcp_memory.storage.sqlite.cold_build import StreamedBuild
 from mcp_memory.storage.sqlite.db import SqliteDatabase
 from mcp_memory.storage.sqlite.long_term import SqliteLongTermStore
 from tests.contract.conftest_long_term import DIMENSION, EMBEDDING, embed, memory
+from tests.helpers import eventually_async
 from tests.unit.test_sqlite_search_indexes import Gate, gated
 
 pytestmark = pytest.mark.anyio
@@ -182,3 +184,36 @@ async def test_a_cold_build_reads_the_file_a_chunk_at_a_time_never_all_of_it(
         assert progress.rows_read == 400 and progress.words_ready
         found = await store.search(USER, SearchQuery(text="item5 Lisbon", mode="text"), None)
         assert found and store.indexes.complete(USER)
+
+
+async def test_a_forget_during_the_build_removes_its_spill_files_before_it_answers_and_starts_it_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small_chunks: None
+) -> None:
+    path = tmp_path / "memory.db"
+    await filled(path, 400)
+    gate = Gate()
+    gated(monkeypatch, StreamedBuild, "_text_columns", gate)  # every chunk spilled, held before the merge
+    async with opened(path) as store:
+        await store.search(USER, SearchQuery(text="garden", mode="text"), None)
+        await gate.reached.wait()
+        first = store.indexes.cold.builds[USER]
+        spill = first.spill
+        assert list(spill.glob("*.bin"))  # the spill holds every memory's postings and vectors, t1's too
+
+        async def stopping() -> None:
+            await eventually_async(first._stop.is_set, what="the forget stops the build under way")
+            gate.release()
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(stopping)
+            counts = await store.forget(Scope(user_id=USER, thread_id="t1"))
+        assert counts  # t1's 25 memories went
+        assert not spill.exists()  # gone before the forget answered
+        with anyio.fail_after(60):
+            await store.indexes.cold.built(USER)
+        assert store.indexes.complete(USER)
+        assert store.indexes.cold.builds == {} and store.indexes.stats.builds == 1
+        gone = await store.search(USER, SearchQuery(text="item30 number 30", mode="text"), None)
+        assert all(hit.memory.thread_id != "t1" for hit in gone)  # m30 was t1's
+        kept = await store.search(USER, SearchQuery(text="item23 number 60", mode="text"), None)
+        assert kept[0].memory.id == "m60"  # t2's, older than the preview: found by the new build

@@ -77,6 +77,8 @@ class ColdStarts:
         self._indexes = indexes
         self._columns = columns
         self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._previews: dict[str, PartialIndex] = {}  # what each build under way completes
+        self._closing = False
         self.builds: dict[str, StreamedBuild] = {}  # under way, by user id (tests, benchmarks)
 
     async def start(self, user_id: str) -> PartialIndex:
@@ -94,10 +96,31 @@ class ColdStarts:
             time.perf_counter() - started,
         )
         if user_id not in self._tasks:
-            task = asyncio.get_running_loop().create_task(self._complete(user_id, preview))
-            self._tasks[user_id] = task
-            task.add_done_callback(lambda done: self._finished(user_id, done))
+            self._launch(user_id, preview)
         return preview
+
+    def _launch(self, user_id: str, preview: PartialIndex) -> None:
+        self._previews[user_id] = preview
+        task = asyncio.get_running_loop().create_task(self._complete(user_id, preview))
+        self._tasks[user_id] = task
+        task.add_done_callback(lambda done: self._finished(user_id, done))
+
+    async def forgotten(self, user_id: str) -> None:
+        """Memories of the user were deleted while their build was under way: its spill files may hold
+        them (postings and vectors). The build stops, its files are removed before this returns, and it
+        starts again from the file, which no longer holds them."""
+        task, preview = self._tasks.get(user_id), self._previews.get(user_id)
+        if task is None or preview is None:
+            return
+        build = self.builds.get(user_id)
+        if build is not None:
+            build.stop()  # a block under way on a worker thread ends it; `close` removes the files
+        task.cancel()
+        await asyncio.wait({task})
+        self._tasks.pop(user_id, None)
+        if not self._closing:
+            log.info("search index build of %s started again: memories were forgotten during it", user_id)
+            self._launch(user_id, preview)
 
     def building(self, user_id: str) -> bool:
         return user_id in self._tasks
@@ -109,6 +132,7 @@ class ColdStarts:
             await asyncio.wait({task})
 
     def cancel(self) -> None:
+        self._closing = True
         for build in self.builds.values():
             build.stop()  # a block under way on a worker thread ends it
         for task in list(self._tasks.values()):
@@ -119,7 +143,9 @@ class ColdStarts:
             await asyncio.wait(set(self._tasks.values()))
 
     def _finished(self, user_id: str, task: asyncio.Task[None]) -> None:
-        self._tasks.pop(user_id, None)
+        if self._tasks.get(user_id) is task:
+            self._tasks.pop(user_id, None)
+            self._previews.pop(user_id, None)
         if not task.cancelled() and isinstance(task.exception(), BuildStopped):
             log.info("search index build of %s stopped: the process is closing", user_id)
         elif not task.cancelled() and task.exception() is not None:

@@ -260,8 +260,10 @@ class SearchIndexes:
         if index is not None and not index.partial:
             await self._save(index)
 
-    def forgotten(self, user_id: str) -> None:
-        """Memories of the user were deleted: their snapshot, which still holds them, goes now."""
+    async def forgotten(self, user_id: str) -> None:
+        """Memories of the user were deleted: a build from the file under way starts again (its spill
+        files go first), and their snapshot, which still holds them, goes now."""
+        await self.cold.forgotten(user_id)
         self._snapshots.remove(user_id)
 
     # ---- opening: a snapshot, else the whole file ---------------------------------------------

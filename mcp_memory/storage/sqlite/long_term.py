@@ -225,7 +225,7 @@ class SqliteLongTermStore(SearchesBy):
 
         counts = await self._db.write(work, change=True)
         if counts and not dry_run:
-            self.indexes.forgotten(scope.user_id)
+            await self.indexes.forgotten(scope.user_id)
         return counts
 
     # ---- learning --------------------------------------------------------------------------
